@@ -1,0 +1,1 @@
+"""ctypes bindings, one module per native library, 1:1 with its C API (ints for pointers and handles)."""

@@ -1,0 +1,223 @@
+"""Locate and load native libraries: lazily, once, thread-safely.
+
+Search order for an NVIDIA library: cuda-pathfinder (when installed), then the ``nvidia/cu13/lib`` and
+``nvidia/*/lib`` folders of every ``sys.path`` entry (covers ``pip install --target`` and ``PYTHONPATH``,
+and sonames that an older cuda-pathfinder does not know), then the system loader by soname.
+CPU libraries (FFTW, MKL) are looked for in the wheels that bring them and then by soname.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+from ..errors import LibraryNotFoundError
+
+__all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LibrarySpec:
+    """Where a library may be found and which pip extra brings it."""
+
+    sonames: tuple[str, ...]  # preferred first; the first part before '.so' is the glob stem
+    extra: str
+    pathfinder: str | None = None  # cuda-pathfinder's short name
+    wheel_globs: tuple[str, ...] = ()  # globs relative to a sys.path entry (bundled copies)
+    prefix_lib: bool = False  # also look in <sys.prefix>/lib (MKL installs there)
+
+
+def _nv(name: str, *sonames: str, extra: str = "cu13") -> LibrarySpec:
+    return LibrarySpec(sonames=sonames, extra=extra, pathfinder=name)
+
+
+LIBRARIES: dict[str, LibrarySpec] = {
+    "cudart": _nv("cudart", "libcudart.so.13", "libcudart.so.12"),
+    "cufft": _nv("cufft", "libcufft.so.12", "libcufft.so.11"),
+    "cublas": _nv("cublas", "libcublas.so.13", "libcublas.so.12"),
+    "cublasLt": _nv("cublasLt", "libcublasLt.so.13", "libcublasLt.so.12"),
+    "curand": _nv("curand", "libcurand.so.10"),
+    "cusparse": _nv("cusparse", "libcusparse.so.12"),
+    "cusolver": _nv("cusolver", "libcusolver.so.12", "libcusolver.so.11"),
+    "nvrtc": _nv("nvrtc", "libnvrtc.so.13", "libnvrtc.so.12"),
+    "nvJitLink": _nv("nvJitLink", "libnvJitLink.so.13", "libnvJitLink.so.12"),
+    "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss"),
+    "cutensor": _nv("cutensor", "libcutensor.so.2", extra="cutensor"),
+    "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
+    # (names carry a hash there), or as installed by the system (libfftw3-dev and friends).
+    "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",)),
+    "fftw3f": LibrarySpec(("libfftw3f.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3f-*.so*",)),
+    "fftw3_omp": LibrarySpec(
+        ("libfftw3_omp.so.3", "libfftw3_threads.so.3"), "cpu", wheel_globs=("pyfftw.libs/libfftw3_omp-*.so*",)
+    ),
+    "fftw3f_omp": LibrarySpec(
+        ("libfftw3f_omp.so.3", "libfftw3f_threads.so.3"), "cpu", wheel_globs=("pyfftw.libs/libfftw3f_omp-*.so*",)
+    ),
+    # Intel MKL's single dynamic library; it exports the FFTW3 interface too.
+    "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "cpu", prefix_lib=True),
+}
+
+_lock = threading.Lock()
+_loaded: dict[str, ctypes.CDLL] = {}
+_paths: dict[str, str] = {}
+
+
+def _sys_path_dirs() -> list[str]:
+    return [p for p in sys.path if p and os.path.isdir(p)]
+
+
+def _nvidia_wheel_candidates(spec: LibrarySpec) -> list[str]:
+    found = []
+    for base in _sys_path_dirs():
+        for sub in ("nvidia/cu13/lib", "nvidia/*/lib", "nvidia/*/lib64", "nvidia/cu12/lib"):
+            for soname in spec.sonames:
+                found.extend(sorted(glob.glob(os.path.join(base, sub, soname))))
+    return found
+
+
+def _bundled_candidates(spec: LibrarySpec) -> list[str]:
+    found = []
+    for base in _sys_path_dirs():
+        for pattern in spec.wheel_globs:
+            found.extend(sorted(glob.glob(os.path.join(base, pattern))))
+    if spec.prefix_lib:
+        for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", ""))):
+            if prefix:
+                for soname in spec.sonames:
+                    found.extend(sorted(glob.glob(os.path.join(prefix, "lib", soname))))
+    return found
+
+
+def _try_pathfinder(spec: LibrarySpec) -> str | None:
+    if spec.pathfinder is None:
+        return None
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+    except ImportError:
+        return None
+    try:
+        loaded = load_nvidia_dynamic_lib(spec.pathfinder)
+    except Exception as exc:  # not found, unknown to this version, ...
+        logger.debug("cuda-pathfinder did not find %s: %s", spec.pathfinder, exc)
+        return None
+    return getattr(loaded, "abs_path", None)
+
+
+def _candidates(name: str, spec: LibrarySpec):
+    path = _try_pathfinder(spec)
+    if path:
+        yield path, "cuda-pathfinder"
+    for path in _nvidia_wheel_candidates(spec):
+        yield path, "sys.path wheel folder"
+    for path in _bundled_candidates(spec):
+        yield path, "bundled copy"
+    for soname in spec.sonames:
+        yield soname, "system loader"
+
+
+def find_library(name: str) -> str | None:
+    """The path a library would be (or was) loaded from, or None; does not raise."""
+    try:
+        load_library(name)
+    except LibraryNotFoundError:
+        return None
+    return _paths.get(name)
+
+
+def load_library(name: str) -> ctypes.CDLL:
+    """Load library ``name`` (a key of ``LIBRARIES``) once and return its handle.
+
+    Raises ``LibraryNotFoundError`` naming the pip extra that brings the library.
+    """
+    lib = _loaded.get(name)
+    if lib is not None:
+        return lib
+    with _lock:
+        lib = _loaded.get(name)
+        if lib is not None:
+            return lib
+        spec = LIBRARIES[name]
+        errors = []
+        for path, how in _candidates(name, spec):
+            try:
+                lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL)
+            except OSError as exc:
+                errors.append(f"{path}: {exc}")
+                continue
+            _loaded[name] = lib
+            _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
+            logger.info("loaded %s from %s (%s)", name, _paths[name], how)
+            return lib
+        raise LibraryNotFoundError(
+            f"could not load the {name} library (looked for {', '.join(spec.sonames)} through cuda-pathfinder, "
+            f"the nvidia/*/lib folders of sys.path and the system loader); install it with "
+            f"`pip install cumath[{spec.extra}]`" + (f". Last error: {errors[-1]}" if errors else "")
+        )
+
+
+def _resolved_path(lib: ctypes.CDLL, fallback: str) -> str:
+    """The absolute path of a library loaded by soname, read from /proc/self/maps where possible."""
+    try:
+        with open("/proc/self/maps") as f:
+            stem = fallback.split(".so")[0]
+            for line in f:
+                path = line.rstrip().split(" ")[-1]
+                if os.path.basename(path).startswith(stem + ".so"):
+                    return path
+    except OSError:
+        pass
+    return fallback
+
+
+def loaded_libraries() -> dict[str, str]:
+    """Name -> path of every library loaded so far."""
+    return dict(_paths)
+
+
+class LazyFunctions:
+    """Attribute access to a library's C functions, typed from a table and bound on first use.
+
+    ``table`` maps a C function name to ``(restype, [argtypes...])``. Nothing is loaded until the first
+    attribute is read; then every function of the table becomes a plain instance attribute, so later
+    reads cost a dict lookup. Functions missing from an older library version are skipped (reading one
+    raises AttributeError naming the library).
+    """
+
+    def __init__(self, library: str, table: dict):
+        self.__dict__["_library"] = library
+        self.__dict__["_table"] = table
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        lib = load_library(self._library)
+        with _lock:
+            for fname, (restype, argtypes) in self._table.items():
+                if fname in self.__dict__:
+                    continue
+                try:
+                    fn = getattr(lib, fname)
+                except AttributeError:
+                    continue
+                fn.restype = restype
+                fn.argtypes = argtypes
+                self.__dict__[fname] = fn
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"{name} is not available in the loaded {self._library} library") from None
+
+    def has(self, name: str) -> bool:
+        try:
+            getattr(self, name)
+        except AttributeError:
+            return False
+        return True

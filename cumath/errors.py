@@ -1,0 +1,59 @@
+"""The exceptions cumath raises: one base class, typed library errors, state and layout errors."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CumathError",
+    "LibraryError",
+    "LibraryNotFoundError",
+    "InvalidStateError",
+    "UnsupportedLayoutError",
+    "CUFFTError",
+    "CUDARuntimeError",
+    "FFTWError",
+]
+
+
+class CumathError(Exception):
+    """Base class of every error raised by cumath itself."""
+
+
+class LibraryError(CumathError, RuntimeError):
+    """A native library returned a failure status.
+
+    Attributes: ``library`` (e.g. ``"cufft"``), ``status`` (the integer code) and ``name`` (the C enum name).
+    """
+
+    library = "native library"
+
+    def __init__(self, status: int, name: str | None = None, detail: str | None = None):
+        self.status = int(status)
+        self.name = name or f"status {self.status}"
+        msg = f"{self.library} failed with {self.name} ({self.status})"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)
+
+
+class CUFFTError(LibraryError):
+    library = "cuFFT"
+
+
+class CUDARuntimeError(LibraryError):
+    library = "CUDA runtime"
+
+
+class FFTWError(LibraryError):
+    library = "FFTW"
+
+
+class LibraryNotFoundError(CumathError, OSError):
+    """A native library could not be located; the message names the pip extra that brings it."""
+
+
+class InvalidStateError(CumathError, RuntimeError):
+    """An object was used in a state that does not allow the call (after free(), before plan(), ...)."""
+
+
+class UnsupportedLayoutError(CumathError, ValueError):
+    """The operand's memory layout cannot be handled as requested; the message says what to change."""
