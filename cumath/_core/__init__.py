@@ -1,0 +1,1 @@
+"""Shared machinery: operands, execution spaces, streams, options, lifetimes, caches, logging."""

@@ -1,0 +1,68 @@
+"""Small CUDA runtime helpers used by the layers above: devices, copies, events, synchronisation."""
+
+from __future__ import annotations
+
+import logging
+
+from .._bindings import cudart
+from .logging import format_bytes
+
+__all__ = ["device_count", "copy", "synchronize", "stream_wait", "Event", "current_device", "set_device"]
+
+logger = logging.getLogger(__name__)
+
+H2D = 1  # cudaMemcpyHostToDevice
+D2H = 2  # cudaMemcpyDeviceToHost
+D2D = 3  # cudaMemcpyDeviceToDevice
+
+
+def device_count() -> int:
+    """Number of visible GPUs; 0 when there is no driver, no GPU or no CUDA runtime library."""
+    try:
+        return cudart.cudaGetDeviceCount()
+    except Exception:
+        return 0
+
+
+def current_device() -> int:
+    return cudart.cudaGetDevice()
+
+
+def set_device(device_id: int) -> None:
+    if cudart.cudaGetDevice() != device_id:
+        cudart.cudaSetDevice(device_id)
+
+
+def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = "") -> None:
+    """Stream-ordered copy of ``nbytes``; cross-space copies are logged with their size."""
+    if kind != D2D and logger.isEnabledFor(logging.INFO):
+        logger.info("copy %s %s (%s)", "host->GPU" if kind == H2D else "GPU->host", what, format_bytes(nbytes))
+    cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
+
+
+def synchronize(stream: int) -> None:
+    cudart.cudaStreamSynchronize(stream)
+
+
+class Event:
+    """A CUDA event (timing disabled) with one owner."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self):
+        self.handle = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
+
+    def record(self, stream: int) -> None:
+        cudart.cudaEventRecord(self.handle, stream)
+
+    def close(self) -> None:
+        if self.handle:
+            cudart.cudaEventDestroy(self.handle)
+            self.handle = 0
+
+
+def stream_wait(waiter: int, producer: int, event: Event) -> None:
+    """Make ``waiter`` wait for the work queued so far on ``producer`` (no host synchronisation)."""
+    if waiter != producer:
+        event.record(producer)
+        cudart.cudaStreamWaitEvent(waiter, event.handle, 0)

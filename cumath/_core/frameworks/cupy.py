@@ -1,0 +1,47 @@
+"""CuPy adapter (GPU memory, CuPy's memory pool and current stream)."""
+
+from __future__ import annotations
+
+import cupy
+
+from ..layout import inverse_perm, is_identity
+from ..operand import Operand
+
+_NAMES = {cupy.dtype(n): n for n in ("float16", "float32", "float64", "complex64", "complex128",
+                                      "int8", "int16", "int32", "int64", "uint8", "bool")}
+
+
+def wrap(x) -> Operand:
+    dt = x.dtype
+    name = _NAMES.get(dt)
+    if name is None:
+        raise TypeError(f"CuPy dtype {dt} is not supported")
+    itemsize = dt.itemsize
+    return Operand(x, x.data.ptr, x.shape, tuple(s // itemsize for s in x.strides), name, x.device.id, "cupy")
+
+
+def current_stream(device_id: int) -> int:
+    return cupy.cuda.get_current_stream(device_id).ptr
+
+
+def empty(shape, dtype: str, device_id=0, perm=None):
+    if dtype == "complex32":
+        raise TypeError("CuPy has no complex32 dtype; use PyTorch's torch.complex32 for half-precision complex")
+    with cupy.cuda.Device(device_id):
+        if is_identity(perm):
+            return cupy.empty(shape, dtype=dtype)
+        return cupy.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
+
+
+def copy_into(dst, src) -> None:
+    with cupy.cuda.Device(dst.device.id):
+        dst[...] = src
+
+
+def pointer(x) -> int:
+    return x.data.ptr
+
+
+def stream_context(device_id: int, stream: int):
+    """Make ``stream`` CuPy's current stream on ``device_id`` inside a ``with`` block."""
+    return cupy.cuda.ExternalStream(stream, device_id)

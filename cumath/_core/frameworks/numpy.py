@@ -1,0 +1,65 @@
+"""NumPy adapter (host memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import UnsupportedLayoutError
+from ..layout import inverse_perm, is_identity
+from ..operand import Operand
+
+_NAMES = {np.dtype(n): n for n in ("float16", "float32", "float64", "complex64", "complex128",
+                                    "int8", "int16", "int32", "int64", "uint8", "bool")}
+
+
+def wrap(x) -> Operand:
+    dt = x.dtype
+    name = _NAMES.get(dt)
+    if name is None:
+        raise TypeError(f"NumPy dtype {dt} is not supported")
+    itemsize = dt.itemsize
+    strides = x.strides
+    estrides = tuple(s // itemsize for s in strides)
+    if any(s % itemsize for s in strides):
+        raise UnsupportedLayoutError(
+            f"the array's strides {strides} are not multiples of its item size {itemsize}; pass a copy"
+        )
+    return Operand(x, x.__array_interface__["data"][0], x.shape, estrides, name, None, "numpy",
+                   not x.flags.writeable)
+
+
+def empty(shape, dtype: str, device_id=None, perm=None):
+    if dtype == "complex32":
+        raise TypeError("NumPy has no complex32 (half-precision complex) dtype; use CuPy or PyTorch on the GPU")
+    if is_identity(perm):
+        return np.empty(shape, dtype=dtype)
+    return np.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
+
+
+def copy_into(dst, src) -> None:
+    np.copyto(dst, src)
+
+
+def pointer(x) -> int:
+    return x.__array_interface__["data"][0]
+
+
+def view(op: Operand):
+    """A NumPy view of a host operand from any package (e.g. a PyTorch CPU tensor)."""
+    if op.package == "numpy":
+        return op.obj
+    return np.asarray(op.obj)
+
+
+def from_pointer(ptr: int, shape, strides, dtype: str):
+    """A NumPy array over host memory at ``ptr`` (strides in elements); the caller keeps the memory alive."""
+    dt = np.dtype(dtype)
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    span = (hi - lo + 1) * dt.itemsize
+    import ctypes
+
+    buf = (ctypes.c_char * span).from_address(ptr + lo * dt.itemsize)
+    base = np.frombuffer(buf, dtype=dt)
+    return np.lib.stride_tricks.as_strided(base[-lo:] if lo else base, shape=shape,
+                                           strides=[s * dt.itemsize for s in strides])

@@ -1,0 +1,74 @@
+"""PyTorch adapter (CPU and CUDA tensors; PyTorch's caching allocator and current stream)."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from ..layout import inverse_perm, is_identity
+from ..operand import Operand
+
+logger = logging.getLogger(__name__)
+
+_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
+          torch.float64: "float64", torch.complex32: "complex32", torch.complex64: "complex64",
+          torch.complex128: "complex128", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
+          torch.int64: "int64", torch.uint8: "uint8", torch.bool: "bool"}
+_DTYPES = {v: k for k, v in _NAMES.items()}
+_DEVICES: dict = {}
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - older PyTorch
+    _raw_stream = None
+
+
+def wrap(x) -> Operand:
+    name = _NAMES.get(x.dtype)
+    if name is None:
+        raise TypeError(f"PyTorch dtype {x.dtype} is not supported")
+    if x.is_conj() or x.is_neg():
+        logger.info("resolving the lazy conjugation/negation of a %s tensor (one copy)", name)
+        x = x.resolve_conj().resolve_neg()
+    dev = x.device
+    if dev.type == "cuda":
+        device_id = dev.index
+    elif dev.type == "cpu":
+        device_id = None
+    else:
+        raise TypeError(f"PyTorch tensors on {dev.type} are not supported; use CPU or CUDA tensors")
+    return Operand(x, x.data_ptr(), tuple(x.shape), x.stride(), name, device_id, "torch")
+
+
+def current_stream(device_id: int) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(device_id)
+    return torch.cuda.current_stream(device_id).cuda_stream
+
+
+def _device(device_id):
+    dev = _DEVICES.get(device_id)
+    if dev is None:
+        dev = _DEVICES[device_id] = torch.device("cpu" if device_id is None else f"cuda:{device_id}")
+    return dev
+
+
+def empty(shape, dtype: str, device_id=None, perm=None):
+    dev = _device(device_id)
+    if is_identity(perm):
+        return torch.empty(shape, dtype=_DTYPES[dtype], device=dev)
+    return torch.empty([shape[p] for p in perm], dtype=_DTYPES[dtype], device=dev).permute(inverse_perm(perm))
+
+
+def copy_into(dst, src) -> None:
+    dst.copy_(src)
+
+
+def pointer(x) -> int:
+    return x.data_ptr()
+
+
+def stream_context(device_id: int, stream: int):
+    """Make ``stream`` PyTorch's current stream on ``device_id`` inside a ``with`` block."""
+    return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=_device(device_id)))

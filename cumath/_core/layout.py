@@ -1,0 +1,31 @@
+"""Pure layout arithmetic shared by every domain. A "perm" lists axes from outermost to innermost."""
+
+from __future__ import annotations
+
+__all__ = ["inverse_perm", "is_identity", "dense_strides", "natural_perm"]
+
+
+def inverse_perm(perm) -> list:
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
+
+
+def is_identity(perm) -> bool:
+    return perm is None or all(i == p for i, p in enumerate(perm))
+
+
+def dense_strides(shape, perm) -> tuple:
+    """Strides (in elements) of a dense array of ``shape`` laid out in ``perm`` order."""
+    strides = [0] * len(shape)
+    step = 1
+    for axis in reversed(perm):
+        strides[axis] = step
+        step *= shape[axis]
+    return tuple(strides)
+
+
+def natural_perm(strides) -> tuple:
+    """An array's own memory order: axes by decreasing |stride| (ties keep the axis order)."""
+    return tuple(sorted(range(len(strides)), key=lambda a: -abs(strides[a])))

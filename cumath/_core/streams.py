@@ -1,0 +1,32 @@
+"""Streams: accept an int handle, any ``__cuda_stream__`` object, a CuPy or a PyTorch stream."""
+
+from __future__ import annotations
+
+from .operand import adapter
+
+__all__ = ["stream_handle", "default_stream"]
+
+
+def stream_handle(stream) -> int:
+    """The cudaStream_t of ``stream`` as an int."""
+    if isinstance(stream, int):
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        return int(proto()[1])
+    for attr in ("ptr", "cuda_stream", "handle"):  # CuPy, PyTorch, cuda.core
+        value = getattr(stream, attr, None)
+        if isinstance(value, int):
+            return value
+    raise TypeError(
+        f"stream must be an int (cudaStream_t), an object with __cuda_stream__, a cupy.cuda.Stream or a "
+        f"torch.cuda.Stream; got {type(stream).__name__}"
+    )
+
+
+def default_stream(package: str, device_id: int) -> int:
+    """The current stream of the operand's package on ``device_id`` (the legacy default stream for host
+    packages, whose operands are staged to the GPU)."""
+    if package in ("cupy", "torch"):
+        return adapter(package).current_stream(device_id)
+    return 0

@@ -1,0 +1,91 @@
+"""The GPU engine: cuFFT through ctypes (64-bit cufftXt planning, our workspace, plan bound to a stream)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+
+from ..._bindings import cufft
+from ..._bindings.cudart import cudaDataType
+from ..._core.cuda import set_device
+from ..._core.logging import format_bytes
+from ...memory import allocate
+
+__all__ = ["CufftPlan", "DATA_TYPES"]
+
+logger = logging.getLogger(__name__)
+
+DATA_TYPES = {
+    "float16": cudaDataType.CUDA_R_16F, "complex32": cudaDataType.CUDA_C_16F,
+    "float32": cudaDataType.CUDA_R_32F, "complex64": cudaDataType.CUDA_C_32F,
+    "float64": cudaDataType.CUDA_R_64F, "complex128": cudaDataType.CUDA_C_64F,
+}
+_EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
+
+
+def _destroy(handle):
+    try:
+        cufft.cufftDestroy(handle)
+    except Exception:  # interpreter shutdown, context gone
+        pass
+
+
+class CufftPlan:
+    """One cuFFT plan over fixed layouts; executes on any pair of pointers with those layouts."""
+
+    def __init__(self, sizes, in_layout, out_layout, in_dtype, out_dtype, device_id, stream, allocator,
+                 log=logger):
+        self.handle = 0
+        self._ws = None
+        self._allocator = allocator
+        self.device_id = device_id
+        set_device(device_id)
+        in_embed, istride, idist, batch = in_layout
+        out_embed, ostride, odist, _ = out_layout
+        exec_dtype = in_dtype if in_dtype.startswith("complex") else out_dtype
+        t0 = time.perf_counter()
+        self.handle = cufft.cufftCreate()
+        self._finalizer = weakref.finalize(self, _destroy, self.handle)
+        cufft.cufftSetAutoAllocation(self.handle, 0)
+        self.workspace_size = cufft.cufftXtMakePlanMany(
+            self.handle, len(sizes), list(sizes), list(in_embed), istride, idist, DATA_TYPES[in_dtype],
+            list(out_embed), ostride, odist, DATA_TYPES[out_dtype], batch, DATA_TYPES[exec_dtype])
+        cufft.cufftSetStream(self.handle, stream)
+        self._stream = stream
+        if log.isEnabledFor(logging.INFO):
+            log.info("cuFFT plan %s->%s sizes=%s batch=%d in(embed=%s, stride=%d, dist=%d) out(embed=%s, "
+                     "stride=%d, dist=%d) on GPU %d: workspace %s, planned in %.2f ms", in_dtype, out_dtype,
+                     list(sizes), batch, list(in_embed), istride, idist, list(out_embed), ostride, odist,
+                     device_id, format_bytes(self.workspace_size), 1e3 * (time.perf_counter() - t0))
+
+    def _attach_workspace(self, stream):
+        self._ws = allocate(self._allocator, self.workspace_size, stream)
+        cufft.cufftSetWorkArea(self.handle, self._ws.device_ptr)
+
+    def execute(self, in_ptr, out_ptr, sign, stream):
+        if stream != self._stream:
+            cufft.cufftSetStream(self.handle, stream)
+            self._stream = stream
+        if self._ws is None and self.workspace_size:
+            self._attach_workspace(stream)
+        cufft.cufftXtExec(self.handle, in_ptr, out_ptr, sign)
+
+    def release_workspace(self):
+        if self._ws is not None:
+            self._ws.free()
+            self._ws = None
+
+    def free(self):
+        self.release_workspace()
+        self._finalizer()
+        self.handle = 0
+
+
+def check_half_sizes(sizes, dtype):
+    """cuFFT computes half precision only for powers of two."""
+    if dtype in ("float16", "complex32") and any(n & (n - 1) for n in sizes):
+        raise ValueError(
+            f"half-precision ({dtype}) FFTs need power-of-2 sizes on cuFFT, got {list(sizes)}; "
+            f"convert the operand to float32/complex64"
+        )

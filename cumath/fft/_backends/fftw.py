@@ -1,0 +1,193 @@
+"""The fast CPU engine: FFTW3's guru64 interface, from the FFTW bundled with pyFFTW or from MKL.
+
+Plans are made once per layout, on scratch arrays (measured planning overwrites its arrays), and executed
+on the caller's arrays with FFTW's new-array functions; a plan is reused for any arrays with the same
+SIMD alignment, and another is made (and kept) for a different alignment. Planning effort is a choice
+(see FFTOptions.planning_effort); what measured planning learns is kept as FFTW wisdom on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from ..._bindings import fftw as _fftw
+from ...config import cache_dir
+
+__all__ = ["FFTWPlan", "threads_for"]
+
+logger = logging.getLogger(__name__)
+
+_EFFORT_FLAGS = {
+    "estimate": _fftw.FFTW_ESTIMATE,
+    "measure": _fftw.FFTW_MEASURE,
+    "patient": _fftw.FFTW_PATIENT,
+    "exhaustive": _fftw.FFTW_EXHAUSTIVE,
+}
+_wisdom_loaded: set = set()
+_wisdom_lock = threading.Lock()
+
+# Below this many points per transform batch, threads cost more than they save (benchmarks/NOTES.md).
+THREAD_MIN_POINTS = 1 << 15
+
+
+def threads_for(points: int, requested: int) -> int:
+    return requested if points >= THREAD_MIN_POINTS else 1
+
+
+def wisdom_path(lib) -> str:
+    return os.path.join(cache_dir("fftw"), f"wisdom-{lib.provider}-{lib.precision}.txt")
+
+
+def _load_wisdom(lib) -> None:
+    key = (lib.provider, lib.precision)
+    if key in _wisdom_loaded:
+        return
+    with _wisdom_lock:
+        if key in _wisdom_loaded:
+            return
+        path = wisdom_path(lib)
+        if os.path.exists(path):
+            with _fftw.planner_lock:
+                ok = lib.import_wisdom_from_filename(path)
+            logger.info("FFTW wisdom %s from %s", "loaded" if ok else "could not be read", path)
+        _wisdom_loaded.add(key)
+
+
+def _save_wisdom(lib) -> None:
+    path = wisdom_path(lib)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with _fftw.planner_lock:
+        if os.path.exists(path):
+            lib.import_wisdom_from_filename(path)  # merge what other processes learnt meanwhile
+        lib.export_wisdom_to_filename(tmp)
+    os.replace(tmp, path)
+    logger.info("FFTW wisdom saved to %s", path)
+
+
+def _scratch(shape_strides, itemsize: int, residue: int, align: int):
+    """A scratch buffer for planning and the address in it of element 0, with ``address % align == residue``.
+    ``shape_strides``: (n, stride) of every dimension, strides in elements (negative allowed)."""
+    lo = sum((n - 1) * s for n, s in shape_strides if s < 0)
+    hi = sum((n - 1) * s for n, s in shape_strides if s > 0)
+    nbytes = (hi - lo + 1) * itemsize
+    buf = np.empty(nbytes + 2 * align, dtype=np.uint8)
+    base = buf.ctypes.data
+    start = base + (residue - base) % align
+    ptr = start - lo * itemsize
+    return buf, ptr
+
+
+class FFTWPlan:
+    """FFTW plans for one problem layout: ``execute(in_ptr, out_ptr, sign, stream)`` picks (or makes) the
+    plan for the direction and the alignment of the pointers."""
+
+    workspace_size = 0
+
+    def __init__(self, kind, precision, provider, dims, howmany, in_dtype_size, out_dtype_size, inplace,
+                 num_threads, effort, log=logger):
+        self.lib = _fftw.get_fftw(precision, provider)
+        self.kind = kind
+        self.dims = [tuple(d) for d in dims]
+        self.howmany = [tuple(d) for d in howmany]
+        self.inplace = inplace
+        self._sizes = (in_dtype_size, out_dtype_size)
+        points = 1
+        for d in self.dims + self.howmany:
+            points *= d[0]
+        self.num_threads = threads_for(points, num_threads)
+        self.effort = effort
+        self.log = log
+        self.align = self.lib.simd_alignment
+        self._plans: dict = {}
+        self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
+        self._exec = {"C2C": self.lib.execute_dft, "R2C": self.lib.execute_dft_r2c,
+                      "C2R": self.lib.execute_dft_c2r}[kind]
+        _load_wisdom(self.lib)
+
+    def prepare(self, sign: int, in_residue: int = 0, out_residue: int = 0) -> int:
+        """Make (or fetch) the plan for ``sign`` and pointer alignments ``in/out_residue``."""
+        key = (sign, in_residue, out_residue)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._make(sign, in_residue, out_residue)
+        return plan
+
+    def execute(self, in_ptr, out_ptr, sign, stream=None):
+        align = self.align
+        key = (sign, in_ptr % align, out_ptr % align)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self.prepare(*key)
+        self._exec(plan, in_ptr, out_ptr)
+
+    def _make(self, sign, in_residue, out_residue):
+        lib = self.lib
+        in_size, out_size = self._sizes
+        in_dims = [(n, i) for n, i, _ in self.dims + self.howmany]
+        out_dims = [(n, o) for n, _, o in self.dims + self.howmany]
+        if self.kind == "R2C":  # the complex side holds n//2+1 along the last transformed axis
+            last = self.dims[-1]
+            out_dims[len(self.dims) - 1] = (last[0] // 2 + 1, last[2])
+        elif self.kind == "C2R":
+            last = self.dims[-1]
+            in_dims[len(self.dims) - 1] = (last[0] // 2 + 1, last[1])
+        in_buf, in_ptr = _scratch(in_dims, in_size, in_residue, self.align)
+        if self.inplace:
+            out_buf, out_ptr = in_buf, in_ptr
+        else:
+            out_buf, out_ptr = _scratch(out_dims, out_size, out_residue, self.align)
+        efforts = [self.effort] if self.effort else []
+        t0 = time.perf_counter()
+        with _fftw.planner_lock:
+            lib.plan_with_nthreads(self.num_threads)
+            plan, used = 0, None
+            if not efforts:  # default: a measured plan from wisdom if there is one, else a heuristic plan
+                plan = self._plan_call(sign, in_ptr, out_ptr, _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY)
+                used = "wisdom"
+                if not plan:
+                    efforts = ["estimate"]
+            if not plan:
+                used = efforts[0]
+                plan = self._plan_call(sign, in_ptr, out_ptr, _EFFORT_FLAGS[used])
+        seconds = time.perf_counter() - t0
+        del in_buf, out_buf
+        if not plan:
+            raise _fftw.FFTWError(0, "NULL plan", f"FFTW could not plan {self.kind} dims={self.dims} "
+                                                  f"howmany={self.howmany}")
+        if self.log.isEnabledFor(logging.INFO):
+            self.log.info("FFTW (%s, %s) %s plan dims=%s howmany=%s sign=%+d, %d thread(s), planned with %s "
+                          "in %.1f ms", lib.provider, lib.precision, self.kind, self.dims, self.howmany, sign,
+                          self.num_threads, used, 1e3 * seconds)
+        if used in ("measure", "patient", "exhaustive"):
+            _save_wisdom(lib)
+        return plan
+
+    def _plan_call(self, sign, in_ptr, out_ptr, flags):
+        lib = self.lib
+        if self.kind == "C2C":
+            return lib.plan_guru64_dft(self.dims, self.howmany, in_ptr, out_ptr, sign, flags)
+        if self.kind == "R2C":
+            return lib.plan_guru64_dft_r2c(self.dims, self.howmany, in_ptr, out_ptr, flags)
+        return lib.plan_guru64_dft_c2r(self.dims, self.howmany, in_ptr, out_ptr, flags | _fftw.FFTW_DESTROY_INPUT)
+
+    def release_workspace(self):
+        pass
+
+    def free(self):
+        self._finalizer()
+
+
+def _destroy_all(lib, plans):
+    with _fftw.planner_lock:
+        for plan in plans.values():
+            try:
+                lib.destroy_plan(plan)
+            except Exception:
+                pass
+        plans.clear()

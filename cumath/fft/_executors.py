@@ -1,0 +1,335 @@
+"""How an FFT runs, chosen once when it is planned: where the data lives versus where the engine runs.
+
+- HostExecutor: host operand, CPU engine (FFTW or SciPy) on the caller's arrays.
+- DeviceExecutor: GPU operand, cuFFT on the caller's arrays (one package copy where cuFFT cannot describe
+  the layout, and for C2R, whose input cuFFT overwrites).
+- HostToDeviceExecutor: host operand, cuFFT; staged through device buffers owned by the plan.
+- DeviceToHostExecutor: GPU operand, CPU engine; staged through host buffers owned by the plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+
+from .._core import cuda
+from .._core.layout import dense_strides, natural_perm
+from .._core.logging import format_bytes
+from .._core.operand import Operand, adapter
+from ..memory import allocate
+from ._traits import cufft_embed
+
+__all__ = ["make_executor"]
+
+logger = logging.getLogger(__name__)
+
+
+def _extents(geom):
+    """Extents of the input and output arrays along the transformed axes (in transform order)."""
+    ins, outs = list(geom.sizes), list(geom.sizes)
+    if geom.fft_type == "R2C":
+        outs[-1] = outs[-1] // 2 + 1
+    elif geom.fft_type == "C2R":
+        ins[-1] = ins[-1] // 2 + 1
+    return ins, outs
+
+
+def _embed(geom, extents, shape, strides):
+    return cufft_embed(extents, [strides[a] for a in geom.axes],
+                       [(shape[b], strides[b]) for b in geom.batch_axes])
+
+
+def _nbytes(shape, dtype_size):
+    n = dtype_size
+    for s in shape:
+        n *= s
+    return n
+
+
+# ----------------------------------------------------------------------------------------------- CPU engines
+
+def cpu_engine(requested: str):
+    """The CPU engine to use: FFTW, then MKL's FFTW interface, then SciPy (for 'auto')."""
+    from .._bindings import fftw
+    from ..errors import LibraryNotFoundError
+
+    if requested == "auto":
+        requested = os.environ.get("CUMATH_FFT_CPU_ENGINE", "auto")
+    order = {"auto": ("fftw", "mkl", "scipy"), "fftw": ("fftw",), "mkl": ("mkl",), "scipy": ("scipy",)}.get(requested)
+    if order is None:
+        raise ValueError(f"CUMATH_FFT_CPU_ENGINE={requested!r} is not supported; use auto, fftw, mkl or scipy")
+    last = None
+    for engine in order:
+        if engine == "scipy":
+            return engine
+        try:
+            fftw.get_fftw("double", engine).version  # loads the library
+            return engine
+        except LibraryNotFoundError as exc:
+            last = exc
+    raise last
+
+
+def _cpu_backend(geom, in_strides, out_strides, execution, options, log):
+    engine = cpu_engine(options.cpu_engine)
+    if engine == "scipy":
+        from ._backends.scipy import ScipyPlan
+
+        return ScipyPlan(geom.fft_type, geom, in_strides, out_strides, execution.num_threads, log)
+    from .._core.dtypes import ITEMSIZE
+    from ._backends.fftw import FFTWPlan
+
+    precision = {"float32": "single", "float64": "double"}[geom.precision]
+    return FFTWPlan(geom.fft_type, precision, engine, geom.transform_dims(in_strides, out_strides),
+                    geom.batch_dims(in_strides, out_strides), ITEMSIZE[geom.in_dtype], ITEMSIZE[geom.out_dtype],
+                    geom.inplace, execution.num_threads, options.planning_effort, log)
+
+
+class HostExecutor:
+    """Host operand, CPU engine, working on the caller's arrays."""
+
+    def __init__(self, geom, op: Operand, execution, options, log):
+        self.geom = geom
+        self.adapter = adapter(op.package)
+        self._in_buf = None
+        in_strides = op.strides
+        if geom.fft_type == "C2R":  # FFTW's C2R overwrites its input: work on a copy owned by the plan
+            self._in_buf = np.empty(geom.in_shape, dtype=geom.in_dtype)
+            self._in_ptr = self._in_buf.__array_interface__["data"][0]
+            in_strides = dense_strides(geom.in_shape, range(len(geom.in_shape)))
+        self.out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
+        self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log)
+        self.nbytes = self._in_buf.nbytes if self._in_buf is not None else 0
+
+    def prepare(self, sign):
+        if hasattr(self.backend, "prepare"):
+            self.backend.prepare(sign)
+
+    def execute(self, op, sign, stream):
+        geom = self.geom
+        if geom.inplace:
+            out, out_ptr = op.obj, op.ptr
+        else:
+            out = self.adapter.empty(geom.out_shape, geom.out_dtype, None, geom.out_perm)
+            out_ptr = self.adapter.pointer(out)
+        in_ptr = op.ptr
+        if self._in_buf is not None:
+            np.copyto(self._in_buf, op.obj if op.package == "numpy" else np.asarray(op.obj))
+            in_ptr = self._in_ptr
+        self.backend.execute(in_ptr, out_ptr, sign)
+        return out
+
+    def release_workspace(self):
+        pass
+
+    def free(self):
+        self.backend.free()
+
+
+# ----------------------------------------------------------------------------------------------- GPU engine
+
+def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log):
+    from ._backends.cufft import CufftPlan
+
+    in_ext, out_ext = _extents(geom)
+    in_layout = _embed(geom, in_ext, geom.in_shape, in_strides)
+    out_layout = _embed(geom, out_ext, geom.out_shape, out_strides)
+    return CufftPlan(geom.sizes, in_layout, out_layout, geom.in_dtype, geom.out_dtype, device_id, stream,
+                     allocator, log)
+
+
+def _device_layouts(geom, in_strides, in_fixed: bool):
+    """Choose the device-side memory orders: (input perm or None to keep ``in_strides``, output perm)."""
+    in_ext, out_ext = _extents(geom)
+    in_perm = None
+    if not in_fixed or geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape, in_strides) is None:
+        in_perm = natural_perm(in_strides)
+        if geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape,
+                                            dense_strides(geom.in_shape, in_perm)) is None:
+            in_perm = geom.canonical_perm
+    out_perm = geom.out_perm
+    if geom.inplace:
+        out_perm = in_perm
+    elif _embed(geom, out_ext, geom.out_shape, dense_strides(geom.out_shape, out_perm)) is None:
+        out_perm = geom.canonical_perm
+    return in_perm, out_perm
+
+
+class DeviceExecutor:
+    """GPU operand, cuFFT on the caller's arrays."""
+
+    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator):
+        self.geom = geom
+        self.adapter = adapter(op.package)
+        self.device_id = execution.device_id
+        self.log = log
+        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=True)
+        if self.in_perm is not None and not geom.inplace and geom.fft_type != "C2R":
+            log.info("the operand's layout %s cannot be described to cuFFT: it is copied to a dense one per "
+                     "execution", list(op.strides))
+        in_strides = op.strides if self.in_perm is None else dense_strides(geom.in_shape, self.in_perm)
+        out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
+        self.natural_copy = not geom.inplace and tuple(self.out_perm) != tuple(geom.out_perm)
+        if self.natural_copy:
+            log.info("the natural result layout cannot be described to cuFFT: the result is computed in the "
+                     "optimized layout and copied")
+        self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log)
+        self.nbytes = self.backend.workspace_size
+
+    def prepare(self, sign):
+        pass
+
+    def execute(self, op, sign, stream):
+        geom, A = self.geom, self.adapter
+        if self.in_perm is not None:
+            work = A.empty(geom.in_shape, geom.in_dtype, self.device_id, self.in_perm)
+            A.copy_into(work, op.obj)
+            in_ptr = A.pointer(work)
+        else:
+            work, in_ptr = op.obj, op.ptr
+        if geom.inplace:
+            out, out_ptr = work, in_ptr
+        else:
+            out = A.empty(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
+            out_ptr = A.pointer(out)
+        self.backend.execute(in_ptr, out_ptr, sign, stream)
+        if geom.inplace:
+            if work is not op.obj:
+                A.copy_into(op.obj, work)
+            return op.obj
+        if self.natural_copy:
+            res = A.empty(geom.out_shape, geom.out_dtype, self.device_id, geom.out_perm)
+            A.copy_into(res, out)
+            return res
+        return out
+
+    def release_workspace(self):
+        self.backend.release_workspace()
+
+    def free(self):
+        self.backend.free()
+
+
+class HostToDeviceExecutor:
+    """Host operand, cuFFT: the plan owns device buffers; input and result cross the bus once each."""
+
+    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator):
+        self.geom = geom
+        self.adapter = adapter(op.package)
+        self.device_id = execution.device_id
+        cuda.set_device(self.device_id)
+        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=False)
+        self.in_strides = dense_strides(geom.in_shape, self.in_perm)
+        out_strides = self.in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
+        from .._core.dtypes import ITEMSIZE
+
+        self.in_bytes = _nbytes(geom.in_shape, ITEMSIZE[geom.in_dtype])
+        self.out_bytes = _nbytes(geom.out_shape, ITEMSIZE[geom.out_dtype])
+        self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log)
+        self.d_in = allocate(allocator, self.in_bytes, stream)
+        self.d_out = self.d_in if geom.inplace else allocate(allocator, self.out_bytes, stream)
+        self.nbytes = self.backend.workspace_size + self.in_bytes + (0 if geom.inplace else self.out_bytes)
+        log.info("host operand on GPU %d: staging buffers of %s in and %s out", self.device_id,
+                 format_bytes(self.in_bytes), format_bytes(0 if geom.inplace else self.out_bytes))
+
+    def prepare(self, sign):
+        pass
+
+    def execute(self, op, sign, stream):
+        geom, A = self.geom, self.adapter
+        src = op.obj if op.package == "numpy" else np.asarray(op.obj)
+        if op.strides == self.in_strides:
+            host_in = op.ptr
+        else:
+            tmp = np.empty([geom.in_shape[p] for p in self.in_perm], dtype=geom.in_dtype)
+            np.copyto(tmp, src.transpose(self.in_perm))
+            host_in = tmp.__array_interface__["data"][0]
+            logger.info("host copy of the operand into the staging layout (%s)", format_bytes(self.in_bytes))
+        cuda.copy(self.d_in.device_ptr, host_in, self.in_bytes, cuda.H2D, stream, "FFT operand")
+        self.backend.execute(self.d_in.device_ptr, self.d_out.device_ptr, sign, stream)
+        out_perm = self.in_perm if geom.inplace else self.out_perm
+        target = op.obj if geom.inplace else None
+        direct = (not geom.inplace and tuple(out_perm) == tuple(geom.out_perm)) or (
+            geom.inplace and op.strides == self.in_strides)
+        if direct:
+            res = target if target is not None else A.empty(geom.out_shape, geom.out_dtype, None, out_perm)
+            cuda.copy(A.pointer(res), self.d_out.device_ptr, self.out_bytes, cuda.D2H, stream, "FFT result")
+            cuda.synchronize(stream)
+            return res
+        tmp = np.empty([geom.out_shape[p] for p in out_perm], dtype=geom.out_dtype)
+        cuda.copy(tmp.__array_interface__["data"][0], self.d_out.device_ptr, self.out_bytes, cuda.D2H, stream,
+                  "FFT result")
+        cuda.synchronize(stream)
+        res = target if target is not None else A.empty(geom.out_shape, geom.out_dtype, None, geom.out_perm)
+        dst = res if op.package == "numpy" else np.asarray(res)
+        np.copyto(dst.transpose(out_perm), tmp)
+        return res
+
+    def release_workspace(self):
+        self.backend.release_workspace()
+
+    def free(self):
+        self.backend.free()
+        self.d_in.free()
+        self.d_out.free()
+
+
+class DeviceToHostExecutor:
+    """GPU operand, CPU engine: staged through host buffers."""
+
+    def __init__(self, geom, op: Operand, execution, options, log, stream):
+        self.geom = geom
+        self.adapter = adapter(op.package)
+        self.device_id = op.device_id
+        self.in_perm = natural_perm(op.strides)
+        self.h_in = np.empty([geom.in_shape[p] for p in self.in_perm], dtype=geom.in_dtype).transpose(
+            np.argsort(self.in_perm))
+        host_op = adapter("numpy").wrap(self.h_in)
+        self.host = HostExecutor(geom, host_op, execution, options, log)
+        self.host_op = host_op
+        self.nbytes = self.h_in.nbytes + self.host.nbytes
+
+    def prepare(self, sign):
+        self.host.prepare(sign)
+
+    def execute(self, op, sign, stream):
+        geom, A = self.geom, self.adapter
+        src = op.obj
+        if not op.is_dense_in(self.in_perm):
+            src = A.empty(geom.in_shape, geom.in_dtype, self.device_id, self.in_perm)
+            A.copy_into(src, op.obj)
+        cuda.copy(self.host_op.ptr, A.pointer(src), self.h_in.nbytes, cuda.D2H, stream, "FFT operand")
+        cuda.synchronize(stream)
+        h_out = self.host.execute(self.host_op, sign, None)
+        out_perm = natural_perm(h_out.strides)
+        target = op.obj if geom.inplace else A.empty(geom.out_shape, geom.out_dtype, self.device_id, out_perm)
+        if geom.inplace and not op.is_dense_in(self.in_perm):
+            tmp = A.empty(geom.out_shape, geom.out_dtype, self.device_id, out_perm)
+            cuda.copy(A.pointer(tmp), h_out.__array_interface__["data"][0], h_out.nbytes, cuda.H2D, stream,
+                      "FFT result")
+            A.copy_into(target, tmp)
+        else:
+            cuda.copy(A.pointer(target), h_out.__array_interface__["data"][0], h_out.nbytes, cuda.H2D, stream,
+                      "FFT result")
+        cuda.synchronize(stream)
+        return target
+
+    def release_workspace(self):
+        pass
+
+    def free(self):
+        self.host.free()
+
+
+def make_executor(geom, op, execution, options, log, stream=None, allocator=None):
+    """Pick the executor for (where the operand lives, where the work runs)."""
+    on_gpu = execution.name == "cuda"
+    if on_gpu:
+        if op.device_id is None:
+            return HostToDeviceExecutor(geom, op, execution, options, log, stream, allocator)
+        return DeviceExecutor(geom, op, execution, options, log, stream, allocator)
+    if op.device_id is None:
+        return HostExecutor(geom, op, execution, options, log)
+    return DeviceToHostExecutor(geom, op, execution, options, log, stream)

@@ -1,0 +1,73 @@
+"""FFT options and enums (the shape of nvmath-python's, plus cumath's CPU engine and planning choices)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+from typing import Literal
+
+from .._core.options import check_choice
+
+__all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS"]
+
+CPU_ENGINES = ("auto", "fftw", "mkl", "scipy")
+PLANNING_EFFORTS = ("estimate", "measure", "patient", "exhaustive")
+
+
+class FFTDirection(enum.IntEnum):
+    """Direction of a C2C transform (values are cuFFT's and FFTW's signs)."""
+
+    FORWARD = -1
+    INVERSE = 1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FFTOptions:
+    """Options of :class:`cumath.fft.FFT` and the functions ``fft``, ``ifft``, ``rfft`` and ``irfft``.
+
+    Attributes:
+        fft_type: 'C2C', 'R2C' or 'C2R'; by default C2C for complex and R2C for real operands.
+        inplace: overwrite the operand with the result (C2C only).
+        last_axis_parity: 'even' or 'odd': size 2*(m-1) or 2*(m-1)+1 of a C2R result's last axis.
+        result_layout: 'natural' (the operand's memory order) or 'optimized' (batch axes outermost, the
+            transformed axes innermost; what the libraries prefer).
+        blocking: True waits for GPU work to finish; 'auto' returns at once for GPU operands (host
+            operands always wait so the result can be read).
+        allocator: device memory for workspaces and staging (see :mod:`cumath.memory`).
+        logger: a ``logging.Logger``; by default the ``cumath.fft`` loggers.
+        device_id: kept for nvmath-python compatibility; prefer ``execution=ExecutionCUDA(device_id=...)``.
+        cpu_engine: (cumath) CPU FFT engine: 'auto' (FFTW, then MKL's FFTW interface, then SciPy's
+            pocketfft), 'fftw', 'mkl' or 'scipy'. The environment variable CUMATH_FFT_CPU_ENGINE sets
+            the default.
+        planning_effort: (cumath) how hard FFTW searches for a fast plan: 'estimate' (heuristic, milliseconds),
+            'measure', 'patient', 'exhaustive' (times candidate algorithms; seconds to minutes). None,
+            the default, plans with 'estimate' unless saved wisdom of a measured plan exists for the problem,
+            in which case that plan is used at no cost. What measured planning learns is saved on disk
+            (see :func:`cumath.config.cache_dir`).
+    """
+
+    fft_type: Literal["C2C", "R2C", "C2R"] | None = None
+    inplace: bool = False
+    last_axis_parity: Literal["even", "odd"] = "even"
+    result_layout: Literal["natural", "optimized"] = "optimized"
+    device_id: int | None = None
+    logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
+    blocking: Literal[True, "auto"] = "auto"
+    allocator: object | None = dataclasses.field(default=None, compare=False)
+    cpu_engine: Literal["auto", "fftw", "mkl", "scipy"] = "auto"
+    planning_effort: Literal["estimate", "measure", "patient", "exhaustive"] | None = None
+
+    def __post_init__(self):
+        if self.fft_type is not None:
+            check_choice("fft_type", self.fft_type, ("C2C", "R2C", "C2R"))
+        check_choice("inplace", self.inplace, (True, False))
+        check_choice("last_axis_parity", self.last_axis_parity, ("even", "odd"))
+        check_choice("result_layout", self.result_layout, ("natural", "optimized"))
+        if self.blocking is not True and self.blocking != "auto":
+            raise ValueError(f"blocking={self.blocking!r} is not supported; the allowed values are [True, 'auto']")
+        check_choice("cpu_engine", self.cpu_engine, CPU_ENGINES)
+        if self.planning_effort is not None:
+            check_choice("planning_effort", self.planning_effort, PLANNING_EFFORTS)
+        if self.logger is not None and not isinstance(self.logger, logging.Logger):
+            raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")

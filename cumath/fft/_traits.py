@@ -1,0 +1,191 @@
+"""Pure plan arithmetic of the FFT: axes, sizes, types and memory layouts. No side effects, no GPU.
+
+Strides are in elements of each array's own dtype. A "perm" lists axes from outermost to innermost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._core.dtypes import COMPLEX_OF, REAL_OF
+from .._core.layout import dense_strides, natural_perm
+from ..errors import UnsupportedLayoutError
+
+__all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "SUPPORTED_DTYPES"]
+
+SUPPORTED_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
+FFT_TYPES = ("C2C", "R2C", "C2R")
+
+
+@dataclass(frozen=True)
+class FFTGeometry:
+    fft_type: str
+    axes: tuple  # transformed axes, in the order given (the last one is halved by R2C/C2R)
+    sizes: tuple  # logical transform size along each axis of ``axes``
+    in_shape: tuple
+    in_dtype: str
+    out_shape: tuple
+    out_dtype: str
+    out_perm: tuple  # memory order of the result (outermost first)
+    canonical_perm: tuple  # batch axes (in input order), then the transformed axes
+    inplace: bool
+
+    @property
+    def batch_axes(self) -> tuple:
+        return tuple(a for a in range(len(self.in_shape)) if a not in self.axes)
+
+    @property
+    def batch_size(self) -> int:
+        n = 1
+        for a in self.batch_axes:
+            n *= self.in_shape[a]
+        return n
+
+    @property
+    def precision(self) -> str:
+        return REAL_OF.get(self.in_dtype, self.in_dtype)
+
+    def transform_dims(self, in_strides, out_strides):
+        """FFTW-style (n, in stride, out stride) for each transformed axis, in ``axes`` order."""
+        return [(n, in_strides[a], out_strides[a]) for a, n in zip(self.axes, self.sizes)]
+
+    def batch_dims(self, in_strides, out_strides):
+        return [(self.in_shape[a], in_strides[a], out_strides[a]) for a in self.batch_axes
+                if self.in_shape[a] != 1]
+
+
+def normalize_axes(axes, ndim: int) -> tuple:
+    if axes is None:
+        if ndim > 3:
+            raise ValueError(
+                f"the operand has {ndim} dimensions; without `axes` all of them would be transformed, but at "
+                f"most 3 FFT axes are supported: pass axes=, e.g. axes=(-2, -1)"
+            )
+        return tuple(range(ndim))
+    try:
+        axes = tuple(int(a) for a in axes)
+    except TypeError:
+        raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
+    if not axes:
+        raise ValueError("axes must name at least one axis")
+    if len(axes) > 3:
+        raise ValueError(f"at most 3 FFT axes are supported, got {len(axes)} (axes={axes})")
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of range for an operand with {ndim} dimensions")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"axes {axes} repeat an axis; each axis may appear once")
+    return tuple(out)
+
+
+def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="even",
+                 result_layout="optimized", inplace=False, readonly=False) -> FFTGeometry:
+    """Check an FFT problem and work out its sizes, types and result layout."""
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"dtype {dtype} is not supported for FFT; the supported dtypes are {list(SUPPORTED_DTYPES)}")
+    ndim = len(shape)
+    if ndim == 0:
+        raise ValueError("the operand is a scalar (0-d); FFTs need at least one dimension")
+    if any(n == 0 for n in shape):
+        raise ValueError(f"the operand of shape {tuple(shape)} is empty; every dimension must be at least 1")
+    axes = normalize_axes(axes, ndim)
+    complex_in = dtype.startswith("complex")
+    if fft_type is None:
+        fft_type = "C2C" if complex_in else "R2C"
+    if fft_type not in FFT_TYPES:
+        raise ValueError(f"fft_type={fft_type!r} is not supported; the allowed values are {list(FFT_TYPES)}")
+    if fft_type in ("C2C", "C2R") and not complex_in:
+        raise TypeError(
+            f"{fft_type} FFTs need a complex operand (complex32, complex64, complex128), got {dtype}; "
+            f"use rfft / fft_type='R2C' for real input"
+        )
+    if fft_type == "R2C" and complex_in:
+        raise TypeError(f"R2C FFTs need a real operand (float16, float32, float64), got {dtype}")
+    if last_axis_parity not in ("even", "odd"):
+        raise ValueError(f"last_axis_parity={last_axis_parity!r} is not supported; the allowed values are ['even', 'odd']")
+    if result_layout not in ("natural", "optimized"):
+        raise ValueError(f"result_layout={result_layout!r} is not supported; the allowed values are ['natural', 'optimized']")
+    if inplace:
+        if fft_type != "C2C":
+            raise ValueError(f"inplace=True is supported for C2C FFTs only (this is {fft_type}); use inplace=False")
+        if readonly:
+            raise ValueError("inplace=True needs a writeable operand, but this array is read-only; pass a writeable copy")
+
+    sizes = [shape[a] for a in axes]
+    out_shape = list(shape)
+    last = axes[-1]
+    if fft_type == "C2C":
+        out_dtype = dtype
+    elif fft_type == "R2C":
+        out_dtype = COMPLEX_OF[dtype]
+        out_shape[last] = shape[last] // 2 + 1
+    else:
+        m = shape[last]
+        n = 2 * (m - 1) + (1 if last_axis_parity == "odd" else 0)
+        if n < 1:
+            raise ValueError(
+                f"a C2R FFT of an axis of size {m} with last_axis_parity='{last_axis_parity}' would produce an "
+                f"empty result; use last_axis_parity='odd' (result size 1)"
+            )
+        sizes[-1] = n
+        out_shape[last] = n
+        out_dtype = REAL_OF[dtype]
+
+    in_perm = natural_perm(strides)
+    batch = [a for a in in_perm if a not in axes]
+    canonical = tuple(batch) + axes
+    out_perm = canonical if (result_layout == "optimized" and not inplace) else in_perm
+    return FFTGeometry(fft_type, axes, tuple(sizes), tuple(shape), dtype, tuple(out_shape), out_dtype,
+                       tuple(out_perm), canonical, bool(inplace))
+
+
+def _merge_batch(dims):
+    """Merge batch dims (n, stride) that form one regular sequence; returns the merged list."""
+    dims = sorted((d for d in dims if d[0] != 1), key=lambda d: -d[1])
+    merged = []
+    for n, s in dims:
+        if merged and merged[-1][1] == s * n:
+            pn, _ = merged[-1]
+            merged[-1] = (pn * n, s)
+        else:
+            merged.append((n, s))
+    return merged
+
+
+def cufft_embed(extents, strides, batch):
+    """cuFFT's advanced layout for one array, or None when it cannot describe it.
+
+    ``extents``: the array's extent along each transformed axis (in transform order), ``strides`` their
+    strides, ``batch``: (n, stride) of the other axes. Returns (embed, stride, dist, count), where element
+    (b, i0, i1, i2) sits at b*dist + ((i0*embed[1] + i1)*embed[2] + i2)*stride.
+    """
+    if any(s <= 0 for s in strides):
+        return None
+    rank = len(extents)
+    stride = strides[-1]
+    embed = [extents[0]] + [0] * (rank - 1)
+    for k in range(rank - 1, 0, -1):
+        q, r = divmod(strides[k - 1], strides[k])
+        if r or q < extents[k]:
+            return None
+        embed[k] = q
+    merged = _merge_batch(batch)
+    if len(merged) > 1 or any(s <= 0 for _, s in merged):
+        return None
+    if merged:
+        count, dist = merged[0]
+    else:
+        count, dist = 1, strides[0] * extents[0]
+    return tuple(embed), stride, dist, count
+
+
+def check_layout_supported(fft_type, sizes, in_ext, in_strides, in_batch, out_ext, out_strides, out_batch):
+    """Raise UnsupportedLayoutError if either side cannot be described to cuFFT (used by callers that
+    cannot copy)."""
+    if cufft_embed(in_ext, in_strides, in_batch) is None or cufft_embed(out_ext, out_strides, out_batch) is None:
+        raise UnsupportedLayoutError(
+            f"the {fft_type} layout cannot be expressed to cuFFT; pass a contiguous operand or "
+            f"result_layout='optimized'"
+        )
