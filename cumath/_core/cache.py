@@ -45,7 +45,10 @@ class PlanCache:
         return cache
 
     def get(self, key):
-        cache = self._mine()
+        try:
+            cache = self._local.cache
+        except AttributeError:
+            cache = self._mine()
         entry = cache.entries.get(key)
         if entry is None:
             cache.misses += 1

@@ -9,13 +9,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 
 import numpy as np
 
 from .._core import cuda
-from .._core.layout import dense_strides, natural_perm
+from .._core.layout import dense_strides, is_identity, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
 from ..memory import allocate
@@ -102,23 +103,28 @@ class HostExecutor:
         self.out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
         self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log)
         self.nbytes = self._in_buf.nbytes if self._in_buf is not None else 0
+        if op.package == "numpy" and is_identity(geom.out_perm):
+            self._new_out = functools.partial(np.empty, geom.out_shape, geom.out_dtype)
+        else:
+            self._new_out = functools.partial(self.adapter.empty, geom.out_shape, geom.out_dtype, None,
+                                              geom.out_perm)
+        self._pointer = self.adapter.pointer
+        self._run = self.backend.execute
 
     def prepare(self, sign):
         if hasattr(self.backend, "prepare"):
             self.backend.prepare(sign)
 
     def execute(self, op, sign, stream):
-        geom = self.geom
-        if geom.inplace:
-            out, out_ptr = op.obj, op.ptr
+        if self.geom.inplace:
+            self._run(op.ptr, op.ptr, sign)
+            return op.obj
+        out = self._new_out()
+        if self._in_buf is None:
+            self._run(op.ptr, self._pointer(out), sign)
         else:
-            out = self.adapter.empty(geom.out_shape, geom.out_dtype, None, geom.out_perm)
-            out_ptr = self.adapter.pointer(out)
-        in_ptr = op.ptr
-        if self._in_buf is not None:
             np.copyto(self._in_buf, op.obj if op.package == "numpy" else np.asarray(op.obj))
-            in_ptr = self._in_ptr
-        self.backend.execute(in_ptr, out_ptr, sign)
+            self._run(self._in_ptr, self._pointer(out), sign)
         return out
 
     def release_workspace(self):
@@ -177,11 +183,20 @@ class DeviceExecutor:
                      "optimized layout and copied")
         self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log)
         self.nbytes = self.backend.workspace_size
+        self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy
+        self._new_out = functools.partial(self.adapter.empty, geom.out_shape, geom.out_dtype, self.device_id,
+                                          None if is_identity(self.out_perm) else self.out_perm)
+        self._pointer = self.adapter.pointer
+        self._run = self.backend.execute
 
     def prepare(self, sign):
         pass
 
     def execute(self, op, sign, stream):
+        if self._simple:  # the hot path: cuFFT reads the operand and writes a new array of its package
+            out = self._new_out()
+            self._run(op.ptr, self._pointer(out), sign, stream)
+            return out
         geom, A = self.geom, self.adapter
         if self.in_perm is not None:
             work = A.empty(geom.in_shape, geom.in_dtype, self.device_id, self.in_perm)

@@ -26,23 +26,33 @@ def _run(fft_type, operand, axes, direction, options, execution, prolog, epilog,
         skey = default_stream(op.package, op.device_id)
     else:
         skey = None
-    key = (fft_type, op.signature, None if axes is None else tuple(axes), options,
+    key = (fft_type, op.package, op.device_id, op.shape, op.strides, op.dtype, op.readonly,
+           axes if axes is None or type(axes) is tuple else _axes_key(axes), options,
            execution if type(execution) is not dict else _execution_key(execution), skey, prolog, epilog)
     f = plan_cache.get(key)
     if f is None:
         f = FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type)
         try:
             f.plan(prolog=prolog, epilog=epilog, direction=direction)
+            result = f.execute(direction=direction)
         except BaseException:
             f.free()
             raise
-        plan_cache.put(key, f, f.nbytes)
-    else:
-        f._operand = op
+        f._operand = None
+        plan_cache.put(key, f, f.nbytes)  # after executing: put() may evict (and free) this very plan
+        return result
+    f._operand = op
     try:
         return f.execute(direction=direction)
     finally:
         f._operand = None
+
+
+def _axes_key(axes) -> tuple:
+    try:
+        return tuple(axes)
+    except TypeError:
+        raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
 
 
 def fft(operand, axes=None, *, direction=None, options=None, execution=None, prolog=None, epilog=None,

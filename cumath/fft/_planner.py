@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from .._core.execution import ExecutionCUDA, check_execution
-from .._core.lifecycle import Stateful, requires_alive, requires_planned
+from .._core.lifecycle import Stateful, requires_alive
 from .._core.operand import Operand, wrap_operand
 from .._core.options import check_options
 from .._core.streams import default_stream, stream_handle
@@ -102,6 +102,7 @@ class FFT(Stateful):
             self._device = None
             self._stream = None
         self._explicit_stream = stream is not None
+        self._host_only = not self._on_gpu and op.device_id is None
         self._blocking = opts.blocking is True or op.device_id is None
         self._executor = None
         self._default_sign = 1 if geom.fft_type == "C2R" else -1
@@ -117,8 +118,11 @@ class FFT(Stateful):
         """A hashable key of everything a plan depends on (for user-side caches of FFT objects)."""
         op = wrap_operand(operand)
         opts = check_options(options, FFTOptions, "FFT options")
-        return (op.signature, None if axes is None else tuple(axes), opts, _execution_key(execution), prolog,
-                epilog)
+        if execution is None and opts.device_id is not None:
+            execution = ExecutionCUDA(device_id=opts.device_id)
+        # resolved as FFT() resolves it, so that create_key(x, ...) == FFT(x, ...).get_key()
+        execution = check_execution(execution, op.device_id)
+        return (op.signature, None if axes is None else tuple(axes), opts, execution, prolog, epilog)
 
     @requires_alive
     def get_key(self, *, prolog=None, epilog=None):
@@ -136,6 +140,8 @@ class FFT(Stateful):
             self._stream = stream_handle(stream)
             self._explicit_stream = True
         sign = _sign(direction) or self._default_sign
+        if direction is not None and self._geom.fft_type != "C2C":
+            self._check_direction(direction)
         allocator = None
         if self._on_gpu:
             allocator = self._options.allocator or default_allocator(self._operand.package, self._device)
@@ -149,16 +155,17 @@ class FFT(Stateful):
         self._executor = ex
         self._planned = True
 
-    @requires_planned
     def execute(self, *, direction=None, stream=None, release_workspace=False):
         """Run the FFT on the current operand and return the result (the caller's package and device).
 
         ``direction``: FFTDirection.FORWARD (default for C2C and R2C) or INVERSE (C2R's only one).
         ``release_workspace``: give the workspace back to the allocator after this call.
         """
-        op = self._operand
-        if op is None:
-            raise InvalidStateError("the operand was released; call reset_operand(new_operand) before execute()")
+        executor, op = self._executor, self._operand
+        if executor is None or op is None:
+            self._not_ready("execute")
+        if self._host_only and direction is None and stream is None:  # the CPU hot path
+            return executor.execute(op, self._default_sign, None)
         if direction is None:
             sign = self._default_sign
         else:
@@ -175,17 +182,24 @@ class FFT(Stateful):
             from .._core.operand import adapter
 
             with adapter(op.package).stream_context(op.device_id, stream_arg):
-                result = self._executor.execute(op, sign, stream_arg)
+                result = executor.execute(op, sign, stream_arg)
         else:
-            result = self._executor.execute(op, sign, stream_arg)
+            result = executor.execute(op, sign, stream_arg)
         if self._on_gpu:
             if release_workspace:
-                self._executor.release_workspace()
+                executor.release_workspace()
             if self._blocking and op.device_id is not None:
                 from .._core.cuda import synchronize
 
                 synchronize(stream_arg)
         return result
+
+    def _not_ready(self, what):
+        if self._freed:
+            raise InvalidStateError(f"FFT.{what}() was called after free(); create a new object")
+        if self._executor is None:
+            raise InvalidStateError(f"FFT.{what}() needs a plan: call plan() first")
+        raise InvalidStateError("the operand was released; call reset_operand(new_operand) before execute()")
 
     def _check_direction(self, direction):
         sign = _sign(direction)

@@ -24,13 +24,18 @@ def current_stream(device_id: int) -> int:
     return cupy.cuda.get_current_stream(device_id).ptr
 
 
+_get_device = cupy.cuda.runtime.getDevice
+
+
 def empty(shape, dtype: str, device_id=0, perm=None):
     if dtype == "complex32":
         raise TypeError("CuPy has no complex32 dtype; use PyTorch's torch.complex32 for half-precision complex")
-    with cupy.cuda.Device(device_id):
-        if is_identity(perm):
-            return cupy.empty(shape, dtype=dtype)
-        return cupy.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
+    if _get_device() != device_id:
+        with cupy.cuda.Device(device_id):
+            return empty(shape, dtype, device_id, perm)
+    if is_identity(perm):
+        return cupy.empty(shape, dtype=dtype)
+    return cupy.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
 
 
 def copy_into(dst, src) -> None:

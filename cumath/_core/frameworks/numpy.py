@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import platform
+
 import numpy as np
 
 from ...errors import UnsupportedLayoutError
@@ -19,12 +22,12 @@ def wrap(x) -> Operand:
         raise TypeError(f"NumPy dtype {dt} is not supported")
     itemsize = dt.itemsize
     strides = x.strides
-    estrides = tuple(s // itemsize for s in strides)
-    if any(s % itemsize for s in strides):
-        raise UnsupportedLayoutError(
-            f"the array's strides {strides} are not multiples of its item size {itemsize}; pass a copy"
-        )
-    return Operand(x, x.__array_interface__["data"][0], x.shape, estrides, name, None, "numpy",
+    for s in strides:
+        if s % itemsize:
+            raise UnsupportedLayoutError(
+                f"the array's strides {strides} are not multiples of its item size {itemsize}; pass a copy"
+            )
+    return Operand(x, pointer(x), x.shape, tuple(s // itemsize for s in strides), name, None, "numpy",
                    not x.flags.writeable)
 
 
@@ -40,8 +43,34 @@ def copy_into(dst, src) -> None:
     np.copyto(dst, src)
 
 
-def pointer(x) -> int:
-    return x.__array_interface__["data"][0]
+def _data_offset():
+    """Offset of the data pointer in NumPy's array struct (``PyArrayObject_fields.data``, right after the
+    object header), found and checked on two live arrays; None where ``id()`` is not an address."""
+    if platform.python_implementation() != "CPython":
+        return None
+    probe = np.empty(4)
+    for offset in range(8, 81, 8):
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.__array_interface__["data"][0]:
+            view = probe[1:]
+            if ctypes.c_void_p.from_address(id(view) + offset).value == view.__array_interface__["data"][0]:
+                return offset
+    return None
+
+
+_DATA_OFFSET = _data_offset()
+
+if _DATA_OFFSET is not None:
+    _voidp_at = ctypes.c_void_p.from_address
+
+    def pointer(x) -> int:
+        """The address of a NumPy array's first element (read from the array struct: ~0.15 us, where
+        ``__array_interface__`` takes ~1 us)."""
+        return _voidp_at(id(x) + _DATA_OFFSET).value or 0
+
+else:  # pragma: no cover - other Python implementations
+
+    def pointer(x) -> int:
+        return x.__array_interface__["data"][0]
 
 
 def view(op: Operand):

@@ -8,6 +8,7 @@ SIMD alignment, and another is made (and kept) for a different alignment. Planni
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -95,6 +96,17 @@ class FFTWPlan:
         self.kind = kind
         self.dims = [tuple(d) for d in dims]
         self.howmany = [tuple(d) for d in howmany]
+        self._offsets = None  # byte offsets of the batch loops run here (MKL's wrappers take one loop)
+        self._wisdom = provider == "fftw"  # oneMKL's FFTW3 wrappers have no wisdom and do not measure
+        if provider == "mkl":
+            loops = _merge_loops(self.howmany)
+            if len(loops) > 1:
+                self.howmany, outer = loops[-1:], loops[:-1]
+                self._offsets = [
+                    (sum(i * s * in_dtype_size for i, (_, s, _o) in zip(idx, outer)),
+                     sum(i * o * out_dtype_size for i, (_, _s, o) in zip(idx, outer)))
+                    for idx in itertools.product(*(range(n) for n, _, _ in outer))]
+                self._execute_one, self.execute = self.execute, self._execute_batches
         self.inplace = inplace
         self._sizes = (in_dtype_size, out_dtype_size)
         points = 1
@@ -104,11 +116,14 @@ class FFTWPlan:
         self.effort = effort
         self.log = log
         self.align = self.lib.simd_alignment
+        self._mask = self.align - 1  # the alignment is a power of two
+        self._aligned: dict = {}  # sign -> plan for SIMD-aligned pointers (the common case)
         self._plans: dict = {}
         self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
         self._exec = {"C2C": self.lib.execute_dft, "R2C": self.lib.execute_dft_r2c,
                       "C2R": self.lib.execute_dft_c2r}[kind]
-        _load_wisdom(self.lib)
+        if self._wisdom:
+            _load_wisdom(self.lib)
 
     def prepare(self, sign: int, in_residue: int = 0, out_residue: int = 0) -> int:
         """Make (or fetch) the plan for ``sign`` and pointer alignments ``in/out_residue``."""
@@ -116,14 +131,20 @@ class FFTWPlan:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make(sign, in_residue, out_residue)
+            if not in_residue and not out_residue:
+                self._aligned[sign] = plan
         return plan
 
+    def _execute_batches(self, in_ptr, out_ptr, sign, stream=None):
+        """execute() where some batch loops run here (the engine takes one loop only)."""
+        for di, do in self._offsets:
+            self._execute_one(in_ptr + di, out_ptr + do, sign)
+
     def execute(self, in_ptr, out_ptr, sign, stream=None):
-        align = self.align
-        key = (sign, in_ptr % align, out_ptr % align)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self.prepare(*key)
+        if (in_ptr | out_ptr) & self._mask:  # an alignment other than the SIMD one: its own plan
+            plan = self.prepare(sign, in_ptr % self.align, out_ptr % self.align)
+        else:
+            plan = self._aligned.get(sign) or self.prepare(sign)
         self._exec(plan, in_ptr, out_ptr)
 
     def _make(self, sign, in_residue, out_residue):
@@ -142,7 +163,7 @@ class FFTWPlan:
             out_buf, out_ptr = in_buf, in_ptr
         else:
             out_buf, out_ptr = _scratch(out_dims, out_size, out_residue, self.align)
-        efforts = [self.effort] if self.effort else []
+        efforts = [self.effort] if self.effort else ([] if self._wisdom else ["estimate"])
         t0 = time.perf_counter()
         with _fftw.planner_lock:
             lib.plan_with_nthreads(self.num_threads)
@@ -164,7 +185,7 @@ class FFTWPlan:
             self.log.info("FFTW (%s, %s) %s plan dims=%s howmany=%s sign=%+d, %d thread(s), planned with %s "
                           "in %.1f ms", lib.provider, lib.precision, self.kind, self.dims, self.howmany, sign,
                           self.num_threads, used, 1e3 * seconds)
-        if used in ("measure", "patient", "exhaustive"):
+        if self._wisdom and used in ("measure", "patient", "exhaustive"):
             _save_wisdom(lib)
         return plan
 
@@ -181,6 +202,18 @@ class FFTWPlan:
 
     def free(self):
         self._finalizer()
+
+
+def _merge_loops(loops):
+    """Batch loops (n, in stride, out stride) without size-1 loops, with loops that are one loop in disguise
+    fused; outermost (largest stride) first."""
+    merged = []
+    for n, i, o in sorted((d for d in loops if d[0] != 1), key=lambda d: (abs(d[1]), abs(d[2])), reverse=True):
+        if merged and merged[-1][1] == n * i and merged[-1][2] == n * o:
+            merged[-1] = (merged[-1][0] * n, i, o)
+        else:
+            merged.append((n, i, o))
+    return merged
 
 
 def _destroy_all(lib, plans):

@@ -1,0 +1,177 @@
+"""`python -m cumath demo`: the flagship examples, on the GPU when there is one, else on the CPU.
+
+Each example checks cumath's result against NumPy in float64 (relative error) and times cumath, stateless
+and stateful, against the peers installed in this process.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ._core.timing import time_call
+
+
+def _rel(a, ref) -> float:
+    return float(np.linalg.norm(np.asarray(a, dtype=np.complex128) - ref) / np.linalg.norm(ref))
+
+
+def _to_host(x):
+    mod = type(x).__module__.partition(".")[0]
+    if mod == "cupy":
+        return x.get()
+    if mod == "torch":
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _examples(space: str, rng):
+    """(name, operand maker, cumath call, stateful maker, NumPy reference, peers) per example."""
+    import cumath
+
+    if space == "cpu":
+        shapes = {"batched 1-D C2C": (256, 4096), "2-D R2C + filter + C2R": (1024, 1024), "3-D C2C": (64, 64, 64)}
+        dt_c, dt_r = np.complex128, np.float64
+    else:
+        shapes = {"batched 1-D C2C": (4096, 4096), "2-D R2C + filter + C2R": (4096, 4096), "3-D C2C": (256, 256, 256)}
+        dt_c, dt_r = np.complex64, np.float32
+    ex = []
+    s = shapes["batched 1-D C2C"]
+    x = (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dt_c)
+    ex.append(("batched 1-D C2C " + "x".join(map(str, s)), x, lambda a: cumath.fft.fft(a, axes=[-1]),
+               lambda a: cumath.fft.FFT(a, axes=[-1]), np.fft.fft(x.astype(np.complex128), axis=-1),
+               {"numpy": lambda a: np.fft.fft(a, axis=-1)}, "fft"))
+    s = shapes["2-D R2C + filter + C2R"]
+    img = rng.standard_normal(s).astype(dt_r)
+    fy = np.fft.fftfreq(s[0])[:, None]
+    fx = np.fft.rfftfreq(s[1])[None, :]
+    h = (np.exp(-2 * np.pi**2 * 4.0 * (fx**2 + fy**2)) / (s[0] * s[1])).astype(dt_r)
+    ref = np.fft.irfft2(np.fft.rfft2(img.astype(np.float64)) * h * (s[0] * s[1]), s=s)
+    ex.append(("2-D R2C + filter + C2R " + "x".join(map(str, s)), img, None, None, ref, {}, ("filter", h)))
+    s = shapes["3-D C2C"]
+    v = (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dt_c)
+    ex.append(("3-D C2C " + "x".join(map(str, s)), v, lambda a: cumath.fft.fft(a), lambda a: cumath.fft.FFT(a),
+               np.fft.fftn(v.astype(np.complex128)), {"numpy": lambda a: np.fft.fftn(a)}, "fftn"))
+    return ex
+
+
+def _peers(space, kind, mods):
+    """Peer callables for an FFT kind, from the packages in this process."""
+    peers = {}
+    if space == "cpu":
+        try:
+            import scipy.fft as sf
+
+            peers["scipy"] = {"fft": lambda a: sf.fft(a, axis=-1, workers=-1),
+                              "fftn": lambda a: sf.fftn(a, workers=-1)}[kind]
+        except ImportError:
+            pass
+        return peers
+    if "cupy" in mods:
+        cp = mods["cupy"]
+        peers["cupy"] = {"fft": lambda a: cp.fft.fft(a, axis=-1), "fftn": lambda a: cp.fft.fftn(a)}[kind]
+    if "torch" in mods:
+        torch = mods["torch"]
+        peers["torch"] = {"fft": lambda a: torch.fft.fft(a, dim=-1), "fftn": lambda a: torch.fft.fftn(a)}[kind]
+    return peers
+
+
+def main(execution: str = "auto") -> int:
+    import cumath
+    from ._core.cuda import device_count
+
+    space = execution if execution != "auto" else ("cuda" if device_count() > 0 else "cpu")
+    mods = {}
+    if space == "cuda":
+        for name in ("cupy", "torch"):
+            try:
+                mods[name] = __import__(name)
+            except ImportError:
+                pass
+        if "torch" in mods and not mods["torch"].cuda.is_available():
+            del mods["torch"]
+    rng = np.random.default_rng(2026)
+    print(f"cumath {cumath.__version__} demo on the {'GPU' if space == 'cuda' else 'CPU'}"
+          + (f" (arrays: {', '.join(mods) or 'NumPy staged to the GPU'})" if space == "cuda" else ""))
+    rows, failures = [], 0
+    for name, host, call, make, ref, _np_peers, kind in _examples(space, rng):
+        pkg = next(iter(mods), None) if space == "cuda" else None
+        x = _upload(host, pkg, mods)
+        sync = _sync(pkg, mods)
+        if isinstance(kind, tuple):  # the Gaussian filter: rfft2, multiply, irfft2
+            hx = _upload(kind[1], pkg, mods)
+
+            def call(a, hx=hx):
+                return cumath.fft.irfft(cumath.fft.rfft(a) * hx)
+
+            make = None
+            peers = {}
+            if space == "cpu":
+                peers["numpy"] = lambda a, h=kind[1]: np.fft.irfft2(np.fft.rfft2(a) * h, s=a.shape)
+            else:
+                if "cupy" in mods and pkg == "cupy":
+                    cp = mods["cupy"]
+                    peers["cupy"] = lambda a, h=hx: cp.fft.irfft2(cp.fft.rfft2(a) * h, s=a.shape)
+                if "torch" in mods and pkg == "torch":
+                    torch = mods["torch"]
+                    peers["torch"] = lambda a, h=hx: torch.fft.irfft2(torch.fft.rfft2(a) * h, s=a.shape)
+        else:
+            peers = dict(_np_peers) if space == "cpu" else {}
+            peers.update({k: v for k, v in _peers(space, kind, mods).items() if space == "cpu" or k == pkg})
+        res = call(x)
+        err = _rel(_to_host(res), ref)
+        tol = 1e-10 if host.dtype in (np.float64, np.complex128) else 1e-4
+        ok = err < tol
+        failures += not ok
+        t_stateless = time_call(lambda: call(x), sync=sync, min_time=0.1, repeat=5).median
+        t_stateful = None
+        if make is not None:
+            with make(x) as f:
+                f.plan()
+                t_stateful = time_call(f.execute, sync=sync, min_time=0.1, repeat=5).median
+        peer_times = {k: time_call(lambda p=p: p(x), sync=sync, min_time=0.1, repeat=5).median for k, p in peers.items()}
+        rows.append((name, err, ok, t_stateless, t_stateful, peer_times))
+    if space == "cuda":
+        x = (rng.standard_normal(2048) + 1j * rng.standard_normal(2048))
+        res = cumath.fft.fft(x, execution="cuda")
+        err = _rel(res, np.fft.fft(x))
+        ok = err < 1e-12
+        failures += not ok
+        t = time_call(lambda: cumath.fft.fft(x, execution="cuda"), min_time=0.1, repeat=5).median
+        rows.append(("NumPy in, GPU FFT, NumPy out (2048 c128)", err, ok, t, None,
+                     {"numpy": time_call(lambda: np.fft.fft(x), min_time=0.1, repeat=5).median}))
+    _print(rows)
+    print("\nall results match NumPy" if not failures else f"\n{failures} result(s) did NOT match NumPy")
+    return 1 if failures else 0
+
+
+def _upload(host, pkg, mods):
+    if pkg == "cupy":
+        return mods["cupy"].asarray(host)
+    if pkg == "torch":
+        return mods["torch"].from_numpy(np.ascontiguousarray(host)).cuda()
+    return host
+
+
+def _sync(pkg, mods):
+    if pkg == "cupy":
+        return mods["cupy"].cuda.get_current_stream().synchronize
+    if pkg == "torch":
+        return mods["torch"].cuda.synchronize
+    return None
+
+
+def _print(rows):
+    peers = sorted({k for r in rows for k in r[5]})
+    head = f"{'example':44s} {'rel.err':>9s} {'cumath':>10s} {'stateful':>10s} " + " ".join(f"{p:>10s}" for p in peers)
+    print("\n" + head + "   (median time per call)")
+    print("-" * len(head))
+    fmt = lambda t: "-" if t is None else (f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms")  # noqa: E731
+    for name, err, ok, t1, t2, pt in rows:
+        line = f"{name:44s} {err:9.1e} {fmt(t1):>10s} {fmt(t2):>10s} " + " ".join(f"{fmt(pt.get(p)):>10s}" for p in peers)
+        print(line + ("" if ok else "  MISMATCH"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
