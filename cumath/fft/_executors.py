@@ -16,6 +16,8 @@ import os
 import numpy as np
 
 from .._core import cuda
+from .._core.dtypes import ITEMSIZE
+from .._core.frameworks.numpy import view as host_view
 from .._core.layout import dense_strides, is_identity, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
@@ -123,7 +125,7 @@ class HostExecutor:
         if self._in_buf is None:
             self._run(op.ptr, self._pointer(out), sign)
         else:
-            np.copyto(self._in_buf, op.obj if op.package == "numpy" else np.asarray(op.obj))
+            np.copyto(self._in_buf, host_view(op))
             self._run(self._in_ptr, self._pointer(out), sign)
         return out
 
@@ -166,12 +168,17 @@ def _device_layouts(geom, in_strides, in_fixed: bool):
 class DeviceExecutor:
     """GPU operand, cuFFT on the caller's arrays."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator):
+    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, in_fixed=True):
         self.geom = geom
         self.adapter = adapter(op.package)
         self.device_id = execution.device_id
         self.log = log
-        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=True)
+        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=in_fixed)
+        # cuFFT needs an R2C input aligned to its complex type; other operands are (copies are fresh arrays)
+        direct_r2c = geom.fft_type == "R2C" and self.in_perm is None
+        self._misaligned = 2 * ITEMSIZE[geom.in_dtype] - 1 if direct_r2c else 0
+        self._copying = None  # the executor for misaligned operands: a dense, aligned copy (made on first use)
+        self._args = (execution, options, log, stream, allocator)
         if self.in_perm is not None and not geom.inplace and geom.fft_type != "C2R":
             log.info("the operand's layout %s cannot be described to cuFFT: it is copied to a dense one per "
                      "execution", list(op.strides))
@@ -193,6 +200,12 @@ class DeviceExecutor:
         pass
 
     def execute(self, op, sign, stream):
+        if op.ptr & self._misaligned:
+            if self._copying is None:
+                self.log.info("the R2C operand at %#x is not aligned to its complex type: cuFFT reads a copy",
+                              op.ptr)
+                self._copying = DeviceExecutor(self.geom, op, *self._args, in_fixed=False)
+            return self._copying.execute(op, sign, stream)
         if self._simple:  # the hot path: cuFFT reads the operand and writes a new array of its package
             out = self._new_out()
             self._run(op.ptr, self._pointer(out), sign, stream)
@@ -222,9 +235,13 @@ class DeviceExecutor:
 
     def release_workspace(self):
         self.backend.release_workspace()
+        if self._copying is not None:
+            self._copying.release_workspace()
 
     def free(self):
         self.backend.free()
+        if self._copying is not None:
+            self._copying.free()
 
 
 class HostToDeviceExecutor:
@@ -254,7 +271,7 @@ class HostToDeviceExecutor:
 
     def execute(self, op, sign, stream):
         geom, A = self.geom, self.adapter
-        src = op.obj if op.package == "numpy" else np.asarray(op.obj)
+        src = host_view(op)
         if op.strides == self.in_strides:
             host_in = op.ptr
         else:

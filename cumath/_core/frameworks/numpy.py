@@ -77,7 +77,8 @@ def view(op: Operand):
     """A NumPy view of a host operand from any package (e.g. a PyTorch CPU tensor)."""
     if op.package == "numpy":
         return op.obj
-    return np.asarray(op.obj)
+    # through the address, not np.asarray(): that fails on PyTorch tensors that require grad
+    return from_pointer(op.ptr, op.shape, op.strides, op.dtype)
 
 
 def from_pointer(ptr: int, shape, strides, dtype: str):

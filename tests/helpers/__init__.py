@@ -1,0 +1,1 @@
+"""Test helpers: the support matrix (packages, dtypes, CPU engines), random data, and NumPy references."""
