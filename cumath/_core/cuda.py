@@ -7,7 +7,7 @@ import logging
 from .._bindings import cudart
 from .logging import format_bytes
 
-__all__ = ["device_count", "copy", "synchronize", "stream_wait", "Event", "current_device", "set_device"]
+__all__ = ["device_count", "require_device", "copy", "synchronize", "stream_wait", "Event", "current_device", "set_device"]
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +22,19 @@ def device_count() -> int:
         return cudart.cudaGetDeviceCount()
     except Exception:
         return 0
+
+
+def require_device(device_id: int) -> None:
+    """Raise a ValueError that says what to do when GPU ``device_id`` cannot be used."""
+    try:
+        n = cudart.cudaGetDeviceCount()
+    except Exception as exc:
+        raise ValueError(
+            f"execution on GPU {device_id} was asked for, but no CUDA GPU is usable here ({exc}); "
+            f"run on the CPU with execution='cpu' or install a driver and `pip install cumath[cu13]`"
+        ) from exc
+    if not 0 <= device_id < n:
+        raise ValueError(f"execution on GPU {device_id} was asked for, but this machine has {n} GPU(s)")
 
 
 def current_device() -> int:

@@ -75,7 +75,7 @@ def cpu_engine(requested: str):
     raise last
 
 
-def _cpu_backend(geom, in_strides, out_strides, execution, options, log):
+def _cpu_backend(geom, in_strides, out_strides, execution, options, log, auto_threads=True):
     engine = cpu_engine(options.cpu_engine)
     if engine == "scipy":
         from ._backends.scipy import ScipyPlan
@@ -87,13 +87,13 @@ def _cpu_backend(geom, in_strides, out_strides, execution, options, log):
     precision = {"float32": "single", "float64": "double"}[geom.precision]
     return FFTWPlan(geom.fft_type, precision, engine, geom.transform_dims(in_strides, out_strides),
                     geom.batch_dims(in_strides, out_strides), ITEMSIZE[geom.in_dtype], ITEMSIZE[geom.out_dtype],
-                    geom.inplace, execution.num_threads, options.planning_effort, log)
+                    geom.inplace, execution.num_threads, options.planning_effort, log, auto_threads)
 
 
 class HostExecutor:
     """Host operand, CPU engine, working on the caller's arrays."""
 
-    def __init__(self, geom, op: Operand, execution, options, log):
+    def __init__(self, geom, op: Operand, execution, options, log, auto_threads=True):
         self.geom = geom
         self.adapter = adapter(op.package)
         self._in_buf = None
@@ -103,7 +103,7 @@ class HostExecutor:
             self._in_ptr = self._in_buf.__array_interface__["data"][0]
             in_strides = dense_strides(geom.in_shape, range(len(geom.in_shape)))
         self.out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
-        self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log)
+        self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log, auto_threads)
         self.nbytes = self._in_buf.nbytes if self._in_buf is not None else 0
         if op.package == "numpy" and is_identity(geom.out_perm):
             self._new_out = functools.partial(np.empty, geom.out_shape, geom.out_dtype)
@@ -260,8 +260,13 @@ class HostToDeviceExecutor:
         self.in_bytes = _nbytes(geom.in_shape, ITEMSIZE[geom.in_dtype])
         self.out_bytes = _nbytes(geom.out_shape, ITEMSIZE[geom.out_dtype])
         self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log)
-        self.d_in = allocate(allocator, self.in_bytes, stream)
-        self.d_out = self.d_in if geom.inplace else allocate(allocator, self.out_bytes, stream)
+        self.d_in = self.d_out = None
+        try:
+            self.d_in = allocate(allocator, self.in_bytes, stream)
+            self.d_out = self.d_in if geom.inplace else allocate(allocator, self.out_bytes, stream)
+        except BaseException:  # a failed plan releases what it created
+            self.free()
+            raise
         self.nbytes = self.backend.workspace_size + self.in_bytes + (0 if geom.inplace else self.out_bytes)
         log.info("host operand on GPU %d: staging buffers of %s in and %s out", self.device_id,
                  format_bytes(self.in_bytes), format_bytes(0 if geom.inplace else self.out_bytes))
@@ -304,14 +309,15 @@ class HostToDeviceExecutor:
 
     def free(self):
         self.backend.free()
-        self.d_in.free()
-        self.d_out.free()
+        for buf in (self.d_in, self.d_out):
+            if buf is not None:
+                buf.free()
 
 
 class DeviceToHostExecutor:
     """GPU operand, CPU engine: staged through host buffers."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream):
+    def __init__(self, geom, op: Operand, execution, options, log, stream, auto_threads=True):
         self.geom = geom
         self.adapter = adapter(op.package)
         self.device_id = op.device_id
@@ -319,7 +325,7 @@ class DeviceToHostExecutor:
         self.h_in = np.empty([geom.in_shape[p] for p in self.in_perm], dtype=geom.in_dtype).transpose(
             np.argsort(self.in_perm))
         host_op = adapter("numpy").wrap(self.h_in)
-        self.host = HostExecutor(geom, host_op, execution, options, log)
+        self.host = HostExecutor(geom, host_op, execution, options, log, auto_threads)
         self.host_op = host_op
         self.nbytes = self.h_in.nbytes + self.host.nbytes
 
@@ -355,7 +361,7 @@ class DeviceToHostExecutor:
         self.host.free()
 
 
-def make_executor(geom, op, execution, options, log, stream=None, allocator=None):
+def make_executor(geom, op, execution, options, log, stream=None, allocator=None, auto_threads=True):
     """Pick the executor for (where the operand lives, where the work runs)."""
     on_gpu = execution.name == "cuda"
     if on_gpu:
@@ -363,5 +369,5 @@ def make_executor(geom, op, execution, options, log, stream=None, allocator=None
             return HostToDeviceExecutor(geom, op, execution, options, log, stream, allocator)
         return DeviceExecutor(geom, op, execution, options, log, stream, allocator)
     if op.device_id is None:
-        return HostExecutor(geom, op, execution, options, log)
-    return DeviceToHostExecutor(geom, op, execution, options, log, stream)
+        return HostExecutor(geom, op, execution, options, log, auto_threads)
+    return DeviceToHostExecutor(geom, op, execution, options, log, stream, auto_threads)

@@ -76,6 +76,8 @@ class FFT(Stateful):
         if execution is None and opts.device_id is not None:
             execution = ExecutionCUDA(device_id=opts.device_id)
         self._execution = check_execution(execution, op.device_id)
+        # threads chosen by cumath (per problem size) unless the caller named a number
+        self._auto_threads = not _names_threads(execution)
         self._on_gpu = self._execution.name == "cuda"
         fft_type = opts.fft_type
         if _fft_type is not None:
@@ -88,9 +90,11 @@ class FFT(Stateful):
             raise TypeError(f"{op.dtype} FFTs run on the GPU only; pass execution='cuda' or a float32/complex64 "
                             f"operand")
         if self._on_gpu:
+            from .._core.cuda import require_device
             from ._backends.cufft import check_half_sizes
 
             check_half_sizes(geom.sizes, geom.precision)
+            require_device(self._execution.device_id)
         self._operand = op
         self._signature = op.signature
         self._axes_arg = None if axes is None else tuple(axes)
@@ -146,7 +150,7 @@ class FFT(Stateful):
         if self._on_gpu:
             allocator = self._options.allocator or default_allocator(self._operand.package, self._device)
         ex = make_executor(self._geom, self._operand, self._execution, self._options, self._log, self._stream,
-                           allocator)
+                           allocator, self._auto_threads)
         try:
             ex.prepare(sign)
         except BaseException:
@@ -256,6 +260,12 @@ class FFT(Stateful):
     def nbytes(self) -> int:
         """Bytes the plan holds (workspace and staging buffers)."""
         return self._executor.nbytes if self._executor is not None else 0
+
+
+def _names_threads(execution) -> bool:
+    if isinstance(execution, dict):
+        return execution.get("num_threads") is not None
+    return getattr(execution, "num_threads", None) is not None
 
 
 def _execution_key(execution):

@@ -306,3 +306,13 @@ def test_mixed_packages_check_same_place():
 def test_errors_share_a_base():
     assert issubclass(F.UnsupportedLayoutError, CumathError) and issubclass(F.UnsupportedLayoutError, ValueError)
     assert issubclass(InvalidStateError, CumathError)
+
+
+def test_cuda_execution_without_a_gpu_says_what_to_do():
+    from tests.conftest import GPU
+
+    if GPU:
+        pytest.skip("this machine has a GPU")
+    x = np.ones(8) + 1j
+    with pytest.raises(ValueError, match="no CUDA GPU is usable here.*execution='cpu'"):
+        cumath.fft.fft(x, execution="cuda")

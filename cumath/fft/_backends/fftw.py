@@ -91,7 +91,7 @@ class FFTWPlan:
     workspace_size = 0
 
     def __init__(self, kind, precision, provider, dims, howmany, in_dtype_size, out_dtype_size, inplace,
-                 num_threads, effort, log=logger):
+                 num_threads, effort, log=logger, auto_threads=True):
         self.lib = _fftw.get_fftw(precision, provider)
         self.kind = kind
         self.dims = [tuple(d) for d in dims]
@@ -112,7 +112,7 @@ class FFTWPlan:
         points = 1
         for d in self.dims + self.howmany:
             points *= d[0]
-        self.num_threads = threads_for(points, num_threads)
+        self.num_threads = threads_for(points, num_threads) if auto_threads else num_threads
         self.effort = effort
         self.log = log
         self.align = self.lib.simd_alignment
