@@ -31,13 +31,12 @@ def wrap(x) -> Operand:
     if x.is_conj() or x.is_neg():
         logger.info("resolving the lazy conjugation/negation of a %s tensor (one copy)", name)
         x = x.resolve_conj().resolve_neg()
-    dev = x.device
-    if dev.type == "cuda":
-        device_id = dev.index
-    elif dev.type == "cpu":
+    if x.is_cuda:
+        device_id = x.get_device()
+    elif x.is_cpu:
         device_id = None
     else:
-        raise TypeError(f"PyTorch tensors on {dev.type} are not supported; use CPU or CUDA tensors")
+        raise TypeError(f"PyTorch tensors on {x.device.type} are not supported; use CPU or CUDA tensors")
     return Operand(x, x.data_ptr(), tuple(x.shape), x.stride(), name, device_id, "torch")
 
 
