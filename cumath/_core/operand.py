@@ -90,11 +90,18 @@ def adapter(package: str):
     return mod
 
 
+_WRAPPERS: dict[type, object] = {}  # array type -> its adapter's wrap(), filled as types are seen
+
+
 def wrap_operand(x, name: str = "operand") -> Operand:
     """Wrap a NumPy/CuPy/PyTorch array, or any DLPack / array-interface producer."""
+    wrap = _WRAPPERS.get(type(x))
+    if wrap is not None:
+        return wrap(x)
     package = _PACKAGES.get(type(x).__module__.partition(".")[0])
     if package is not None:
-        return adapter(package).wrap(x)
+        wrap = _WRAPPERS[type(x)] = adapter(package).wrap
+        return wrap(x)
     return adapter("numpy").wrap(_convert_foreign(x, name))
 
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 
@@ -18,7 +17,7 @@ import numpy as np
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
 from .._core.frameworks.numpy import view as host_view
-from .._core.layout import dense_strides, is_identity, natural_perm
+from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
 from ..memory import allocate
@@ -105,11 +104,7 @@ class HostExecutor:
         self.out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
         self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log, auto_threads)
         self.nbytes = self._in_buf.nbytes if self._in_buf is not None else 0
-        if op.package == "numpy" and is_identity(geom.out_perm):
-            self._new_out = functools.partial(np.empty, geom.out_shape, geom.out_dtype)
-        else:
-            self._new_out = functools.partial(self.adapter.empty, geom.out_shape, geom.out_dtype, None,
-                                              geom.out_perm)
+        self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, None, geom.out_perm)
         self._pointer = self.adapter.pointer
         self._run = self.backend.execute
 
@@ -191,8 +186,7 @@ class DeviceExecutor:
         self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log)
         self.nbytes = self.backend.workspace_size
         self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy
-        self._new_out = functools.partial(self.adapter.empty, geom.out_shape, geom.out_dtype, self.device_id,
-                                          None if is_identity(self.out_perm) else self.out_perm)
+        self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
         self._pointer = self.adapter.pointer
         self._run = self.backend.execute
 

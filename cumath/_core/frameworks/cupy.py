@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import cupy
 
 from ..layout import inverse_perm, is_identity
@@ -50,3 +52,10 @@ def pointer(x) -> int:
 def stream_context(device_id: int, stream: int):
     """Make ``stream`` CuPy's current stream on ``device_id`` inside a ``with`` block."""
     return cupy.cuda.ExternalStream(stream, device_id)
+
+
+def empty_factory(shape, dtype: str, device_id=0, perm=None):
+    """A zero-argument callable returning a new array like ``empty(...)``, as cheap as CuPy allows."""
+    if dtype != "complex32" and is_identity(perm) and cupy.cuda.runtime.getDeviceCount() == 1:
+        return functools.partial(cupy.empty, tuple(shape), cupy.dtype(dtype))
+    return functools.partial(empty, shape, dtype, device_id, perm)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import ctypes
 import platform
 
@@ -93,3 +95,10 @@ def from_pointer(ptr: int, shape, strides, dtype: str):
     base = np.frombuffer(buf, dtype=dt)
     return np.lib.stride_tricks.as_strided(base[-lo:] if lo else base, shape=shape,
                                            strides=[s * dt.itemsize for s in strides])
+
+
+def empty_factory(shape, dtype: str, device_id=None, perm=None):
+    """A zero-argument callable returning a new array like ``empty(...)``, as cheap as the package allows."""
+    if dtype != "complex32" and is_identity(perm):
+        return functools.partial(np.empty, tuple(shape), np.dtype(dtype))
+    return functools.partial(empty, shape, dtype, device_id, perm)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import logging
 
 import torch
@@ -37,7 +39,7 @@ def wrap(x) -> Operand:
         device_id = None
     else:
         raise TypeError(f"PyTorch tensors on {x.device.type} are not supported; use CPU or CUDA tensors")
-    return Operand(x, x.data_ptr(), tuple(x.shape), x.stride(), name, device_id, "torch")
+    return Operand(x, x.data_ptr(), x.shape, x.stride(), name, device_id, "torch")  # torch.Size is a tuple
 
 
 def current_stream(device_id: int) -> int:
@@ -71,3 +73,10 @@ def pointer(x) -> int:
 def stream_context(device_id: int, stream: int):
     """Make ``stream`` PyTorch's current stream on ``device_id`` inside a ``with`` block."""
     return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=_device(device_id)))
+
+
+def empty_factory(shape, dtype: str, device_id=None, perm=None):
+    """A zero-argument callable returning a new tensor like ``empty(...)``, as cheap as PyTorch allows."""
+    if is_identity(perm):
+        return functools.partial(torch.empty, tuple(shape), dtype=_DTYPES[dtype], device=_device(device_id))
+    return functools.partial(empty, shape, dtype, device_id, perm)

@@ -24,6 +24,9 @@ DATA_TYPES = {
 _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 
 
+_xt_exec = None
+
+
 def _destroy(handle):
     try:
         cufft.cufftDestroy(handle)
@@ -53,6 +56,8 @@ class CufftPlan:
             list(out_embed), ostride, odist, DATA_TYPES[out_dtype], batch, DATA_TYPES[exec_dtype])
         cufft.cufftSetStream(self.handle, stream)
         self._stream = stream
+        global _xt_exec
+        _xt_exec = cufft._L.cufftXtExec  # the raw ctypes function: one call on the hot path
         if log.isEnabledFor(logging.INFO):
             log.info("cuFFT plan %s->%s sizes=%s batch=%d in(embed=%s, stride=%d, dist=%d) out(embed=%s, "
                      "stride=%d, dist=%d) on GPU %d: workspace %s, planned in %.2f ms", in_dtype, out_dtype,
@@ -69,7 +74,9 @@ class CufftPlan:
             self._stream = stream
         if self._ws is None and self.workspace_size:
             self._attach_workspace(stream)
-        cufft.cufftXtExec(self.handle, in_ptr, out_ptr, sign)
+        status = _xt_exec(self.handle, in_ptr, out_ptr, sign)
+        if status:
+            cufft.check(status)
 
     def release_workspace(self):
         if self._ws is not None:
