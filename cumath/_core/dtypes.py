@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-__all__ = ["ITEMSIZE", "REAL_OF", "COMPLEX_OF", "is_complex", "is_real", "dtype_name"]
+__all__ = ["ARRAY_DTYPES", "ITEMSIZE", "REAL_OF", "COMPLEX_OF", "is_complex", "is_real", "dtype_name"]
 
 ITEMSIZE = {
     "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
     "complex32": 4, "complex64": 8, "complex128": 16,
     "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1,
 }
+# dtypes that NumPy and CuPy arrays may have as operands
+ARRAY_DTYPES = ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",
+                "uint8", "bool")
 COMPLEX_OF = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 REAL_OF = {v: k for k, v in COMPLEX_OF.items()}
 

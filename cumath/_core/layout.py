@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["inverse_perm", "is_identity", "dense_strides", "natural_perm"]
+__all__ = ["inverse_perm", "is_identity", "dense_strides", "natural_perm", "element_strides"]
 
 
 def inverse_perm(perm) -> list:
@@ -29,3 +29,16 @@ def dense_strides(shape, perm) -> tuple:
 def natural_perm(strides) -> tuple:
     """An array's own memory order: axes by decreasing |stride| (ties keep the axis order)."""
     return tuple(sorted(range(len(strides)), key=lambda a: -abs(strides[a])))
+
+
+def element_strides(byte_strides, itemsize: int) -> tuple:
+    """Byte strides as element strides; raises UnsupportedLayoutError when they are not whole elements."""
+    for s in byte_strides:
+        if s % itemsize:
+            from ..errors import UnsupportedLayoutError
+
+            raise UnsupportedLayoutError(
+                f"the array's strides {tuple(byte_strides)} are not multiples of its item size {itemsize}; "
+                f"pass a copy"
+            )
+    return tuple(s // itemsize for s in byte_strides)

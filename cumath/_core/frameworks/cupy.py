@@ -6,11 +6,11 @@ import functools
 
 import cupy
 
-from ..layout import inverse_perm, is_identity
+from ..dtypes import ARRAY_DTYPES
+from ..layout import element_strides, inverse_perm, is_identity
 from ..operand import Operand
 
-_NAMES = {cupy.dtype(n): n for n in ("float16", "float32", "float64", "complex64", "complex128",
-                                      "int8", "int16", "int32", "int64", "uint8", "bool")}
+_NAMES = {cupy.dtype(n): n for n in ARRAY_DTYPES}
 
 
 def wrap(x) -> Operand:
@@ -18,8 +18,7 @@ def wrap(x) -> Operand:
     name = _NAMES.get(dt)
     if name is None:
         raise TypeError(f"CuPy dtype {dt} is not supported")
-    itemsize = dt.itemsize
-    return Operand(x, x.data.ptr, x.shape, tuple(s // itemsize for s in x.strides), name, x.device.id, "cupy")
+    return Operand(x, x.data.ptr, x.shape, element_strides(x.strides, dt.itemsize), name, x.device.id, "cupy")
 
 
 def current_stream(device_id: int) -> int:

@@ -9,12 +9,11 @@ import platform
 
 import numpy as np
 
-from ...errors import UnsupportedLayoutError
-from ..layout import inverse_perm, is_identity
+from ..dtypes import ARRAY_DTYPES
+from ..layout import element_strides, inverse_perm, is_identity
 from ..operand import Operand
 
-_NAMES = {np.dtype(n): n for n in ("float16", "float32", "float64", "complex64", "complex128",
-                                    "int8", "int16", "int32", "int64", "uint8", "bool")}
+_NAMES = {np.dtype(n): n for n in ARRAY_DTYPES}
 
 
 def wrap(x) -> Operand:
@@ -22,14 +21,7 @@ def wrap(x) -> Operand:
     name = _NAMES.get(dt)
     if name is None:
         raise TypeError(f"NumPy dtype {dt} is not supported")
-    itemsize = dt.itemsize
-    strides = x.strides
-    for s in strides:
-        if s % itemsize:
-            raise UnsupportedLayoutError(
-                f"the array's strides {strides} are not multiples of its item size {itemsize}; pass a copy"
-            )
-    return Operand(x, pointer(x), x.shape, tuple(s // itemsize for s in strides), name, None, "numpy",
+    return Operand(x, pointer(x), x.shape, element_strides(x.strides, dt.itemsize), name, None, "numpy",
                    not x.flags.writeable)
 
 
