@@ -400,6 +400,66 @@ def run_sub(*argv):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# ------------------------------------------------------------------------------------------------ extras
+def extra(args, log):
+    """Thread crossover for 1-D complex128 (FFTW MEASURE and MKL, 1 vs 2 threads) and per-call overhead."""
+    rng = np.random.default_rng()
+    fftw = F.get_fftw("double", "fftw")
+    mkl = F.get_fftw("double", "mkl")
+    rows = []
+    for log2n in range(10, 19):
+        case = dict(kind="c2c", dtype=np.complex128, shape=(1 << log2n,), axes=(0,))
+        engines = []
+        for L, label, flags in ((fftw, "FFTW MEASURE", F.FFTW_MEASURE), (mkl, "MKL", F.FFTW_ESTIMATE)):
+            for nt in (1, 2):
+                x, y = arrays(case)
+                p, _ = plan(L, case, x, y, flags, nt)
+                fill(x, rng)
+                engines.append((f"{label} {nt}t", binding_runner(L, p), L, p))
+        times = {lab: [] for lab, *_ in engines}
+        for _ in range(args.rounds):
+            for lab, run, _, _ in engines:
+                time.sleep(args.pause)
+                times[lab].append(median_time(run, args.repeats, args.loop_ms / 1e3))
+        rows.append((log2n, {lab: statistics.median(v) for lab, v in times.items()}))
+        log(f"  crossover 2^{log2n}: " + ", ".join(f"{k} {fmt_t(v)}" for k, v in rows[-1][1].items()))
+        with F.planner_lock:
+            for _, _, L, p in engines:
+                L.destroy_plan(p)
+    print("\n### 1-D complex128: 1 vs 2 threads (median of rounds)\n")
+    labels = list(rows[0][1])
+    print("| n | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for log2n, r in rows:
+        print(f"| 2^{log2n} | " + " | ".join(fmt_t(r[k]) for k in labels) + " |")
+
+    # Per-call overhead: a 4-point transform, binding (ctypes) against pyFFTW's Cython .execute()
+    case = dict(kind="c2c", dtype=np.complex128, shape=(4,), axes=(0,))
+    x, y = arrays(case)
+    p, _ = plan(fftw, case, x, y, F.FFTW_MEASURE, 1)
+    fill(x, rng)
+    ov = {"binding execute(p)": binding_runner(fftw, p),
+          "binding execute_dft(p, in, out)": (lambda k, ex=fftw.execute_dft, a=x.ctypes.data, b=y.ctypes.data:
+                                              [ex(p, a, b) for _ in range(k)])}
+    pyfftw = sys.modules.get("pyfftw")
+    if pyfftw is not None:
+        obj = pyfftw.FFTW(x, y, flags=("FFTW_MEASURE",), threads=1)
+        ov["pyFFTW .execute()"] = lambda k, ex=obj.execute: [ex() for _ in range(k)]
+        ov["pyFFTW obj()"] = lambda k, o=obj: [o() for _ in range(k)]
+    res = {k: [] for k in ov}
+    for _ in range(args.rounds):
+        for k, run in ov.items():
+            res[k].append(median_time(run, args.repeats, args.loop_ms / 1e3))
+    print("\n### per-call cost of a 4-point complex128 transform (median of rounds, spread)\n")
+    print("| call | time | spread |")
+    print("|---|---|---|")
+    for k, v in res.items():
+        m = statistics.median(v)
+        print(f"| {k} | {fmt_t(m)} | {(max(v) - min(v)) / m * 100:.0f}% |")
+    with F.planner_lock:
+        fftw.destroy_plan(p)
+
+
 # ------------------------------------------------------------------------------------------------ main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -411,6 +471,7 @@ def main():
     ap.add_argument("--no-patient", action="store_true")
     ap.add_argument("--timelimit", type=float, default=0.0, help="fftw_set_timelimit for PATIENT (0: none)")
     ap.add_argument("--json", help="also write the raw results to this file")
+    ap.add_argument("--extra", action="store_true", help="only the thread crossover and per-call overhead probes")
     ap.add_argument("--fresh-estimate", help=argparse.SUPPRESS)
     ap.add_argument("--fresh-wisdom", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -421,6 +482,9 @@ def main():
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
+
+    if args.extra:
+        return extra(args, log)
 
     fresh = {name: run_sub("--fresh-estimate", name) for name in args.cases}
     for name, r in fresh.items():

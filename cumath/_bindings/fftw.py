@@ -578,29 +578,38 @@ class FFTWLibrary:
             fn()
 
     # -------------------------------------------------------------------------------------------- plan info
+    # FFTW lists only the execute functions as thread-safe, so these take planner_lock too.
     def flops(self, plan: int) -> tuple[float, float, float]:
-        """``fftw_flops``: (additions, multiplications, fused multiply-adds) of one execution."""
+        """``fftw_flops``: (additions, multiplications, fused multiply-adds) of one execution (MKL: zeros)."""
         add, mul, fma = c_double(), c_double(), c_double()
-        self._fn("flops")(plan, ctypes.byref(add), ctypes.byref(mul), ctypes.byref(fma))
+        fn = self._fn("flops")
+        with planner_lock:
+            fn(plan, ctypes.byref(add), ctypes.byref(mul), ctypes.byref(fma))
         return add.value, mul.value, fma.value
 
     def cost(self, plan: int) -> float:
-        """``fftw_cost``: the planner's measured (or estimated) cost of the plan."""
-        return float(self._fn("cost")(plan))
+        """``fftw_cost``: the planner's measured (or estimated) cost of the plan (MKL: 0)."""
+        fn = self._fn("cost")
+        with planner_lock:
+            return float(fn(plan))
 
     def estimate_cost(self, plan: int) -> float:
-        """``fftw_estimate_cost``."""
-        return float(self._fn("estimate_cost")(plan))
+        """``fftw_estimate_cost`` (MKL: 0)."""
+        fn = self._fn("estimate_cost")
+        with planner_lock:
+            return float(fn(plan))
 
     def sprint_plan(self, plan: int) -> str:
-        """``fftw_sprint_plan``: the plan's description (released with ``fftw_free``); "" where NULL."""
-        ptr = self._fn("sprint_plan")(plan)
-        if not ptr:
-            return ""
-        try:
-            return ctypes.string_at(ptr).decode("ascii", "replace")
-        finally:
-            self._fn("free")(ptr)
+        """``fftw_sprint_plan``: the plan's description (released with ``fftw_free``); "" where NULL (MKL)."""
+        fn, free = self._fn("sprint_plan"), self._fn("free")
+        with planner_lock:
+            ptr = fn(plan)
+            if not ptr:
+                return ""
+            try:
+                return ctypes.string_at(ptr).decode("ascii", "replace")
+            finally:
+                free(ptr)
 
     def alignment_of(self, ptr: int) -> int:
         """``fftw_alignment_of``: ``ptr`` modulo the SIMD alignment; new-array execute needs equal values."""

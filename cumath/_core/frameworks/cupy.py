@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 
 import cupy
 
@@ -48,9 +49,29 @@ def pointer(x) -> int:
     return x.data.ptr
 
 
+class _StreamRef:
+    """A bare cudaStream_t presented through the CUDA stream protocol."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
 def stream_context(device_id: int, stream: int):
     """Make ``stream`` CuPy's current stream on ``device_id`` inside a ``with`` block."""
-    return cupy.cuda.ExternalStream(stream, device_id)
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy >= 14
+    if from_external is not None:
+        try:
+            return from_external(_StreamRef(stream))
+        except Exception:  # an older signature: fall back to ExternalStream
+            pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(stream, device_id)
 
 
 def empty_factory(shape, dtype: str, device_id=0, perm=None):

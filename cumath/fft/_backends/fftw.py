@@ -31,6 +31,16 @@ _EFFORT_FLAGS = {
     "exhaustive": _fftw.FFTW_EXHAUSTIVE,
 }
 _wisdom_loaded: set = set()
+
+
+class _WisdomState:
+    """``generation`` grows whenever this process learns wisdom; plans made heuristically for lack of it
+    look again (cheaply, FFTW_WISDOM_ONLY) when it has changed."""
+
+    generation = 0
+
+
+WISDOM = _WisdomState()
 _wisdom_lock = threading.Lock()
 
 # Below this many points per transform batch, threads cost more than they save (benchmarks/NOTES.md).
@@ -68,6 +78,7 @@ def _save_wisdom(lib) -> None:
             lib.import_wisdom_from_filename(path)  # merge what other processes learnt meanwhile
         lib.export_wisdom_to_filename(tmp)
     os.replace(tmp, path)
+    WISDOM.generation += 1
     logger.info("FFTW wisdom saved to %s", path)
 
 
@@ -119,6 +130,8 @@ class FFTWPlan:
         self._mask = self.align - 1  # the alignment is a power of two
         self._aligned: dict = {}  # sign -> plan for SIMD-aligned pointers (the common case)
         self._plans: dict = {}
+        self._estimated: set = set()  # keys of plans made heuristically, for want of wisdom
+        self._generation = WISDOM.generation
         self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
         self._exec = {"C2C": self.lib.execute_dft, "R2C": self.lib.execute_dft_r2c,
                       "C2R": self.lib.execute_dft_c2r}[kind]
@@ -141,13 +154,28 @@ class FFTWPlan:
             self._execute_one(in_ptr + di, out_ptr + do, sign)
 
     def execute(self, in_ptr, out_ptr, sign, stream=None):
+        if self._generation != WISDOM.generation:
+            self._upgrade()
         if (in_ptr | out_ptr) & self._mask:  # an alignment other than the SIMD one: its own plan
             plan = self.prepare(sign, in_ptr % self.align, out_ptr % self.align)
         else:
             plan = self._aligned.get(sign) or self.prepare(sign)
         self._exec(plan, in_ptr, out_ptr)
 
-    def _make(self, sign, in_residue, out_residue):
+    def _upgrade(self):
+        """Replace heuristic plans by measured ones where wisdom for them has appeared since."""
+        self._generation = WISDOM.generation
+        for key in list(self._estimated):
+            plan = self._make(*key, wisdom_only=True)
+            if plan:
+                old, self._plans[key] = self._plans[key], plan
+                if self._aligned.get(key[0]) == old and not key[1] and not key[2]:
+                    self._aligned[key[0]] = plan
+                self._estimated.discard(key)
+                with _fftw.planner_lock:
+                    self.lib.destroy_plan(old)
+
+    def _make(self, sign, in_residue, out_residue, wisdom_only=False):
         lib = self.lib
         in_size, out_size = self._sizes
         in_dims = [(n, i) for n, i, _ in self.dims + self.howmany]
@@ -164,6 +192,8 @@ class FFTWPlan:
         else:
             out_buf, out_ptr = _scratch(out_dims, out_size, out_residue, self.align)
         efforts = [self.effort] if self.effort else ([] if self._wisdom else ["estimate"])
+        if wisdom_only:
+            efforts = ["wisdom"]
         t0 = time.perf_counter()
         with _fftw.planner_lock:
             lib.plan_with_nthreads(self.num_threads)
@@ -173,11 +203,18 @@ class FFTWPlan:
                 used = "wisdom"
                 if not plan:
                     efforts = ["estimate"]
+            if not plan and efforts == ["wisdom"]:
+                plan = self._plan_call(sign, in_ptr, out_ptr, _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY)
+                used = "wisdom"
+                if not plan:
+                    return 0
             if not plan:
                 used = efforts[0]
                 plan = self._plan_call(sign, in_ptr, out_ptr, _EFFORT_FLAGS[used])
         seconds = time.perf_counter() - t0
         del in_buf, out_buf
+        if used == "estimate" and self.effort is None and self._wisdom:
+            self._estimated.add((sign, in_residue, out_residue))
         if not plan:
             raise _fftw.FFTWError(0, "NULL plan", f"FFTW could not plan {self.kind} dims={self.dims} "
                                                   f"howmany={self.howmany}")
