@@ -147,10 +147,8 @@ class HostExecutor:
     def release_workspace(self):
         self._last = None
 
-    def release_workspace(self):
-        pass
-
     def free(self):
+        self._last = None
         self.backend.free()
 
 
