@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cumath  # noqa: E402
 from cumath._core.execution import available_cpus  # noqa: E402
-from cumath._core.timing import time_call  # noqa: E402
+from cumath._core.timing import time_call, time_interleaved  # noqa: E402
 
 RNG = np.random.default_rng(7)
 ROWS: list[dict] = []
@@ -164,18 +164,26 @@ def gpu_benchmarks(quick: bool):
     xc = cp.asarray(xh)
     xt = torch.from_numpy(xh).cuda()
     ref = np.fft.fft(xh)
+    fns, syncs, plans = {}, {}, []
     for label, x, sync in (("cupy", xc, sync_cp), ("torch", xt, sync_t)):
         y = cumath.fft.fft(x)
         host = y.get() if label == "cupy" else y.cpu().numpy()
         err = float(np.linalg.norm(host - ref) / np.linalg.norm(ref))
-        record(name, f"cumath stateless ({label})", time_call(lambda x=x: cumath.fft.fft(x), sync=sync, min_time=tmin),
-               rel_err=err)
+        print(f"  cumath ({label}) relative error {err:.1e}")
         f = cumath.fft.FFT(x)
         f.plan()
-        record(name, f"cumath FFT.execute ({label})", time_call(f.execute, sync=sync, min_time=tmin))
+        plans.append(f)
+        fns[f"cumath stateless ({label})"] = lambda x=x: cumath.fft.fft(x)
+        fns[f"cumath FFT.execute ({label})"] = f.execute
+        syncs[f"cumath stateless ({label})"] = syncs[f"cumath FFT.execute ({label})"] = sync
+    fns["torch.fft.fft"], syncs["torch.fft.fft"] = (lambda: torch.fft.fft(xt)), sync_t
+    fns["cupy.fft.fft"], syncs["cupy.fft.fft"] = (lambda: cp.fft.fft(xc)), sync_cp
+    # interleaved rounds: drift in the machine's speed falls on every implementation alike
+    for impl, timing in time_interleaved(fns, sync=syncs, number=1000 if quick else 3000,
+                                         rounds=7 if quick else 21).items():
+        record(name, impl, timing)
+    for f in plans:
         f.free()
-    record(name, "torch.fft.fft", time_call(lambda: torch.fft.fft(xt), sync=sync_t, min_time=tmin))
-    record(name, "cupy.fft.fft", time_call(lambda: cp.fft.fft(xc), sync=sync_cp, min_time=tmin))
     y = cumath.fft.fft(xh, execution="cuda")
     err = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
     record(name, "cumath numpy->GPU->numpy", time_call(lambda: cumath.fft.fft(xh, execution="cuda"), min_time=tmin),

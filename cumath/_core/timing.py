@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 
-__all__ = ["time_call", "Timing"]
+__all__ = ["time_call", "time_interleaved", "Timing"]
 
 
 class Timing:
@@ -54,3 +54,23 @@ def time_call(fn, *, sync=None, min_time=0.2, repeat=7, max_number=100000) -> Ti
         sync()
         samples.append((time.perf_counter() - t0) / number)
     return Timing(samples)
+
+
+def time_interleaved(fns: dict, *, sync=None, number=2000, rounds=15) -> dict:
+    """Time several callables in alternation (A B C, A B C, ...) so that drift in the machine's speed
+    (clocks, neighbours) falls on all of them alike. Returns name -> Timing of per-call seconds."""
+    syncs = sync if isinstance(sync, dict) else {k: sync for k in fns}
+    for k, fn in fns.items():
+        fn()
+        (syncs[k] or (lambda: None))()
+    samples = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            s = syncs[k] or (lambda: None)
+            s()
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            s()
+            samples[k].append((time.perf_counter() - t0) / number)
+    return {k: Timing(v) for k, v in samples.items()}
