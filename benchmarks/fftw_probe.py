@@ -36,7 +36,7 @@ if "--fresh-estimate" not in sys.argv and "--fresh-wisdom" not in sys.argv:
     # pyFFTW must be imported before oneMKL makes its first plan: MKL then loads libmkl_intel_lp64 with
     # RTLD_GLOBAL, and an extension loaded afterwards binds its fftw_* calls to MKL (pyFFTW would run MKL).
     try:
-        import pyfftw  # noqa: F401
+        __import__("pyfftw")
     except ImportError:
         pass
 
@@ -232,13 +232,13 @@ def build_engines(name, case, args, rng, log):
             cleanups.append(lambda p=p, m=mkl: m.destroy_plan(p))
 
     # pyFFTW's own FFTW object (shares the bundled FFTW and its wisdom with the binding: forget first)
-    pyfftw = sys.modules.get("pyfftw")
-    if pyfftw is not None:
+    pyfftw_mod = sys.modules.get("pyfftw")
+    if pyfftw_mod is not None:
         x, y = arrays(case)
         with F.planner_lock:
             fftw.forget_wisdom()
             t0 = time.perf_counter()
-            obj = pyfftw.FFTW(x, y, axes=case["axes"], direction="FFTW_FORWARD", flags=("FFTW_MEASURE",), threads=2)
+            obj = pyfftw_mod.FFTW(x, y, axes=case["axes"], direction="FFTW_FORWARD", flags=("FFTW_MEASURE",), threads=2)
             dt = time.perf_counter() - t0
         log(f"  {name}: pyFFTW MEASURE 2t planned in {dt:.3f} s")
         fill(x, rng)
@@ -415,16 +415,16 @@ def extra(args, log):
                 x, y = arrays(case)
                 p, _ = plan(L, case, x, y, flags, nt)
                 fill(x, rng)
-                engines.append((f"{label} {nt}t", binding_runner(L, p), L, p))
+                engines.append((f"{label} {nt}t", binding_runner(L, p), L, p, (x, y)))  # keep the arrays alive
         times = {lab: [] for lab, *_ in engines}
         for _ in range(args.rounds):
-            for lab, run, _, _ in engines:
+            for lab, run, *_ in engines:
                 time.sleep(args.pause)
                 times[lab].append(median_time(run, args.repeats, args.loop_ms / 1e3))
         rows.append((log2n, {lab: statistics.median(v) for lab, v in times.items()}))
         log(f"  crossover 2^{log2n}: " + ", ".join(f"{k} {fmt_t(v)}" for k, v in rows[-1][1].items()))
         with F.planner_lock:
-            for _, _, L, p in engines:
+            for _, _, L, p, _ in engines:
                 L.destroy_plan(p)
     print("\n### 1-D complex128: 1 vs 2 threads (median of rounds)\n")
     labels = list(rows[0][1])
@@ -441,9 +441,9 @@ def extra(args, log):
     ov = {"binding execute(p)": binding_runner(fftw, p),
           "binding execute_dft(p, in, out)": (lambda k, ex=fftw.execute_dft, a=x.ctypes.data, b=y.ctypes.data:
                                               [ex(p, a, b) for _ in range(k)])}
-    pyfftw = sys.modules.get("pyfftw")
-    if pyfftw is not None:
-        obj = pyfftw.FFTW(x, y, flags=("FFTW_MEASURE",), threads=1)
+    pyfftw_mod = sys.modules.get("pyfftw")
+    if pyfftw_mod is not None:
+        obj = pyfftw_mod.FFTW(x, y, flags=("FFTW_MEASURE",), threads=1)
         ov["pyFFTW .execute()"] = lambda k, ex=obj.execute: [ex() for _ in range(k)]
         ov["pyFFTW obj()"] = lambda k, o=obj: [o() for _ in range(k)]
     res = {k: [] for k in ov}

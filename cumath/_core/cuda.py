@@ -7,7 +7,7 @@ import logging
 from .._bindings import cudart
 from .logging import format_bytes
 
-__all__ = ["device_count", "require_device", "copy", "synchronize", "stream_wait", "Event", "current_device", "set_device"]
+__all__ = ["device_count", "require_device", "copy", "synchronize", "set_device"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +37,6 @@ def require_device(device_id: int) -> None:
         raise ValueError(f"execution on GPU {device_id} was asked for, but this machine has {n} GPU(s)")
 
 
-def current_device() -> int:
-    return cudart.cudaGetDevice()
-
-
 def set_device(device_id: int) -> None:
     if cudart.cudaGetDevice() != device_id:
         cudart.cudaSetDevice(device_id)
@@ -55,27 +51,3 @@ def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = ""
 
 def synchronize(stream: int) -> None:
     cudart.cudaStreamSynchronize(stream)
-
-
-class Event:
-    """A CUDA event (timing disabled) with one owner."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self):
-        self.handle = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
-
-    def record(self, stream: int) -> None:
-        cudart.cudaEventRecord(self.handle, stream)
-
-    def close(self) -> None:
-        if self.handle:
-            cudart.cudaEventDestroy(self.handle)
-            self.handle = 0
-
-
-def stream_wait(waiter: int, producer: int, event: Event) -> None:
-    """Make ``waiter`` wait for the work queued so far on ``producer`` (no host synchronisation)."""
-    if waiter != producer:
-        event.record(producer)
-        cudart.cudaStreamWaitEvent(waiter, event.handle, 0)

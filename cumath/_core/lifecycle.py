@@ -6,7 +6,7 @@ import functools
 
 from ..errors import InvalidStateError
 
-__all__ = ["requires_planned", "requires_alive", "Stateful"]
+__all__ = ["requires_alive", "Stateful"]
 
 
 class Stateful:
@@ -43,22 +43,6 @@ def requires_alive(method):
         if self._freed:
             raise InvalidStateError(
                 f"{type(self).__name__}.{method.__name__}() was called after free(); create a new object"
-            )
-        return method(self, *args, **kwargs)
-
-    return guarded
-
-
-def requires_planned(method):
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        if not self._planned:
-            if self._freed:
-                raise InvalidStateError(
-                    f"{type(self).__name__}.{method.__name__}() was called after free(); create a new object"
-                )
-            raise InvalidStateError(
-                f"{type(self).__name__}.{method.__name__}() needs a plan: call plan() first"
             )
         return method(self, *args, **kwargs)
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
-from ..errors import UnsupportedLayoutError
 
 __all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "SUPPORTED_DTYPES"]
 
@@ -179,13 +178,3 @@ def cufft_embed(extents, strides, batch):
     else:
         count, dist = 1, strides[0] * extents[0]
     return tuple(embed), stride, dist, count
-
-
-def check_layout_supported(fft_type, sizes, in_ext, in_strides, in_batch, out_ext, out_strides, out_batch):
-    """Raise UnsupportedLayoutError if either side cannot be described to cuFFT (used by callers that
-    cannot copy)."""
-    if cufft_embed(in_ext, in_strides, in_batch) is None or cufft_embed(out_ext, out_strides, out_batch) is None:
-        raise UnsupportedLayoutError(
-            f"the {fft_type} layout cannot be expressed to cuFFT; pass a contiguous operand or "
-            f"result_layout='optimized'"
-        )
