@@ -32,6 +32,11 @@ class LibrarySpec:
     pathfinder: str | None = None  # cuda-pathfinder's short name
     wheel_globs: tuple[str, ...] = ()  # globs relative to a sys.path entry (bundled copies)
     prefix_lib: bool = False  # also look in <sys.prefix>/lib (MKL installs there)
+    # A library that belongs to another one (FFTW's threading layer to FFTW): it is looked for only next to
+    # that library (or by soname when that one came from the system), after loading ``preload`` globs from
+    # the same folder (a bundled dependency the dynamic loader cannot find by itself, e.g. libgomp-<hash>).
+    companion_of: str | None = None
+    preload: tuple[str, ...] = ()
 
 
 def _nv(name: str, *sonames: str, extra: str = "cu13") -> LibrarySpec:
@@ -55,17 +60,15 @@ LIBRARIES: dict[str, LibrarySpec] = {
     # (names carry a hash there), or as installed by the system (libfftw3-dev and friends).
     "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",)),
     "fftw3f": LibrarySpec(("libfftw3f.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3f-*.so*",)),
-    "fftw3_omp": LibrarySpec(
-        ("libfftw3_omp.so.3", "libfftw3_threads.so.3"), "cpu", wheel_globs=("pyfftw.libs/libfftw3_omp-*.so*",)
-    ),
-    "fftw3f_omp": LibrarySpec(
-        ("libfftw3f_omp.so.3", "libfftw3f_threads.so.3"), "cpu", wheel_globs=("pyfftw.libs/libfftw3f_omp-*.so*",)
-    ),
+    "fftw3_omp": LibrarySpec(("libfftw3_omp.so.3", "libfftw3_threads.so.3"), "cpu",
+                             wheel_globs=("libfftw3_omp-*.so*",), companion_of="fftw3", preload=("libgomp-*.so*",)),
+    "fftw3f_omp": LibrarySpec(("libfftw3f_omp.so.3", "libfftw3f_threads.so.3"), "cpu",
+                              wheel_globs=("libfftw3f_omp-*.so*",), companion_of="fftw3f", preload=("libgomp-*.so*",)),
     # Intel MKL's single dynamic library; it exports the FFTW3 interface too.
     "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "cpu", prefix_lib=True),
 }
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _loaded: dict[str, ctypes.CDLL] = {}
 _paths: dict[str, str] = {}
 
@@ -111,7 +114,34 @@ def _try_pathfinder(spec: LibrarySpec) -> str | None:
     return getattr(loaded, "abs_path", None)
 
 
+_preloaded: list = []  # bundled dependencies kept loaded for the life of the process
+
+
+def _companion_candidates(spec: LibrarySpec):
+    """Candidates of a library that must come from the folder of the library it belongs to."""
+    load_library(spec.companion_of)
+    owner = _paths[spec.companion_of]
+    folder = os.path.dirname(owner)
+    if not os.path.isabs(owner) or folder in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib"):
+        for soname in spec.sonames:  # the owner came from the system: so does its companion
+            yield soname, "system loader"
+        return
+    for pattern in spec.preload:
+        for path in sorted(glob.glob(os.path.join(folder, pattern))):
+            try:
+                _preloaded.append(ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL))
+                break
+            except OSError as exc:
+                logger.debug("could not preload %s: %s", path, exc)
+    for pattern in spec.wheel_globs + spec.sonames:
+        for path in sorted(glob.glob(os.path.join(folder, pattern))):
+            yield path, f"next to {os.path.basename(owner)}"
+
+
 def _candidates(name: str, spec: LibrarySpec):
+    if spec.companion_of is not None:
+        yield from _companion_candidates(spec)
+        return
     path = _try_pathfinder(spec)
     if path:
         yield path, "cuda-pathfinder"

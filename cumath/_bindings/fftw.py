@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import glob
 import os
 import threading
 from ctypes import POINTER, c_char_p, c_double, c_int, c_ssize_t, c_uint, c_void_p
@@ -160,29 +159,6 @@ _LIBS = {
 }
 
 _HOT = ("execute", "execute_dft", "execute_dft_r2c", "execute_dft_c2r")
-
-_preloaded: list[ctypes.CDLL] = []  # keeps the bundled libgomp loaded for the life of the process
-
-
-def _preload_bundled_openmp(main_path: str) -> None:
-    """Load the OpenMP runtime that sits next to a wheel-bundled FFTW, so its threading library can load.
-
-    pyFFTW's wheel ships ``libfftw3_omp-<hash>.so`` with a DT_NEEDED on ``libgomp-<hash>.so.1.0.0`` (hash-named,
-    in the same folder) and no RPATH/RUNPATH, so ``dlopen`` of the threading library fails unless that libgomp is
-    already in the process (glibc then matches the dependency by its DT_SONAME; RTLD_LOCAL is enough, RTLD_GLOBAL
-    is not needed). The DT_NEEDED on ``libfftw3-<hash>.so`` is satisfied the same way by the main library, which
-    ``load_library`` has loaded before.
-    """
-    folder = os.path.dirname(main_path)
-    if not os.path.isabs(main_path) or os.path.basename(folder) != "pyfftw.libs":
-        return
-    for path in sorted(glob.glob(os.path.join(folder, "libgomp-*.so*"))):
-        try:
-            _preloaded.append(ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL))
-        except OSError:
-            continue
-        return
-
 
 def _address(fn) -> int:
     return ctypes.cast(fn, c_void_p).value or 0
@@ -331,7 +307,7 @@ class FFTWLibrary:
     def _load_threads_library(self, raise_error: bool = True) -> bool:
         """Load the threading library that belongs to the loaded main library, once.
 
-        For "fftw", the bundled OpenMP runtime is preloaded first (see ``_preload_bundled_openmp``), and the
+        For "fftw", the loader takes it from the main library's folder (preloading the bundled OpenMP runtime there), and the
         threading library must resolve ``<prefix>execute`` to the main library's own: the loader falls back to
         the system's ``libfftw3_omp.so.3`` when the bundled one cannot load, and that one drives the system
         ``libfftw3.so.3``, a different planner. Raises FFTWError(FFTW_THREADS_UNAVAILABLE) otherwise.
@@ -352,8 +328,6 @@ class FFTWLibrary:
         if self.provider == "mkl":
             return True
         main_path = self.library_path or ""
-        if self.threads_library_path is None:
-            _preload_bundled_openmp(main_path)
         try:
             thr = load_library(self._threads_name)
         except OSError as exc:  # LibraryNotFoundError

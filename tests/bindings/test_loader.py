@@ -1,0 +1,33 @@
+"""The library loader: companions come from their owner's folder; missing libraries name their extra."""
+import os
+
+import pytest
+
+from cumath._bindings import _loader
+from cumath.errors import LibraryNotFoundError
+
+
+def test_fftw_threading_layer_comes_from_the_folder_of_its_fftw():
+    try:
+        _loader.load_library("fftw3")
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+    _loader.load_library("fftw3_omp")
+    paths = _loader.loaded_libraries()
+    owner, companion = paths["fftw3"], paths["fftw3_omp"]
+    if os.path.isabs(owner) and os.path.basename(os.path.dirname(owner)) == "pyfftw.libs":
+        assert os.path.dirname(companion) == os.path.dirname(owner)
+
+
+def test_a_missing_library_names_its_extra(monkeypatch):
+    monkeypatch.setitem(_loader.LIBRARIES, "nosuchlib", _loader.LibrarySpec(("libnosuchlib.so.7",), "cu13"))
+    with pytest.raises(LibraryNotFoundError, match=r"pip install cumath\[cu13\]"):
+        _loader.load_library("nosuchlib")
+
+
+def test_a_companion_of_a_missing_owner_reports_the_owner(monkeypatch):
+    monkeypatch.setitem(_loader.LIBRARIES, "nosuchowner", _loader.LibrarySpec(("libnosuchowner.so.1",), "cpu"))
+    monkeypatch.setitem(_loader.LIBRARIES, "nosuchcompanion",
+                        _loader.LibrarySpec(("libnosuchcompanion.so.1",), "cpu", companion_of="nosuchowner"))
+    with pytest.raises(LibraryNotFoundError, match="nosuchowner"):
+        _loader.load_library("nosuchcompanion")
