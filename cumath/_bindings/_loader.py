@@ -65,7 +65,7 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "fftw3f_omp": LibrarySpec(("libfftw3f_omp.so.3", "libfftw3f_threads.so.3"), "cpu",
                               wheel_globs=("libfftw3f_omp-*.so*",), companion_of="fftw3f", preload=("libgomp-*.so*",)),
     # Intel MKL's single dynamic library; it exports the FFTW3 interface too.
-    "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "cpu", prefix_lib=True),
+    "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "mkl", prefix_lib=True),
 }
 
 _lock = threading.RLock()
