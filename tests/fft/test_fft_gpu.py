@@ -13,7 +13,7 @@ import cumath
 import cumath.fft as F
 from cumath.config import plan_cache
 from helpers.matrix import (LAYOUTS, dtype_of, hermitian_array, is_dense, memory_order, package_of,
-                            random_array, strides_of, to_numpy, to_package, with_layout)
+                            random_array, strides_of, to_numpy, with_layout)
 from helpers.reference import assert_close, fft_ref, ifft_ref, irfft_ref, rfft_ref
 
 pytestmark = pytest.mark.gpu
