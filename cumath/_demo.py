@@ -67,6 +67,17 @@ def _peers(space, kind, mods):
                               "fftn": lambda a: sf.fftn(a, workers=-1)}[kind]
         except ImportError:
             pass
+        try:  # pyFFTW's own stateless interface, with its plan cache (FFTW_ESTIMATE, like cumath's first calls)
+            import pyfftw.interfaces.cache
+            import pyfftw.interfaces.numpy_fft as pf
+            from ._core.execution import available_cpus
+
+            pyfftw.interfaces.cache.enable()
+            n = available_cpus()
+            peers["pyfftw"] = {"fft": lambda a: pf.fft(a, axis=-1, threads=n, planner_effort="FFTW_ESTIMATE"),
+                               "fftn": lambda a: pf.fftn(a, threads=n, planner_effort="FFTW_ESTIMATE")}[kind]
+        except ImportError:
+            pass
         return peers
     if "cupy" in mods:
         cp = mods["cupy"]
