@@ -41,6 +41,7 @@ if "--fresh-estimate" not in sys.argv and "--fresh-wisdom" not in sys.argv:
         pass
 
 from cumath._bindings import fftw as F  # noqa: E402
+from cumath._core.frameworks.numpy import aligned_empty  # noqa: E402
 
 CASES = {
     "c128_2048": dict(kind="c2c", dtype=np.complex128, shape=(2048,), axes=(0,)),
@@ -54,14 +55,6 @@ FLAGS = {"ESTIMATE": F.FFTW_ESTIMATE, "MEASURE": F.FFTW_MEASURE, "PATIENT": F.FF
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def aligned_empty(shape, dtype, align=64):
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    raw = np.empty(nbytes + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    return raw[off:off + nbytes].view(dtype).reshape(shape)
-
-
 def precision_of(dtype) -> str:
     return "double" if np.dtype(dtype) in (np.float64, np.complex128) else "single"
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import platform
 import sys
@@ -33,26 +34,9 @@ _REFCOUNTS = platform.python_implementation() == "CPython"
 _getrefcount = sys.getrefcount
 
 
-def _extents(geom):
-    """Extents of the input and output arrays along the transformed axes (in transform order)."""
-    ins, outs = list(geom.sizes), list(geom.sizes)
-    if geom.fft_type == "R2C":
-        outs[-1] = outs[-1] // 2 + 1
-    elif geom.fft_type == "C2R":
-        ins[-1] = ins[-1] // 2 + 1
-    return ins, outs
-
-
 def _embed(geom, extents, shape, strides):
     return cufft_embed(extents, [strides[a] for a in geom.axes],
                        [(shape[b], strides[b]) for b in geom.batch_axes])
-
-
-def _nbytes(shape, dtype_size):
-    n = dtype_size
-    for s in shape:
-        n *= s
-    return n
 
 
 # ----------------------------------------------------------------------------------------------- CPU engines
@@ -85,7 +69,6 @@ def _cpu_backend(geom, in_strides, out_strides, execution, options, log, auto_th
         from ._backends.scipy import ScipyPlan
 
         return ScipyPlan(geom.fft_type, geom, in_strides, out_strides, execution.num_threads, log)
-    from .._core.dtypes import ITEMSIZE
     from ._backends.fftw import FFTWPlan
 
     precision = {"float32": "single", "float64": "double"}[geom.precision]
@@ -119,7 +102,7 @@ class HostExecutor:
         self._last = None
         self._last_ptr = 0
         if self._recycle:
-            self.nbytes += _nbytes(geom.out_shape, ITEMSIZE[geom.out_dtype])
+            self.nbytes += math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
 
     def prepare(self, sign):
         if hasattr(self.backend, "prepare"):
@@ -157,7 +140,7 @@ class HostExecutor:
 def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log):
     from ._backends.cufft import CufftPlan
 
-    in_ext, out_ext = _extents(geom)
+    in_ext, out_ext = geom.extents
     in_layout = _embed(geom, in_ext, geom.in_shape, in_strides)
     out_layout = _embed(geom, out_ext, geom.out_shape, out_strides)
     return CufftPlan(geom.sizes, in_layout, out_layout, geom.in_dtype, geom.out_dtype, device_id, stream,
@@ -166,7 +149,7 @@ def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log):
 
 def _device_layouts(geom, in_strides, in_fixed: bool):
     """Choose the device-side memory orders: (input perm or None to keep ``in_strides``, output perm)."""
-    in_ext, out_ext = _extents(geom)
+    in_ext, out_ext = geom.extents
     in_perm = None
     if not in_fixed or geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape, in_strides) is None:
         in_perm = natural_perm(in_strides)
@@ -270,10 +253,8 @@ class HostToDeviceExecutor:
         self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=False)
         self.in_strides = dense_strides(geom.in_shape, self.in_perm)
         out_strides = self.in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
-        from .._core.dtypes import ITEMSIZE
-
-        self.in_bytes = _nbytes(geom.in_shape, ITEMSIZE[geom.in_dtype])
-        self.out_bytes = _nbytes(geom.out_shape, ITEMSIZE[geom.out_dtype])
+        self.in_bytes = math.prod(geom.in_shape) * ITEMSIZE[geom.in_dtype]
+        self.out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
         self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log)
         self.d_in = self.d_out = None
         try:

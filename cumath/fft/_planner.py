@@ -141,8 +141,7 @@ class FFT(Stateful):
         if self._planned:
             return
         if stream is not None:
-            self._stream = stream_handle(stream)
-            self._explicit_stream = True
+            self._use_stream(stream)
         sign = _sign(direction) or self._default_sign
         if direction is not None and self._geom.fft_type != "C2C":
             self._check_direction(direction)
@@ -198,6 +197,11 @@ class FFT(Stateful):
                 synchronize(stream_arg)
         return result
 
+    def _use_stream(self, stream):
+        """Order later executions on ``stream`` (any form stream_handle() accepts)."""
+        self._stream = stream_handle(stream)
+        self._explicit_stream = True
+
     def _not_ready(self, what):
         if self._freed:
             raise InvalidStateError(f"FFT.{what}() was called after free(); create a new object")
@@ -227,16 +231,14 @@ class FFT(Stateful):
             raise ValueError("inplace=True needs a writeable operand, but this array is read-only")
         self._operand = op
         if stream is not None:
-            self._stream = stream_handle(stream)
-            self._explicit_stream = True
+            self._use_stream(stream)
 
     @requires_alive
     def reset_operand_unchecked(self, operand, *, stream=None):
         """Like reset_operand() without the checks: for hot loops whose operands are known to match."""
         self._operand = operand if type(operand) is Operand else wrap_operand(operand)
         if stream is not None:
-            self._stream = stream_handle(stream)
-            self._explicit_stream = True
+            self._use_stream(stream)
 
     @requires_alive
     def release_operand(self):

@@ -41,6 +41,17 @@ class FFTGeometry:
         return n
 
     @property
+    def extents(self) -> tuple:
+        """Extents of the input and of the output along the transformed axes (in ``axes`` order): the
+        complex side of R2C/C2R holds n//2+1 along the last one."""
+        ins, outs = list(self.sizes), list(self.sizes)
+        if self.fft_type == "R2C":
+            outs[-1] = outs[-1] // 2 + 1
+        elif self.fft_type == "C2R":
+            ins[-1] = ins[-1] // 2 + 1
+        return ins, outs
+
+    @property
     def precision(self) -> str:
         return REAL_OF.get(self.in_dtype, self.in_dtype)
 

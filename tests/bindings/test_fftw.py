@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cumath._bindings import fftw as F
+from cumath._core.frameworks.numpy import aligned_empty
 from cumath.errors import FFTWError, LibraryNotFoundError
 
 PROVIDERS = ("fftw", "mkl")
@@ -49,15 +50,6 @@ def rel_err(got, ref) -> float:
     got = np.asarray(got).astype(np.complex128)
     ref = np.asarray(ref).astype(np.complex128)
     return float(np.linalg.norm((got - ref).ravel()) / np.linalg.norm(ref.ravel()))
-
-
-def aligned_empty(shape, dtype, align=64):
-    """An empty array whose data starts on an ``align``-byte boundary."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    raw = np.empty(nbytes + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
 def guru(x, y, axes, logical=None):

@@ -94,3 +94,12 @@ def empty_factory(shape, dtype: str, device_id=None, perm=None):
     if dtype != "complex32" and is_identity(perm):
         return functools.partial(np.empty, tuple(shape), np.dtype(dtype))
     return functools.partial(empty, shape, dtype, device_id, perm)
+
+
+def aligned_empty(shape, dtype, align: int = 64):
+    """An empty NumPy array whose data starts on an ``align``-byte boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + nbytes].view(dtype).reshape(shape)

@@ -169,7 +169,7 @@ class FFTWPlan:
             plan = self._make(*key, wisdom_only=True)
             if plan:
                 old, self._plans[key] = self._plans[key], plan
-                if self._aligned.get(key[0]) == old and not key[1] and not key[2]:
+                if not key[1] and not key[2]:
                     self._aligned[key[0]] = plan
                 self._estimated.discard(key)
                 with _fftw.planner_lock:
@@ -191,26 +191,22 @@ class FFTWPlan:
             out_buf, out_ptr = in_buf, in_ptr
         else:
             out_buf, out_ptr = _scratch(out_dims, out_size, out_residue, self.align)
-        efforts = [self.effort] if self.effort else ([] if self._wisdom else ["estimate"])
         if wisdom_only:
-            efforts = ["wisdom"]
+            attempts = ("wisdom",)
+        elif self.effort:
+            attempts = (self.effort,)
+        else:  # default: a measured plan from wisdom if there is one, else a heuristic plan
+            attempts = ("wisdom", "estimate") if self._wisdom else ("estimate",)
         t0 = time.perf_counter()
         with _fftw.planner_lock:
             lib.plan_with_nthreads(self.num_threads)
-            plan, used = 0, None
-            if not efforts:  # default: a measured plan from wisdom if there is one, else a heuristic plan
-                plan = self._plan_call(sign, in_ptr, out_ptr, _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY)
-                used = "wisdom"
-                if not plan:
-                    efforts = ["estimate"]
-            if not plan and efforts == ["wisdom"]:
-                plan = self._plan_call(sign, in_ptr, out_ptr, _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY)
-                used = "wisdom"
-                if not plan:
-                    return 0
-            if not plan:
-                used = efforts[0]
-                plan = self._plan_call(sign, in_ptr, out_ptr, _EFFORT_FLAGS[used])
+            for used in attempts:
+                flags = _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY if used == "wisdom" else _EFFORT_FLAGS[used]
+                plan = self._plan_call(sign, in_ptr, out_ptr, flags)
+                if plan:
+                    break
+        if not plan and wisdom_only:
+            return 0
         seconds = time.perf_counter() - t0
         del in_buf, out_buf
         if used == "estimate" and self.effort is None and self._wisdom:

@@ -30,8 +30,6 @@ class ScipyPlan:
         self.geom = geom
         self.in_strides = in_strides
         self.out_strides = out_strides
-        in_shape = list(geom.in_shape)
-        self.in_shape = in_shape
         log.info("SciPy pocketfft %s plan axes=%s sizes=%s with %d worker(s)", kind, geom.axes, geom.sizes,
                  num_threads)
 
