@@ -11,6 +11,12 @@ __all__ = [
     "CUFFTError",
     "CUDARuntimeError",
     "FFTWError",
+    "CUBLASError",
+    "CUBLASLtError",
+    "BLASError",
+    "NVRTCError",
+    "NVJitLinkError",
+    "CUDADriverError",
 ]
 
 
@@ -45,6 +51,30 @@ class CUDARuntimeError(LibraryError):
 
 class FFTWError(LibraryError):
     library = "FFTW"
+
+
+class CUBLASError(LibraryError):
+    library = "cuBLAS"
+
+
+class CUBLASLtError(LibraryError):
+    library = "cuBLASLt"
+
+
+class BLASError(LibraryError):
+    library = "BLAS"
+
+
+class NVRTCError(LibraryError):
+    library = "NVRTC"
+
+
+class NVJitLinkError(LibraryError):
+    library = "nvJitLink"
+
+
+class CUDADriverError(LibraryError):
+    library = "CUDA driver"
 
 
 class LibraryNotFoundError(CumathError, OSError):

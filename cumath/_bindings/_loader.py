@@ -56,6 +56,8 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss"),
     "cutensor": _nv("cutensor", "libcutensor.so.2", extra="cutensor"),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
+    "cuda": LibrarySpec(("libcuda.so.1",), "cu13"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
     # (names carry a hash there), or as installed by the system (libfftw3-dev and friends).
     "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",)),
