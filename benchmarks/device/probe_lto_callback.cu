@@ -17,7 +17,20 @@ static const char *kSource =
 #define NV(x) do { nvrtcResult r_ = (x); if (r_ != NVRTC_SUCCESS) { printf("%s: %s\n", #x, nvrtcGetErrorString(r_)); return 1; } } while (0)
 #define CF(x) do { cufftResult r_ = (x); printf("%-60s -> %d\n", #x, (int)r_); if (r_ != CUFFT_SUCCESS) return 2; } while (0)
 
-int main() {
+static std::vector<char> read_file(const char *path) {
+  std::vector<char> data;
+  FILE *f = fopen(path, "rb");
+  if (!f) return data;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  data.resize(size);
+  if (fread(data.data(), 1, size, f) != (size_t)size) data.clear();
+  fclose(f);
+  return data;
+}
+
+int main(int argc, char **argv) {
   int version = 0;
   cufftGetVersion(&version);
   printf("cufft version %d\n", version);
@@ -34,6 +47,11 @@ int main() {
   NV(nvrtcGetLTOIRSize(prog, &n_lto));
   std::vector<char> lto(n_lto);
   NV(nvrtcGetLTOIR(prog, lto.data()));
+  if (argc > 1) {  // a callback image made elsewhere (nvcc -fatbin -dlto, ...) instead of NVRTC's LTO-IR
+    lto = read_file(argv[1]);
+    n_lto = lto.size();
+    printf("callback image from %s\n", argv[1]);
+  }
   printf("LTO-IR: %zu bytes\n", n_lto);
 
   const int n = 1024, batch = 8;

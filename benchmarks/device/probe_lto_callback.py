@@ -4,7 +4,12 @@ import ctypes
 import sys
 import time
 
+import os
+
 import numpy as np
+
+if os.environ.get("PRELOAD"):  # a newer nvJitLink loaded first, so cuFFT's dlopen of the soname finds it
+    ctypes.CDLL(os.environ["PRELOAD"], mode=ctypes.RTLD_GLOBAL)
 
 sys.path.insert(0, ".")
 if not hasattr(np, "row_stack"):  # numba-cuda 0.30.4 still refers to np.row_stack, removed in NumPy 2.5
@@ -31,11 +36,17 @@ def epilog(data_out, offset, element, user_info, shared):
 
 c64p = types.CPointer(types.complex64)
 results = {}
+keep = []
 for kind, fn, sig, cbtype in (
     ("load", prolog, types.complex64(c64p, types.uint64, types.voidptr, types.voidptr), cufft.cufftXtCallbackType.CUFFT_CB_LD_COMPLEX),
     ("store", epilog, types.void(c64p, types.uint64, types.complex64, types.voidptr, types.voidptr), cufft.cufftXtCallbackType.CUFFT_CB_ST_COMPLEX),
 ):
-    name = f"cumath_{kind}_cb"
+    # cuFFT declares the callback as a C++ function and links against its mangled name (Itanium ABI):
+    # load(void*, unsigned long long, void*, void*), store(void*, unsigned long long, float2, void*, void*).
+    plain = f"cumath_{kind}_cb"
+    name = f"_Z{len(plain)}{plain}Pvy" + ("S_S_" if kind == "load" else "6float2S_S_")
+    name_bytes = plain.encode()  # cuFFT keeps the pointer: the bytes must outlive the plan
+    keep.append(name_bytes)
     t0 = time.perf_counter()
     try:
         code, _ = cuda.compile(fn, sig, device=True, abi="c", abi_info={"abi_name": name}, output="ltoir", cc=cc)
@@ -49,7 +60,7 @@ for kind, fn, sig, cbtype in (
     plan = cufft.cufftCreate()
     try:
         buf = ctypes.create_string_buffer(bytes(code), len(code))
-        cufft.cufftXtSetJITCallback(plan, name, ctypes.addressof(buf), len(code), cbtype, 0)
+        cufft.cufftXtSetJITCallback(plan, name_bytes, ctypes.addressof(buf), len(code), cbtype, 0)
         t0 = time.perf_counter()
         ws = cufft.cufftXtMakePlanMany(plan, 1, [n], [n], 1, n, T.CUDA_C_32F, [n], 1, n, T.CUDA_C_32F, batch,
                                        T.CUDA_C_32F)

@@ -395,6 +395,10 @@ def cufftXtSetJITCallback(
     ``lto_callback_fatbin`` is bytes, a contiguous buffer or an int host address; ``caller_info`` is the
     address of a ``void *`` array (one entry per GPU) or 0. Keep the fatbin and the caller_info array alive
     until the plan is made (cufftXtMakePlanMany), and the caller_info array's targets until it is destroyed.
+    cuFFT keeps the *pointer* to the symbol name (seen on cuFFT 12.0: a freed name links a garbled symbol),
+    so pass a ``bytes`` object that lives as long as the plan. The name is the plain (unmangled) name;
+    cuFFT's generated code declares the callback as a C++ function, so the LTO-IR must define its
+    Itanium-mangled name (e.g. ``_Z7my_loadPvyS_S_`` for a load callback named ``my_load``).
 
     The CUDA 13 signature takes the callback's symbol name; cuFFT 11.x (CUDA 12) exports the same symbol
     without it, so an older library is refused with CUFFT_NOT_SUPPORTED instead of being called wrongly.
