@@ -1,11 +1,13 @@
 """Fast Fourier transforms on the CPU (FFTW, MKL, SciPy) and the GPU (cuFFT), one API for NumPy, CuPy and
-PyTorch. The shape of nvmath-python's ``nvmath.fft``."""
+PyTorch, with Python callbacks fused into cuFFT. The shape of nvmath-python's ``nvmath.fft``."""
 
 from ..errors import UnsupportedLayoutError
 from .._core.execution import ExecutionCPU, ExecutionCUDA
+from ._callbacks import DeviceCallable
+from ._compile import compile_epilog, compile_prolog
 from ._functions import fft, ifft, irfft, rfft
 from ._options import FFTDirection, FFTOptions
 from ._planner import FFT
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "FFT", "FFTOptions", "FFTDirection", "UnsupportedLayoutError",
-           "ExecutionCPU", "ExecutionCUDA"]
+           "ExecutionCPU", "ExecutionCUDA", "DeviceCallable", "compile_prolog", "compile_epilog"]

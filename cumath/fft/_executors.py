@@ -137,21 +137,28 @@ class HostExecutor:
 
 # ----------------------------------------------------------------------------------------------- GPU engine
 
-def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log):
+def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log, callbacks=()):
     from ._backends.cufft import CufftPlan
 
     in_ext, out_ext = geom.extents
     in_layout = _embed(geom, in_ext, geom.in_shape, in_strides)
     out_layout = _embed(geom, out_ext, geom.out_shape, out_strides)
     return CufftPlan(geom.sizes, in_layout, out_layout, geom.in_dtype, geom.out_dtype, device_id, stream,
-                     allocator, log)
+                     allocator, log, callbacks)
 
 
-def _device_layouts(geom, in_strides, in_fixed: bool):
+def _c2r_in_place_ok(geom, in_strides, overwrite_input: bool) -> bool:
+    """Whether cuFFT's C2R may work on the operand itself (it overwrites its input): only when the caller
+    allows it and the operand is dense in the canonical order (batch axes outermost)."""
+    return overwrite_input and tuple(in_strides) == dense_strides(geom.in_shape, geom.canonical_perm)
+
+
+def _device_layouts(geom, in_strides, in_fixed: bool, overwrite_input: bool = False):
     """Choose the device-side memory orders: (input perm or None to keep ``in_strides``, output perm)."""
     in_ext, out_ext = geom.extents
     in_perm = None
-    if not in_fixed or geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape, in_strides) is None:
+    c2r_copy = geom.fft_type == "C2R" and not _c2r_in_place_ok(geom, in_strides, overwrite_input)
+    if not in_fixed or c2r_copy or _embed(geom, in_ext, geom.in_shape, in_strides) is None:
         in_perm = natural_perm(in_strides)
         if geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape,
                                             dense_strides(geom.in_shape, in_perm)) is None:
@@ -164,15 +171,28 @@ def _device_layouts(geom, in_strides, in_fixed: bool):
     return in_perm, out_perm
 
 
+def device_strides(geom, op_strides, host_operand: bool, overwrite_input: bool = False):
+    """Strides (in elements) of the arrays cuFFT reads and writes for an operand with ``op_strides``: what
+    a callback's ``offset`` indexes (``FFT.get_input_layout`` / ``get_output_layout``)."""
+    in_perm, out_perm = _device_layouts(geom, op_strides, in_fixed=not host_operand,
+                                        overwrite_input=overwrite_input)
+    in_strides = tuple(op_strides) if in_perm is None else dense_strides(geom.in_shape, in_perm)
+    out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, out_perm)
+    return tuple(in_strides), tuple(out_strides)
+
+
 class DeviceExecutor:
     """GPU operand, cuFFT on the caller's arrays."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, in_fixed=True):
+    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, in_fixed=True,
+                 callbacks=()):
         self.geom = geom
         self.adapter = adapter(op.package)
         self.device_id = execution.device_id
         self.log = log
-        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=in_fixed)
+        self.callbacks = callbacks
+        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=in_fixed,
+                                                      overwrite_input=options.overwrite_input)
         # cuFFT needs an R2C input aligned to its complex type; other operands are (copies are fresh arrays)
         direct_r2c = geom.fft_type == "R2C" and self.in_perm is None
         self._misaligned = 2 * ITEMSIZE[geom.in_dtype] - 1 if direct_r2c else 0
@@ -187,7 +207,7 @@ class DeviceExecutor:
         if self.natural_copy:
             log.info("the natural result layout cannot be described to cuFFT: the result is computed in the "
                      "optimized layout and copied")
-        self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log)
+        self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log, callbacks)
         self.nbytes = self.backend.workspace_size
         self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy
         self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
@@ -199,6 +219,11 @@ class DeviceExecutor:
 
     def execute(self, op, sign, stream):
         if op.ptr & self._misaligned:
+            if self.callbacks:  # a copy would change the layout the callbacks index with their offset
+                raise ValueError(f"the R2C operand at {op.ptr:#x} is not aligned to its complex type, and this "
+                                 f"plan has callbacks: cuFFT cannot read it in place and a copy would change "
+                                 f"the layout the callbacks see; pass an operand aligned to "
+                                 f"{self._misaligned + 1} bytes")
             if self._copying is None:
                 self.log.info("the R2C operand at %#x is not aligned to its complex type: cuFFT reads a copy",
                               op.ptr)
@@ -245,7 +270,7 @@ class DeviceExecutor:
 class HostToDeviceExecutor:
     """Host operand, cuFFT: the plan owns device buffers; input and result cross the bus once each."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator):
+    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, callbacks=()):
         self.geom = geom
         self.adapter = adapter(op.package)
         self.device_id = execution.device_id
@@ -255,7 +280,8 @@ class HostToDeviceExecutor:
         out_strides = self.in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
         self.in_bytes = math.prod(geom.in_shape) * ITEMSIZE[geom.in_dtype]
         self.out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
-        self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log)
+        self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log,
+                                 callbacks)
         self.d_in = self.d_out = None
         try:
             self.d_in = allocate(allocator, self.in_bytes, stream)
@@ -357,13 +383,15 @@ class DeviceToHostExecutor:
         self.host.free()
 
 
-def make_executor(geom, op, execution, options, log, stream=None, allocator=None, auto_threads=True):
-    """Pick the executor for (where the operand lives, where the work runs)."""
+def make_executor(geom, op, execution, options, log, stream=None, allocator=None, auto_threads=True,
+                  callbacks=()):
+    """Pick the executor for (where the operand lives, where the work runs). ``callbacks``: cuFFT LTO
+    callbacks (GPU execution only)."""
     on_gpu = execution.name == "cuda"
     if on_gpu:
         if op.device_id is None:
-            return HostToDeviceExecutor(geom, op, execution, options, log, stream, allocator)
-        return DeviceExecutor(geom, op, execution, options, log, stream, allocator)
+            return HostToDeviceExecutor(geom, op, execution, options, log, stream, allocator, callbacks)
+        return DeviceExecutor(geom, op, execution, options, log, stream, allocator, callbacks=callbacks)
     if op.device_id is None:
         return HostExecutor(geom, op, execution, options, log, auto_threads)
     return DeviceToHostExecutor(geom, op, execution, options, log, stream, auto_threads)

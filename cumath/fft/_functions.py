@@ -6,6 +6,7 @@ from .._core.cache import plan_cache
 from .._core.operand import wrap_operand
 from .._core.options import check_options
 from .._core.streams import default_stream, stream_handle
+from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
 from ._planner import FFT, _execution_key
 
@@ -26,6 +27,10 @@ def _run(fft_type, operand, axes, direction, options, execution, prolog, epilog,
         skey = default_stream(op.package, op.device_id)
     else:
         skey = None
+    if prolog is not None:  # bytes or a DeviceCallable (hashable, equal by content and data pointer)
+        prolog = callback_key(prolog)
+    if epilog is not None:
+        epilog = callback_key(epilog)
     key = (fft_type, op.package, op.device_id, op.shape, op.strides, op.dtype, op.readonly,
            axes if axes is None or type(axes) is tuple else _axes_key(axes), options,
            execution if type(execution) is not dict else _execution_key(execution), skey, prolog, epilog)
@@ -61,7 +66,10 @@ def fft(operand, axes=None, *, direction=None, options=None, execution=None, pro
 
     ``operand``: a complex NumPy/CuPy/PyTorch array (or any DLPack / array-interface producer). The result
     is an array of the same package on the same device. ``execution`` ('cpu', 'cuda', ExecutionCPU(...),
-    ExecutionCUDA(...)) overrides where it runs. Plans are cached (``cumath.config.plan_cache``).
+    ExecutionCUDA(...)) overrides where it runs. Plans are cached (``cumath.config.plan_cache``), callbacks
+    included: a repeated call with the same callback (same LTO-IR and user data pointer) reuses its plan.
+    ``prolog``/``epilog``: callbacks fused into cuFFT (GPU execution; see :meth:`FFT.plan`,
+    :func:`compile_prolog`, :func:`compile_epilog`).
 
     >>> import numpy as np, cumath
     >>> x = np.exp(2j * np.pi * np.arange(8) / 8)

@@ -45,6 +45,10 @@ class FFTOptions:
             the default, plans with 'estimate' unless saved wisdom of a measured plan exists for the problem,
             in which case that plan is used at no cost. What measured planning learns is saved on disk
             (see :func:`cumath.config.cache_dir`).
+        overwrite_input: (cumath) allow a C2R FFT of a GPU operand to overwrite the operand: cuFFT's C2R
+            destroys its input, so by default it works on a copy (one more pass over the operand); with
+            True and an operand dense in the canonical layout (batch axes outermost, e.g. C order) cuFFT
+            reads it directly. Like SciPy's ``overwrite_x``: a permission, ignored elsewhere.
     """
 
     fft_type: Literal["C2C", "R2C", "C2R"] | None = None
@@ -57,11 +61,13 @@ class FFTOptions:
     allocator: object | None = dataclasses.field(default=None, compare=False)
     cpu_engine: Literal["auto", "fftw", "mkl", "scipy"] = "auto"
     planning_effort: Literal["estimate", "measure", "patient", "exhaustive"] | None = None
+    overwrite_input: bool = False
 
     def __post_init__(self):
         if self.fft_type is not None:
             check_choice("fft_type", self.fft_type, ("C2C", "R2C", "C2R"))
         check_choice("inplace", self.inplace, (True, False))
+        check_choice("overwrite_input", self.overwrite_input, (True, False))
         check_choice("last_axis_parity", self.last_axis_parity, ("even", "odd"))
         check_choice("result_layout", self.result_layout, ("natural", "optimized"))
         if self.blocking is not True and self.blocking != "auto":

@@ -12,6 +12,7 @@ from .._core.streams import default_stream, stream_handle
 from ..errors import InvalidStateError
 from ..memory import default_allocator
 from ._executors import make_executor
+from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._options import FFTDirection, FFTOptions
 from ._traits import fft_geometry
 
@@ -33,13 +34,14 @@ def _sign(direction) -> int | None:
         ) from None
 
 
-def _callbacks_check(prolog, epilog, on_gpu):
+def _callbacks_check(prolog, epilog, on_gpu, geom):
+    """The AttachedCallbacks of ``prolog``/``epilog`` for a plan of ``geom`` (checked before planning)."""
     if prolog is None and epilog is None:
-        return
+        return ()
     if not on_gpu:
         raise ValueError("prolog/epilog callbacks run inside cuFFT on the GPU; they are not supported with "
                          "CPU execution (use execution='cuda' or drop the callbacks)")
-    raise NotImplementedError("FFT callbacks (prolog/epilog) are not available in this version of cumath")
+    return resolve_callbacks(prolog, epilog, geom.fft_type, geom.precision)
 
 
 class FFT(Stateful):
@@ -109,6 +111,7 @@ class FFT(Stateful):
         self._host_only = not self._on_gpu and op.device_id is None
         self._blocking = opts.blocking is True or op.device_id is None
         self._executor = None
+        self._callbacks_planned = (None, None)  # callback_key() of the prolog and epilog planned with
         self._default_sign = 1 if geom.fft_type == "C2R" else -1
         if self._log.isEnabledFor(logging.INFO):
             where = "CPU" if not self._on_gpu else f"GPU {self._device}"
@@ -126,20 +129,57 @@ class FFT(Stateful):
             execution = ExecutionCUDA(device_id=opts.device_id)
         # resolved as FFT() resolves it, so that create_key(x, ...) == FFT(x, ...).get_key()
         execution = check_execution(execution, op.device_id)
-        return (op.signature, None if axes is None else tuple(axes), opts, execution, prolog, epilog)
+        return (op.signature, None if axes is None else tuple(axes), opts, execution, callback_key(prolog),
+                callback_key(epilog))
 
     @requires_alive
     def get_key(self, *, prolog=None, epilog=None):
-        return (self._signature, self._axes_arg, self._options, _execution_key(self._execution), prolog, epilog)
+        return (self._signature, self._axes_arg, self._options, _execution_key(self._execution),
+                callback_key(prolog), callback_key(epilog))
+
+    # ------------------------------------------------------------------------------------------- layouts
+    def _layouts(self):
+        geom, strides = self._geom, self._signature[3]
+        if self._on_gpu:
+            from ._executors import device_strides
+
+            return device_strides(geom, strides, self._signature[1] is None, self._options.overwrite_input)
+        from .._core.layout import dense_strides
+
+        return tuple(strides), tuple(strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm))
+
+    @requires_alive
+    def get_input_layout(self) -> TensorLayout:
+        """``(shape, strides)`` (strides in elements) of the array the FFT reads: the operand, or the copy
+        cumath makes when cuFFT cannot read the operand's layout (and for C2R, whose input cuFFT destroys).
+        A prolog's ``offset`` indexes this layout: element ``i`` of it is at ``sum(i[k] * strides[k])``."""
+        return TensorLayout(self._geom.in_shape, self._layouts()[0])
+
+    @requires_alive
+    def get_output_layout(self) -> TensorLayout:
+        """``(shape, strides)`` (in elements) of the array the FFT writes; an epilog's ``offset`` indexes it."""
+        return TensorLayout(self._geom.out_shape, self._layouts()[1])
 
     # ------------------------------------------------------------------------------------------- lifecycle
     @requires_alive
     def plan(self, *, prolog=None, epilog=None, stream=None, direction=None):
         """Create the engine's plan (and staging buffers). ``direction`` pre-plans that direction on
-        engines whose plans depend on it (FFTW); other directions are planned on first use."""
-        _callbacks_check(prolog, epilog, self._on_gpu)
+        engines whose plans depend on it (FFTW); other directions are planned on first use.
+
+        ``prolog`` / ``epilog``: callbacks fused into cuFFT's kernels (GPU execution): LTO-IR from
+        :func:`compile_prolog` / :func:`compile_epilog`, a :class:`DeviceCallable` (LTO-IR plus the user
+        data pointer), or a dict of DeviceCallable's fields. Their offsets index the layouts of
+        :meth:`get_input_layout` / :meth:`get_output_layout`. Planning again with other callbacks replaces
+        the plan.
+        """
+        callbacks = _callbacks_check(prolog, epilog, self._on_gpu, self._geom)
+        ident = (callback_key(prolog), callback_key(epilog))
         if self._planned:
-            return
+            if ident == self._callbacks_planned:
+                return
+            self._log.info("planning again with other callbacks")
+            self._release_executor()
+            self._planned = False
         if stream is not None:
             self._use_stream(stream)
         sign = _sign(direction) or self._default_sign
@@ -149,13 +189,14 @@ class FFT(Stateful):
         if self._on_gpu:
             allocator = self._options.allocator or default_allocator(self._operand.package, self._device)
         ex = make_executor(self._geom, self._operand, self._execution, self._options, self._log, self._stream,
-                           allocator, self._auto_threads)
+                           allocator, self._auto_threads, callbacks)
         try:
             ex.prepare(sign)
         except BaseException:
             ex.free()
             raise
         self._executor = ex
+        self._callbacks_planned = ident
         self._planned = True
 
     def execute(self, *, direction=None, stream=None, release_workspace=False):
@@ -252,11 +293,14 @@ class FFT(Stateful):
         return ("the new operand does not match the planned one: " + ", ".join(diffs) +
                 "; create a new FFT object for it")
 
-    def _release(self):
+    def _release_executor(self):
         ex, self._executor = self._executor, None
-        self._operand = None
         if ex is not None:
             ex.free()
+
+    def _release(self):
+        self._operand = None
+        self._release_executor()
 
     @property
     def nbytes(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import weakref
 
@@ -26,6 +27,20 @@ _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "comple
 
 _xt_exec = None
 
+# cuFFT's "patient JIT" plan property (NVFFT_PLAN_PROPERTY_INT64_PATIENT_JIT), off by default: on the H200
+# with cuFFT 12.0 it changed neither plain nor callback kernels (benchmarks/NOTES.md, FFT callbacks).
+# True/False force it; the environment variable CUMATH_CUFFT_PATIENT_JIT=0/1 overrides both.
+PATIENT_JIT: bool | None = None
+
+
+def patient_jit() -> bool:
+    env = os.environ.get("CUMATH_CUFFT_PATIENT_JIT")
+    if env is not None and env.strip() != "":
+        return env.strip().lower() not in ("0", "false", "no", "off")
+    if PATIENT_JIT is not None:
+        return PATIENT_JIT
+    return False
+
 
 def _destroy(handle):
     try:
@@ -38,8 +53,11 @@ class CufftPlan:
     """One cuFFT plan over fixed layouts; executes on any pair of pointers with those layouts."""
 
     def __init__(self, sizes, in_layout, out_layout, in_dtype, out_dtype, device_id, stream, allocator,
-                 log=logger):
+                 log=logger, callbacks=()):
         self.handle = 0
+        # LTO callbacks (fft/_callbacks.AttachedCallback): cuFFT keeps pointers to their names (and to the
+        # caller_info arrays), so the plan holds them for its whole life
+        self.callbacks = tuple(callbacks)
         self._ws = None
         self._allocator = allocator
         self.device_id = device_id
@@ -51,6 +69,12 @@ class CufftPlan:
         self.handle = cufft.cufftCreate()
         self._finalizer = weakref.finalize(self, _destroy, self.handle)
         cufft.cufftSetAutoAllocation(self.handle, 0)
+        for cb in self.callbacks:  # before planning: the plan's kernels are linked with them
+            cufft.cufftXtSetJITCallback(self.handle, cb.name, cb.ltoir, len(cb.ltoir), cb.cbtype,
+                                        cb.caller_info_address)
+        self.patient_jit = patient_jit()
+        if self.patient_jit:
+            cufft.cufftSetPlanPropertyInt64(self.handle, cufft.cufftProperty.NVFFT_PLAN_PROPERTY_INT64_PATIENT_JIT, 1)
         self.workspace_size = cufft.cufftXtMakePlanMany(
             self.handle, len(sizes), list(sizes), list(in_embed), istride, idist, DATA_TYPES[in_dtype],
             list(out_embed), ostride, odist, DATA_TYPES[out_dtype], batch, DATA_TYPES[exec_dtype])
@@ -60,9 +84,11 @@ class CufftPlan:
         _xt_exec = cufft._L.cufftXtExec  # the raw ctypes function: one call on the hot path
         if log.isEnabledFor(logging.INFO):
             log.info("cuFFT plan %s->%s sizes=%s batch=%d in(embed=%s, stride=%d, dist=%d) out(embed=%s, "
-                     "stride=%d, dist=%d) on GPU %d: workspace %s, planned in %.2f ms", in_dtype, out_dtype,
+                     "stride=%d, dist=%d) on GPU %d%s%s: workspace %s, planned in %.2f ms", in_dtype, out_dtype,
                      list(sizes), batch, list(in_embed), istride, idist, list(out_embed), ostride, odist,
-                     device_id, format_bytes(self.workspace_size), 1e3 * (time.perf_counter() - t0))
+                     device_id, "".join(f", {cb.kind} {cb.name.decode()}" for cb in self.callbacks),
+                     ", patient JIT" if self.patient_jit else "",
+                     format_bytes(self.workspace_size), 1e3 * (time.perf_counter() - t0))
 
     def _attach_workspace(self, stream):
         self._ws = allocate(self._allocator, self.workspace_size, stream)
