@@ -35,6 +35,8 @@ class LibrarySpec:
     # A library that belongs to another one (FFTW's threading layer to FFTW): it is looked for only next to
     # that library (or by soname when that one came from the system), after loading ``preload`` globs from
     # the same folder (a bundled dependency the dynamic loader cannot find by itself, e.g. libgomp-<hash>).
+    # For a library that is no companion, ``preload`` globs are loaded from its own folder right after it
+    # (NVRTC dlopens libnvrtc-builtins by soname, which its wheel folder does not put on the search path).
     companion_of: str | None = None
     preload: tuple[str, ...] = ()
 
@@ -51,7 +53,8 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "curand": _nv("curand", "libcurand.so.10"),
     "cusparse": _nv("cusparse", "libcusparse.so.12"),
     "cusolver": _nv("cusolver", "libcusolver.so.12", "libcusolver.so.11"),
-    "nvrtc": _nv("nvrtc", "libnvrtc.so.13", "libnvrtc.so.12"),
+    "nvrtc": LibrarySpec(("libnvrtc.so.13", "libnvrtc.so.12"), "cu13", pathfinder="nvrtc",
+                         preload=("libnvrtc-builtins.so.*",)),
     "nvJitLink": _nv("nvJitLink", "libnvJitLink.so.13", "libnvJitLink.so.12"),
     "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss"),
     "cutensor": _nv("cutensor", "libcutensor.so.2", extra="cutensor"),
@@ -68,6 +71,13 @@ LIBRARIES: dict[str, LibrarySpec] = {
                               wheel_globs=("libfftw3f_omp-*.so*",), companion_of="fftw3f", preload=("libgomp-*.so*",)),
     # Intel MKL's single dynamic library; it exports the FFTW3 interface too.
     "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "mkl", prefix_lib=True),
+    # CBLAS (cumath.linalg on the CPU): the OpenBLAS copies the NumPy wheel (ILP64, symbols scipy_*64_) and
+    # the SciPy wheel (LP64, symbols scipy_*) bundle, or the scipy-openblas64/32 wheels; a system OpenBLAS.
+    "scipy_openblas64": LibrarySpec(("libscipy_openblas64_.so",), "cpu", wheel_globs=(
+        "numpy.libs/libscipy_openblas64_*.so*", "scipy_openblas64/lib/libscipy_openblas64_*.so*")),
+    "scipy_openblas32": LibrarySpec(("libscipy_openblas.so",), "cpu", wheel_globs=(
+        "scipy.libs/libscipy_openblas-*.so*", "scipy_openblas32/lib/libscipy_openblas.so*")),
+    "openblas": LibrarySpec(("libopenblas.so.0", "libopenblas.so"), "cpu"),
 }
 
 _lock = threading.RLock()
@@ -187,12 +197,28 @@ def load_library(name: str) -> ctypes.CDLL:
             _loaded[name] = lib
             _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
             logger.info("loaded %s from %s (%s)", name, _paths[name], how)
+            if spec.preload and spec.companion_of is None:
+                _preload_next_to(_paths[name], spec.preload)
             return lib
         raise LibraryNotFoundError(
             f"could not load the {name} library (looked for {', '.join(spec.sonames)} through cuda-pathfinder, "
             f"the nvidia/*/lib folders of sys.path and the system loader); install it with "
             f"`pip install cumath[{spec.extra}]`" + (f". Last error: {errors[-1]}" if errors else "")
         )
+
+
+def _preload_next_to(path: str, patterns: tuple[str, ...]) -> None:
+    """Load the first match of each glob found in the folder of ``path`` (RTLD_GLOBAL, kept for the process)."""
+    folder = os.path.dirname(path)
+    if not folder:
+        return
+    for pattern in patterns:
+        for candidate in sorted(glob.glob(os.path.join(folder, pattern))):
+            try:
+                _preloaded.append(ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL))
+                break
+            except OSError as exc:
+                logger.debug("could not preload %s: %s", candidate, exc)
 
 
 def _resolved_path(lib: ctypes.CDLL, fallback: str) -> str:

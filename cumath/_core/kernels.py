@@ -1,0 +1,247 @@
+"""CUDA C++ kernels of cumath's own: compiled with NVRTC, cached, loaded once, launched cheaply.
+
+``get_kernel(source, name, arg_types)`` returns a ``Kernel`` for the current (or given) GPU:
+
+- the source is compiled with NVRTC for the device's compute capability to a CUBIN (to PTX for the
+  newest architecture NVRTC knows when the GPU is newer than NVRTC; the driver then JIT-compiles it);
+- the image is content-addressed (source, options, architecture, NVRTC version) and cached in memory and on
+  disk under ``cumath.config.cache_dir("kernels")`` (``_core.disk_cache.ContentStore``: atomic writes, damaged
+  files read as misses), so other processes reuse it;
+- the module is loaded once per CUDA context (the primary context the runtime, CuPy or PyTorch made
+  current) and kept for the life of the process;
+- ``Kernel.launch(grid, block, shared_mem, stream, *args)`` packs the arguments with one precompiled
+  ``struct`` into a buffer whose ``void *[]`` was built once, then calls ``cuLaunchKernel``.
+
+Argument codes (``arg_types``): ``"P"`` pointer (an int address), ``"i"``/``"I"`` 32-bit int/unsigned,
+``"q"``/``"Q"`` 64-bit, ``"f"`` float, ``"d"`` double. Names are extern "C" names, or C++ name expressions
+(``"axpy<float>"``) that NVRTC lowers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import struct
+import threading
+import time
+
+from .disk_cache import ContentStore, digest
+
+__all__ = ["Kernel", "get_kernel", "compile_source", "cache_key", "ArgPacker", "device_arch", "clear_memory_cache"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OPTIONS = ("-std=c++17",)
+
+_ARG_FORMATS = {"P": "Q", "i": "i4x", "I": "I4x", "q": "q", "Q": "Q", "f": "f4x", "d": "d"}
+_SLOT = 8  # every argument gets an 8-byte slot, aligned to 8
+
+_lock = threading.RLock()
+_store = ContentStore("kernels", suffix=".cubin")  # key -> image, meta {"kind": "cubin"/"ptx", "lowered": {...}}
+_modules: dict[tuple[int, str], int] = {}  # (context, key) -> CUmodule
+_kernels: dict[tuple[int, str, str, str], "Kernel"] = {}  # (context, key, name, arg_types) -> Kernel
+
+
+# ---------------------------------------------------------------------------------------- packing
+
+
+class ArgPacker:
+    """Packs launch arguments into a fixed buffer and keeps the ``void *[]`` that points into it."""
+
+    __slots__ = ("arg_types", "_struct", "_buffer", "params", "nargs")
+
+    def __init__(self, arg_types: str):
+        bad = [c for c in arg_types if c not in _ARG_FORMATS]
+        if bad:
+            raise ValueError(f"unknown kernel argument code(s) {bad!r}; use {', '.join(_ARG_FORMATS)}")
+        self.arg_types = arg_types
+        self.nargs = len(arg_types)
+        self._struct = struct.Struct("<" + "".join(_ARG_FORMATS[c] for c in arg_types))
+        self._buffer = ctypes.create_string_buffer(max(self._struct.size, _SLOT))
+        base = ctypes.addressof(self._buffer)
+        self.params = (ctypes.c_void_p * max(self.nargs, 1))(*[base + _SLOT * i for i in range(self.nargs)])
+
+    def pack(self, args) -> None:
+        if len(args) != self.nargs:
+            raise TypeError(f"the kernel takes {self.nargs} arguments ({self.arg_types!r}), {len(args)} given")
+        try:
+            self._struct.pack_into(self._buffer, 0, *args)
+        except struct.error as exc:
+            raise TypeError(f"kernel arguments {args!r} do not fit the types {self.arg_types!r}: {exc}") from None
+
+    def raw(self) -> bytes:
+        return self._buffer.raw[: self._struct.size]
+
+
+# -------------------------------------------------------------------------------------- compiling
+
+
+def cache_key(source: str, options, arch: str, nvrtc_version: tuple[int, int], names=()) -> str:
+    """The content address of a compiled image: SHA-256 of everything that changes the bytes."""
+    return digest("nvrtc-image", source, tuple(options), arch, tuple(nvrtc_version), tuple(names))
+
+
+def _pick_target(cc: int, supported: list[int]) -> tuple[str, str]:
+    """(-arch option, image kind): a CUBIN for the device, else PTX for the newest architecture NVRTC knows."""
+    if cc in supported:
+        return f"-arch=sm_{cc}", "cubin"
+    older = [a for a in supported if a <= cc]
+    if not older:
+        raise ValueError(f"NVRTC compiles for {supported}, none of which runs on compute capability {cc}")
+    return f"-arch=compute_{max(older)}", "ptx"
+
+
+def compile_source(source: str, *, cc: int, options=(), names=()) -> tuple[bytes, str, dict, str]:
+    """Compile ``source`` for compute capability ``cc`` (e.g. 90), through the memory and disk caches.
+
+    Returns (image, kind "cubin" or "ptx", {name expression: lowered name}, key). ``names`` are the C++ name
+    expressions to lower (extern "C" names need none). Raises ``NVRTCError`` with the log on a compile
+    error and ``LibraryNotFoundError`` without NVRTC.
+    """
+    from .._bindings import nvrtc
+
+    version = nvrtc.nvrtcVersion()
+    target, kind = _pick_target(cc, nvrtc.nvrtcGetSupportedArchs())
+    opts = tuple(DEFAULT_OPTIONS) + tuple(options) + (target,)
+    key = cache_key(source, opts, target, version, names)
+    entry = _store.get(key)
+    if entry is None:
+        with _lock:
+            entry = _store.get(key)
+            if entry is None:
+                image, kind, lowered = _compile(nvrtc, source, opts, kind, names)
+                entry = _store.put(key, image, {"kind": kind, "lowered": lowered})
+    return entry.data, entry.meta["kind"], entry.meta.get("lowered", {}), key
+
+
+def _compile(nvrtc, source: str, opts: tuple, kind: str, names) -> tuple[bytes, str, dict]:
+    t0 = time.perf_counter()
+    prog = nvrtc.nvrtcCreateProgram(source, "cumath_kernel.cu")
+    try:
+        for n in names:
+            nvrtc.nvrtcAddNameExpression(prog, n)
+        nvrtc.nvrtcCompileProgram(prog, opts)
+        image = nvrtc.nvrtcGetCUBIN(prog) if kind == "cubin" else nvrtc.nvrtcGetPTX(prog)
+        lowered = {n: nvrtc.nvrtcGetLoweredName(prog, n) for n in names}
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    logger.info("compiled a kernel with NVRTC (%s, %d bytes of %s) in %.0f ms", " ".join(opts), len(image), kind,
+                1e3 * (time.perf_counter() - t0))
+    return image, kind, lowered
+
+
+# --------------------------------------------------------------------------------------- devices
+
+
+def _current_context(device_id: int | None) -> tuple[int, int]:
+    """(context, device) current on this thread, making the device's primary context current if needed."""
+    from .._bindings import cuda as drv
+    from . import cuda as rt
+
+    if device_id is not None:
+        rt.require_device(device_id)
+    drv.cuInit(0)
+    ctx = drv.cuCtxGetCurrent()
+    if ctx and (device_id is None or drv.cuCtxGetDevice() == device_id):
+        return ctx, drv.cuCtxGetDevice()
+    # No context (a fresh thread, or nothing initialised the runtime yet), or another device's: let the
+    # runtime make the device's primary context current, as CuPy and PyTorch do.
+    from .._bindings import cudart
+
+    if device_id is None:
+        rt.require_device(0)
+        device_id = cudart.cudaGetDevice()
+    rt.set_device(device_id)
+    cudart.cudaFree(0)
+    ctx = drv.cuCtxGetCurrent()
+    if not ctx:
+        raise RuntimeError(f"no CUDA context became current for GPU {device_id}")
+    return ctx, device_id
+
+
+def device_arch(device_id: int) -> int:
+    """Compute capability of a GPU as an int (9.0 -> 90)."""
+    from .._bindings import cudart
+
+    major = cudart.cudaDeviceGetAttribute(cudart.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, device_id)
+    minor = cudart.cudaDeviceGetAttribute(cudart.cudaDeviceAttr.cudaDevAttrComputeCapabilityMinor, device_id)
+    return 10 * major + minor
+
+
+# --------------------------------------------------------------------------------------- kernels
+
+
+class Kernel:
+    """A loaded kernel function of one context. ``launch`` is the hot path: pack, then cuLaunchKernel."""
+
+    __slots__ = ("name", "function", "device_id", "key", "arg_types", "_packer", "_launch", "_lock",
+                 "__weakref__")
+
+    def __init__(self, name: str, function: int, device_id: int, key: str, arg_types: str):
+        from .._bindings import cuda as drv
+
+        self.name = name
+        self.function = function
+        self.device_id = device_id
+        self.key = key
+        self.arg_types = arg_types
+        self._packer = ArgPacker(arg_types)
+        self._launch = drv.cuLaunchKernel
+        self._lock = threading.Lock()
+
+    def launch(self, grid, block, shared_mem: int, stream: int, *args) -> None:
+        """Launch on ``stream`` (an int handle). ``grid``/``block`` are ints or (x, y, z) tuples."""
+        gx, gy, gz = (grid, 1, 1) if isinstance(grid, int) else (tuple(grid) + (1, 1))[:3]
+        bx, by, bz = (block, 1, 1) if isinstance(block, int) else (tuple(block) + (1, 1))[:3]
+        packer = self._packer
+        with self._lock:  # the buffer is shared; the driver copies the values during the call
+            packer.pack(args)
+            self._launch(self.function, gx, gy, gz, bx, by, bz, shared_mem, stream, packer.params, None)
+
+    def attribute(self, attrib: int) -> int:
+        from .._bindings import cuda as drv
+
+        return drv.cuFuncGetAttribute(attrib, self.function)
+
+    def set_attribute(self, attrib: int, value: int) -> None:
+        """cuFuncSetAttribute (e.g. 8, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, above 48 KiB)."""
+        from .._bindings import cuda as drv
+
+        drv.cuFuncSetAttribute(self.function, attrib, value)
+
+    def max_active_blocks_per_sm(self, block: int, shared_mem: int = 0) -> int:
+        from .._bindings import cuda as drv
+
+        return drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(self.function, block, shared_mem)
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r}, device {self.device_id}, args {self.arg_types!r})"
+
+
+def get_kernel(source: str, name: str, arg_types: str, *, options=(), device_id: int | None = None) -> Kernel:
+    """The kernel ``name`` of ``source`` loaded on GPU ``device_id`` (the current one by default)."""
+    from .._bindings import cuda as drv
+
+    ctx, device_id = _current_context(device_id)
+    names = (name,) if ("<" in name or "::" in name) else ()
+    image, kind, lowered, key = compile_source(source, cc=device_arch(device_id), options=options, names=names)
+    kkey = (ctx, key, name, arg_types)
+    kernel = _kernels.get(kkey)
+    if kernel is not None:
+        return kernel
+    with _lock:
+        kernel = _kernels.get(kkey)
+        if kernel is not None:
+            return kernel
+        module = _modules.get((ctx, key))
+        if module is None:
+            module = drv.cuModuleLoadData(image + (b"\0" if kind == "ptx" and not image.endswith(b"\0") else b""))
+            _modules[(ctx, key)] = module
+        function = drv.cuModuleGetFunction(module, lowered.get(name, name))
+        kernel = _kernels[kkey] = Kernel(name, function, device_id, key, arg_types)
+        return kernel
+
+
+def clear_memory_cache() -> None:
+    """Forget compiled images held in memory (the disk cache and loaded modules stay)."""
+    _store.clear_memory()
