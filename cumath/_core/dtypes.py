@@ -9,6 +9,7 @@ ITEMSIZE = {
     "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
     "complex32": 4, "complex64": 8, "complex128": 16,
     "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1,
+    "float8_e4m3fn": 1, "float8_e5m2": 1,  # narrow precision (PyTorch tensors)
 }
 # dtypes that NumPy and CuPy arrays may have as operands
 ARRAY_DTYPES = ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32", "int64",

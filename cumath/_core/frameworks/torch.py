@@ -17,6 +17,9 @@ _NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
           torch.float64: "float64", torch.complex32: "complex32", torch.complex64: "complex64",
           torch.complex128: "complex128", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
           torch.int64: "int64", torch.uint8: "uint8", torch.bool: "bool"}
+for _name in ("float8_e4m3fn", "float8_e5m2"):  # PyTorch >= 2.1
+    if hasattr(torch, _name):
+        _NAMES[getattr(torch, _name)] = _name
 _DTYPES = {v: k for k, v in _NAMES.items()}
 _DEVICES: dict = {}
 
