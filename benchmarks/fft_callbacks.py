@@ -1,15 +1,19 @@
-"""FFT callbacks benchmark: a Gaussian image filter with the filter fused into cuFFT, against unfused peers.
+"""FFT callbacks benchmark: a Gaussian image filter with the filter as a callback, against unfused peers.
 
 The filter of an H x W float32 image: R2C, multiply by exp(-2 pi^2 sigma^2 (fx^2 + fy^2)) / (H W), C2R.
-- cumath stateful fused (R2C epilog): an R2C FFT object whose epilog applies the filter as cuFFT stores each
-  element, then a C2R FFT object allowed to overwrite its input (``overwrite_input=True``); also with
-  cuFFT's patient JIT, with the C2R on a copy (the default), and with the filter as a C2R prolog instead;
-- cumath stateless fused: ``irfft(rfft(img, epilog=ir), options=...)``, repeated (plans from the cache);
-- cumath unfused: ``irfft(rfft(img) * H)`` (the multiply by CuPy), with and without ``overwrite_input``;
+The callback runs as cumath's ``FFTOptions(callback_fusion=...)`` says: 'fused' into cuFFT's kernels,
+'separate' (plain cuFFT, then cumath's elementwise pass with the same compiled callback), or 'auto'.
+- cumath stateful (R2C epilog): an R2C FFT object with the filter as epilog, then a C2R FFT object allowed
+  to overwrite its input (``overwrite_input=True``), for auto / separate / fused; also the filter as a C2R
+  prolog instead (separate / fused);
+- cumath stateless, repeated: ``irfft(rfft(img, epilog=ir), options=...)`` (plans from the cache), auto and
+  fused;
+- cumath unfused: ``irfft(rfft(img) * H)`` (the multiply by CuPy), C2R with ``overwrite_input``;
 - CuPy ``irfft2(rfft2(img) * H)`` and PyTorch ``irfft2(rfft2(img) * H)``.
 Also: the first compile of the epilog in a fresh process, a second process loading it from the disk cache,
-planning times, and cuFFT's callback kernels against its plain ones (identity callbacks on R2C, C2R and
-C2C of several shapes). Prints medians (interleaved rounds) and ratios; --json writes everything.
+planning times, and cuFFT's callback kernels against its plain ones and against separate passes (identity
+callbacks on R2C, C2R and C2C of several shapes: what the 'auto' rule is set from). Prints medians
+(interleaved rounds) and ratios; --json writes everything (after each section).
 
     python benchmarks/fft_callbacks.py [--size 8192] [--json out.json] [--quick]
 """
@@ -155,6 +159,7 @@ def main():
     ap.add_argument("--sigma", type=float, default=4.0)
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-fresh", action="store_true", help="skip the fresh-process compile timings")
     args = ap.parse_args()
 
     import cupy as cp
@@ -171,8 +176,9 @@ def main():
     print(f"== FFT callbacks: Gaussian filter of a {h} x {w} float32 image, GPU sm_{cc} ==")
     result = {"size": [h, w], "sigma": sigma, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
-    print("\n-- compiling the epilog (fresh processes)")
-    result["fresh_processes"] = fresh_process_compiles(h, w, sigma, cc)
+    if not args.no_fresh:
+        print("\n-- compiling the epilog (fresh processes)")
+        result["fresh_processes"] = fresh_process_compiles(h, w, sigma, cc)
 
     print("\n-- this process")
     t0 = time.perf_counter()
@@ -185,32 +191,32 @@ def main():
     H_scaled = cp.asarray(gaussian_array(h, w, sigma, True))
     H_peer = cp.asarray(gaussian_array(h, w, sigma, False))
     over = F.FFTOptions(overwrite_input=True)
-    over_c2r = F.FFTOptions(fft_type="C2R", overwrite_input=True)
+    over_fused = F.FFTOptions(overwrite_input=True, callback_fusion="fused")
+    fused_opt = F.FFTOptions(callback_fusion="fused")
 
     from cumath.config import plan_cache
-    from cumath.fft._backends import cufft as cufft_backend
 
-    def planned(x, options, patient=False, axes=None, **callbacks):
-        """A planned FFT object (and its planning seconds); ``patient``: cuFFT's patient JIT."""
-        cufft_backend.PATIENT_JIT = True if patient else None
-        try:
-            t = time.perf_counter()
-            f = F.FFT(x, axes=axes, options=options)
-            f.plan(**callbacks)
-            return f, time.perf_counter() - t
-        finally:
-            cufft_backend.PATIENT_JIT = None
+    def planned(x, options, axes=None, **callbacks):
+        """A planned FFT object and its planning seconds."""
+        t = time.perf_counter()
+        f = F.FFT(x, axes=axes, options=options)
+        f.plan(**callbacks)
+        return f, time.perf_counter() - t
+
+    def c2r_opts(fusion):
+        return F.FFTOptions(fft_type="C2R", overwrite_input=True, callback_fusion=fusion)
 
     ir_load = F.compile_prolog(gaussian_prolog(h, w, sigma), "complex64", None)
-    plans = {}
-    r2c, plans["R2C with the epilog"] = planned(img, {"fft_type": "R2C"}, epilog=ir)
-    r2c_p, plans["R2C with the epilog, patient JIT"] = planned(img, {"fft_type": "R2C"}, True, epilog=ir)
-    r2c_plain, plans["R2C plain"] = planned(img, {"fft_type": "R2C"})
-    spec = r2c.execute()
-    c2r, plans["C2R plain (overwrite_input)"] = planned(spec, over_c2r)
-    c2r_copy, plans["C2R plain (on a copy)"] = planned(spec, {"fft_type": "C2R"})
-    c2r_pro, plans["C2R with the prolog"] = planned(spec, over_c2r, prolog=ir_load)
-    c2r_pro_p, plans["C2R with the prolog, patient JIT"] = planned(spec, over_c2r, True, prolog=ir_load)
+    plans, objs = {}, {}
+    for fusion in ("auto", "separate", "fused"):
+        objs[f"r2c epilog {fusion}"], plans[f"R2C with the epilog ({fusion})"] = planned(
+            img, {"fft_type": "R2C", "callback_fusion": fusion}, epilog=ir)
+    objs["r2c plain"], plans["R2C plain"] = planned(img, {"fft_type": "R2C"})
+    spec = objs["r2c plain"].execute()
+    objs["c2r plain"], plans["C2R plain (overwrite_input)"] = planned(spec, c2r_opts("auto"))
+    for fusion in ("separate", "fused"):
+        objs[f"c2r prolog {fusion}"], plans[f"C2R with the prolog ({fusion})"] = planned(
+            spec, c2r_opts(fusion), prolog=ir_load)
     sync()
     result["plan_seconds"] = plans
     print("  planning: " + ", ".join(f"{k} {v:.3f} s" for k, v in plans.items()))
@@ -221,14 +227,16 @@ def main():
             return second.execute()
         return run
 
+    c2r = objs["c2r plain"]
     fns = {
-        "cumath stateful fused (R2C epilog)": chain(r2c, c2r),
-        "cumath stateful fused (R2C epilog, patient JIT)": chain(r2c_p, c2r),
-        "cumath stateful fused (C2R prolog)": chain(r2c_plain, c2r_pro),
-        "cumath stateful fused (C2R prolog, patient JIT)": chain(r2c_plain, c2r_pro_p),
-        "cumath stateful fused (R2C epilog, C2R on a copy)": chain(r2c, c2r_copy),
-        "cumath stateless fused (R2C epilog)": lambda: F.irfft(F.rfft(img, epilog=ir), options=over),
-        "cumath unfused": lambda: F.irfft(F.rfft(img) * H_scaled),
+        "cumath stateful auto (R2C epilog)": chain(objs["r2c epilog auto"], c2r),
+        "cumath stateful separate (R2C epilog)": chain(objs["r2c epilog separate"], c2r),
+        "cumath stateful fused (R2C epilog)": chain(objs["r2c epilog fused"], c2r),
+        "cumath stateful separate (C2R prolog)": chain(objs["r2c plain"], objs["c2r prolog separate"]),
+        "cumath stateful fused (C2R prolog)": chain(objs["r2c plain"], objs["c2r prolog fused"]),
+        "cumath stateless auto (R2C epilog)": lambda: F.irfft(F.rfft(img, epilog=ir), options=over),
+        "cumath stateless fused (R2C epilog)": lambda: F.irfft(F.rfft(img, epilog=ir, options=fused_opt),
+                                                               options=over_fused),
         "cumath unfused (C2R overwrite_input)": lambda: F.irfft(F.rfft(img) * H_scaled, options=over),
         "CuPy unfused": lambda: cp.fft.irfft2(cp.fft.rfft2(img) * H_peer),
     }
@@ -246,88 +254,125 @@ def main():
     print("  relative error against CuPy's result: " + ", ".join(f"{k}: {v:.1e}" for k, v in errors.items()))
 
     print("\n-- Gaussian filter per call (interleaved rounds)")
-    number, rounds = (5, 5) if args.quick else (20, 15)
+    number, rounds = (5, 5) if args.quick else (10, 12)
     timings = time_interleaved(fns, sync=sync, number=number, rounds=rounds)
     by = {name: record("gaussian", name, t) for name, t in timings.items()}
     result["plan_cache"] = plan_cache.stats()
     peers = [by[k]["median_us"] for k in ("CuPy unfused", "PyTorch unfused") if k in by]
     best_peer = min(peers)
-    stateful = by["cumath stateful fused (R2C epilog)"]["median_us"]
+    stateful = by["cumath stateful auto (R2C epilog)"]["median_us"]
     ratios = {f"{k} / faster unfused peer": v["median_us"] / best_peer for k, v in by.items()}
-    ratios["stateless fused / stateful fused (target <= 1.05)"] = (
-        by["cumath stateless fused (R2C epilog)"]["median_us"] / stateful)
-    ratios["disk-cache load in a second process, ms (target < 50)"] = (
-        1e3 * result["fresh_processes"]["second process (disk cache)"]["compile_s"])
-    ratios["first compile in a fresh process, s"] = result["fresh_processes"]["first process (compiles)"]["compile_s"]
+    ratios["stateful auto / faster unfused peer (target <= 0.85)"] = stateful / best_peer
+    ratios["stateless auto, repeated / stateful auto (target <= 1.05)"] = (
+        by["cumath stateless auto (R2C epilog)"]["median_us"] / stateful)
+    ratios["stateless fused / stateful fused (record)"] = (
+        by["cumath stateless fused (R2C epilog)"]["median_us"] / by["cumath stateful fused (R2C epilog)"]["median_us"])
+    if "fresh_processes" in result:
+        ratios["disk-cache load in a second process, ms (target < 50)"] = (
+            1e3 * result["fresh_processes"]["second process (disk cache)"]["compile_s"])
+        ratios["first compile in a fresh process, s"] = (
+            result["fresh_processes"]["first process (compiles)"]["compile_s"])
     result["ratios"] = ratios
-    print("\n-- ratios (target: stateful fused <= 0.85 x the faster unfused peer)")
+    print("\n-- ratios (target: stateful auto <= 0.85 x the faster unfused peer)")
     for k, v in ratios.items():
         print(f"  {k:75s} {v:8.3f}")
     result["rows"] = ROWS
     dump(args.json, result)
-    for f in (r2c, r2c_p, r2c_plain, c2r, c2r_copy, c2r_pro, c2r_pro_p):
+    for f in objs.values():
         f.free()
-    spec = ref = None
+    spec = ref = objs = fns = None
     plan_cache.clear()
     cp.get_default_memory_pool().free_all_blocks()
+    callback_kernels(args, result, rng, sync, number, rounds)
 
-    # what cuFFT's callback kernels cost against its plain ones
-    print("\n-- cuFFT's kernels with and without (identity) callbacks (stateful, interleaved)")
+
+def callback_kernels(args, result, rng, sync, number, rounds):
+    """cuFFT's kernels with identity callbacks, fused and as separate passes, against its plain ones."""
+    import cupy as cp
+
+    from cumath.fft._separate import choose_fusion
+
+    print("\n-- identity callbacks: fused into cuFFT vs separate passes vs plain cuFFT (stateful, interleaved)")
     id_store = F.compile_epilog(identity_store, "complex64", None)
     id_load = F.compile_prolog(identity_load, "complex64", None)
     id_load_r = F.compile_prolog(identity_load, "float32", None)
-    cases = [("R2C 2-D", (h, w), None, True), ("R2C 2-D", (4096, 4096), None, False),
-             ("R2C 2-D", (2048, 2048), None, False), ("R2C 1-D batched", (16, 1 << 20), (-1,), False),
-             ("R2C 1-D batched", (4096, 1000), (-1,), False), ("C2C 2-D", (4096, 4096), None, False),
-             ("C2C 1-D batched", (64, 1 << 16), (-1,), False)]
+    h = args.size
+    cases = [("R2C 2-D", (h, h), None), ("R2C 2-D", (4096, 4096), None), ("R2C 2-D", (2048, 2048), None),
+             ("R2C 1-D batched", (16, 1 << 20), (-1,)), ("R2C 1-D batched", (4096, 1000), (-1,)),
+             ("C2C 2-D", (4096, 4096), None), ("C2C 1-D batched", (64, 1 << 16), (-1,)),
+             ("C2C 1-D batched", (16, 1 << 18), (-1,)), ("C2C 1-D batched", (4, 1 << 20), (-1,)),
+             ("R2C 1-D batched", (64, 1 << 18), (-1,))]
     if args.quick:
         cases = cases[:2]
     diag = {}
-    for kind, shape, axes, patient in cases:
+    result["callback_kernels"] = diag
+
+    def planned(x, options, axes, **cb):
+        f = F.FFT(x, axes=axes, options=options)
+        f.plan(**cb)
+        return f
+
+    for kind, shape, axes in cases:
         label = f"{kind} {'x'.join(map(str, shape))}"
+        t_case = time.perf_counter()
+        group = {}
         if kind.startswith("C2C"):
             x = rng.standard_normal(shape, dtype=cp.float32) + 1j * rng.standard_normal(shape, dtype=cp.float32)
-            opts = {"fft_type": "C2C"}
-            group = {"C2C plain": planned(x, opts, axes=axes)[0],
-                     "C2C + identity epilog": planned(x, opts, axes=axes, epilog=id_store)[0],
-                     "C2C + identity prolog": planned(x, opts, axes=axes, prolog=id_load)[0]}
-            fns = {k: (lambda f=f: f.execute()) for k, f in group.items()}
+            group["C2C plain"] = planned(x, {}, axes)
+            for fusion in ("fused", "separate"):
+                o = {"callback_fusion": fusion}
+                group[f"C2C epilog {fusion}"] = planned(x, o, axes, epilog=id_store)
+                group[f"C2C prolog {fusion}"] = planned(x, o, axes, prolog=id_load)
+            spare = x.copy()
+            src = x
         else:
             x = rng.standard_normal(shape, dtype=cp.float32)
-            opts = {"fft_type": "R2C"}
-            group = {"R2C plain": planned(x, opts, axes=axes)[0]}
-            group["R2C + identity epilog"], t_plan = planned(x, opts, axes=axes, epilog=id_store)
-            group["R2C + identity prolog"] = planned(x, opts, axes=axes, prolog=id_load_r)[0]
-            if patient:
-                group["R2C plain, patient JIT"] = planned(x, opts, True, axes)[0]
-                group["R2C + identity epilog, patient JIT"] = planned(x, opts, True, axes, epilog=id_store)[0]
+            group["R2C plain"] = planned(x, {"fft_type": "R2C"}, axes)
+            for fusion in ("fused", "separate"):
+                o = {"fft_type": "R2C", "callback_fusion": fusion}
+                group[f"R2C epilog {fusion}"] = planned(x, o, axes, epilog=id_store)
+                group[f"R2C prolog {fusion}"] = planned(x, o, axes, prolog=id_load_r)
             s = group["R2C plain"].execute()
-            c2r_opts = F.FFTOptions(fft_type="C2R", overwrite_input=True)
-            group["C2R plain"] = planned(s, c2r_opts, axes=axes)[0]
-            group["C2R + identity prolog"] = planned(s, c2r_opts, axes=axes, prolog=id_load)[0]
-            if patient:
-                group["C2R + identity prolog, patient JIT"] = planned(s, c2r_opts, True, axes, prolog=id_load)[0]
+            group["C2R plain"] = planned(s, {"fft_type": "C2R", "overwrite_input": True}, axes)
+            for fusion in ("fused", "separate"):
+                group[f"C2R prolog {fusion}"] = planned(
+                    s, {"fft_type": "C2R", "overwrite_input": True, "callback_fusion": fusion}, axes, prolog=id_load)
             for f in group.values():
                 if f._geom.fft_type == "C2R":
                     f.reset_operand_unchecked(s)
             spare = s.copy()
-            fns = {k: (lambda f=f: f.execute()) for k, f in group.items()}
-            fns["one pass over the R2C result (a copy)"] = lambda: cp.copyto(spare, s)
-            print(f"  {label}: planning with a callback {t_plan:.3f} s")
-        tm = time_interleaved(fns, sync=sync, number=max(2, number // 2), rounds=max(3, rounds - 4))
+            src = s
+        t_plan = time.perf_counter() - t_case
+        fns = {k: (lambda f=f: f.execute()) for k, f in group.items()}
+        fns["one pass (a copy of the complex side)"] = lambda: cp.copyto(spare, src)
+        tm = time_interleaved(fns, sync=sync, number=max(2, number // 2), rounds=max(3, rounds // 2))
         rows = {k: record(label, k, v) for k, v in tm.items()}
-        base = {k.split(" ")[0]: rows[k]["median_us"] for k in rows if k.endswith("plain")}
-        diag[label] = {k: rows[k]["median_us"] / base[k.split(" ")[0]] for k in rows
-                       if k.split(" ")[0] in base and not k.endswith("plain")}
+        entry = {"plan_s": t_plan}
+        for k, r in rows.items():
+            parts = k.split(" ")
+            if len(parts) == 3 and parts[2] in ("fused", "separate"):
+                typ, cbkind, fusion = parts
+                plain = rows[f"{typ} plain"]["median_us"]
+                entry[f"{typ} {cbkind} {fusion} / plain"] = r["median_us"] / plain
+        for typ in ("C2C", "R2C", "C2R"):
+            for cbkind in ("prolog", "epilog"):
+                a, b = f"{typ} {cbkind} fused", f"{typ} {cbkind} separate"
+                if a in rows and b in rows:
+                    g = group[a]._geom
+                    auto = choose_fusion(g, cbkind)[0]
+                    best = "fused" if rows[a]["median_us"] <= rows[b]["median_us"] else "separate"
+                    entry[f"{typ} {cbkind}: auto picks"] = auto
+                    entry[f"{typ} {cbkind}: faster"] = best
+        diag[label] = entry
+        print(f"  {label}: planned in {t_plan:.2f} s; " + ", ".join(
+            f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in entry.items() if k != "plan_s"),
+            flush=True)
         for f in group.values():
             f.free()
-        x = s = spare = group = fns = None
+        x = s = spare = src = group = fns = None
         cp.get_default_memory_pool().free_all_blocks()
-        result["callback_kernels"] = diag
+        result["rows"] = ROWS
         dump(args.json, result)
-    print("\n-- callback kernels against plain ones (median ratio, same shape)")
-    for label, d in diag.items():
-        print(f"  {label:28s} " + "   ".join(f"{k}: {v:.2f}" for k, v in d.items()))
 
 
 def dump(path, result):

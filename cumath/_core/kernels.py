@@ -27,7 +27,8 @@ import time
 
 from .disk_cache import ContentStore, digest
 
-__all__ = ["Kernel", "get_kernel", "compile_source", "cache_key", "ArgPacker", "device_arch", "clear_memory_cache"]
+__all__ = ["Kernel", "get_kernel", "load_kernel", "compile_source", "cache_key", "ArgPacker", "device_arch",
+           "clear_memory_cache"]
 
 logger = logging.getLogger(__name__)
 
@@ -220,11 +221,23 @@ class Kernel:
 
 def get_kernel(source: str, name: str, arg_types: str, *, options=(), device_id: int | None = None) -> Kernel:
     """The kernel ``name`` of ``source`` loaded on GPU ``device_id`` (the current one by default)."""
-    from .._bindings import cuda as drv
-
     ctx, device_id = _current_context(device_id)
     names = (name,) if ("<" in name or "::" in name) else ()
     image, kind, lowered, key = compile_source(source, cc=device_arch(device_id), options=options, names=names)
+    return _load(ctx, device_id, image, kind, key, name, lowered.get(name, name), arg_types)
+
+
+def load_kernel(image: bytes, key: str, name: str, arg_types: str, *, kind: str = "cubin",
+                device_id: int | None = None) -> Kernel:
+    """The kernel ``name`` (its symbol) of an image built elsewhere (e.g. linked by nvJitLink), loaded once
+    per context under ``key`` (a content address of ``image``)."""
+    ctx, device_id = _current_context(device_id)
+    return _load(ctx, device_id, image, kind, key, name, name, arg_types)
+
+
+def _load(ctx, device_id, image, kind, key, name, symbol, arg_types) -> Kernel:
+    from .._bindings import cuda as drv
+
     kkey = (ctx, key, name, arg_types)
     kernel = _kernels.get(kkey)
     if kernel is not None:
@@ -237,7 +250,7 @@ def get_kernel(source: str, name: str, arg_types: str, *, options=(), device_id:
         if module is None:
             module = drv.cuModuleLoadData(image + (b"\0" if kind == "ptx" and not image.endswith(b"\0") else b""))
             _modules[(ctx, key)] = module
-        function = drv.cuModuleGetFunction(module, lowered.get(name, name))
+        function = drv.cuModuleGetFunction(module, symbol)
         kernel = _kernels[kkey] = Kernel(name, function, device_id, key, arg_types)
         return kernel
 

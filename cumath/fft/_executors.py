@@ -147,6 +147,38 @@ def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log, 
                      allocator, log, callbacks)
 
 
+def _gpu_plan_with_callbacks(geom, in_strides, out_strides, device_id, stream, allocator, log, callbacks,
+                             fusion, overwrite=False):
+    """(cuFFT plan, separate passes or None): callbacks are fused into cuFFT or run as passes of their own
+    (``fft/_separate.py``), as ``fusion`` ('auto', 'fused', 'separate') decides per callback. The passes
+    index the declared layouts ``in_strides``/``out_strides``; cuFFT reads what the prolog pass writes."""
+    passes = None
+    if callbacks:
+        from ..errors import LibraryError, LibraryNotFoundError
+        from ._separate import CallbackPasses, split_callbacks
+
+        fused, separate = split_callbacks(callbacks, geom, fusion, log)
+        if separate:
+            try:
+                passes = CallbackPasses(separate, geom, in_strides, out_strides, device_id, stream, allocator,
+                                        overwrite, log)
+            except (LibraryError, LibraryNotFoundError) as exc:
+                if fusion != "auto":
+                    raise
+                log.warning("could not build the separate callback pass(es), so they are fused into cuFFT "
+                            "instead: %s", exc)
+                fused = callbacks
+            else:
+                in_strides = passes.plan_in_strides
+        callbacks = fused
+    try:
+        return _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log, callbacks), passes
+    except BaseException:
+        if passes is not None:
+            passes.free()
+        raise
+
+
 def _c2r_in_place_ok(geom, in_strides, overwrite_input: bool) -> bool:
     """Whether cuFFT's C2R may work on the operand itself (it overwrites its input): only when the caller
     allows it and the operand is dense in the canonical order (batch axes outermost)."""
@@ -203,13 +235,21 @@ class DeviceExecutor:
                      "execution", list(op.strides))
         in_strides = op.strides if self.in_perm is None else dense_strides(geom.in_shape, self.in_perm)
         out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
+        self.in_strides = tuple(in_strides)
         self.natural_copy = not geom.inplace and tuple(self.out_perm) != tuple(geom.out_perm)
         if self.natural_copy:
             log.info("the natural result layout cannot be described to cuFFT: the result is computed in the "
                      "optimized layout and copied")
-        self.backend = _gpu_plan(geom, in_strides, out_strides, self.device_id, stream, allocator, log, callbacks)
-        self.nbytes = self.backend.workspace_size
-        self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy
+        # a separate C2R prolog may write over the operand where cuFFT would have read (and destroyed) it
+        overwrite = geom.fft_type == "C2R" and self.in_perm is None
+        self.backend, self.passes = _gpu_plan_with_callbacks(
+            geom, in_strides, out_strides, self.device_id, stream, allocator, log, callbacks,
+            options.callback_fusion, overwrite)
+        passes = self.passes
+        self._prolog = passes is not None and passes.prolog is not None
+        self._epilog = passes.run_epilog if passes is not None and passes.epilog is not None else None
+        self.nbytes = self.backend.workspace_size + (passes.nbytes if passes is not None else 0)
+        self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy and not self._prolog
         self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
         self._pointer = self.adapter.pointer
         self._run = self.backend.execute
@@ -231,21 +271,28 @@ class DeviceExecutor:
             return self._copying.execute(op, sign, stream)
         if self._simple:  # the hot path: cuFFT reads the operand and writes a new array of its package
             out = self._new_out()
-            self._run(op.ptr, self._pointer(out), sign, stream)
+            out_ptr = self._pointer(out)
+            self._run(op.ptr, out_ptr, sign, stream)
+            if self._epilog is not None:
+                self._epilog(out_ptr, stream)
             return out
         geom, A = self.geom, self.adapter
-        if self.in_perm is not None:
+        if self.in_perm is not None and not (self._prolog and op.strides == self.in_strides):
             work = A.empty(geom.in_shape, geom.in_dtype, self.device_id, self.in_perm)
             A.copy_into(work, op.obj)
             in_ptr = A.pointer(work)
-        else:
+        else:  # cuFFT reads the operand, or a separate prolog reads it in the layout it declares
             work, in_ptr = op.obj, op.ptr
         if geom.inplace:
             out, out_ptr = work, in_ptr
         else:
             out = A.empty(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
             out_ptr = A.pointer(out)
+        if self._prolog:
+            in_ptr = self.passes.run_prolog(in_ptr, stream)
         self.backend.execute(in_ptr, out_ptr, sign, stream)
+        if self._epilog is not None:
+            self._epilog(out_ptr, stream)
         if geom.inplace:
             if work is not op.obj:
                 A.copy_into(op.obj, work)
@@ -263,6 +310,8 @@ class DeviceExecutor:
 
     def free(self):
         self.backend.free()
+        if self.passes is not None:
+            self.passes.free()
         if self._copying is not None:
             self._copying.free()
 
@@ -280,9 +329,10 @@ class HostToDeviceExecutor:
         out_strides = self.in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
         self.in_bytes = math.prod(geom.in_shape) * ITEMSIZE[geom.in_dtype]
         self.out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
-        self.backend = _gpu_plan(geom, self.in_strides, out_strides, self.device_id, stream, allocator, log,
-                                 callbacks)
-        self.d_in = self.d_out = None
+        self.d_in = self.d_out = self.passes = None
+        self.backend, self.passes = _gpu_plan_with_callbacks(
+            geom, self.in_strides, out_strides, self.device_id, stream, allocator, log, callbacks,
+            options.callback_fusion)
         try:
             self.d_in = allocate(allocator, self.in_bytes, stream)
             self.d_out = self.d_in if geom.inplace else allocate(allocator, self.out_bytes, stream)
@@ -290,6 +340,8 @@ class HostToDeviceExecutor:
             self.free()
             raise
         self.nbytes = self.backend.workspace_size + self.in_bytes + (0 if geom.inplace else self.out_bytes)
+        if self.passes is not None:
+            self.nbytes += self.passes.nbytes
         log.info("host operand on GPU %d: staging buffers of %s in and %s out", self.device_id,
                  format_bytes(self.in_bytes), format_bytes(0 if geom.inplace else self.out_bytes))
 
@@ -307,7 +359,13 @@ class HostToDeviceExecutor:
             host_in = tmp.__array_interface__["data"][0]
             logger.info("host copy of the operand into the staging layout (%s)", format_bytes(self.in_bytes))
         cuda.copy(self.d_in.device_ptr, host_in, self.in_bytes, cuda.H2D, stream, "FFT operand")
-        self.backend.execute(self.d_in.device_ptr, self.d_out.device_ptr, sign, stream)
+        passes = self.passes
+        in_ptr = self.d_in.device_ptr
+        if passes is not None and passes.prolog is not None:
+            in_ptr = passes.run_prolog(in_ptr, stream)
+        self.backend.execute(in_ptr, self.d_out.device_ptr, sign, stream)
+        if passes is not None and passes.epilog is not None:
+            passes.run_epilog(self.d_out.device_ptr, stream)
         out_perm = self.in_perm if geom.inplace else self.out_perm
         target = op.obj if geom.inplace else None
         direct = (not geom.inplace and tuple(out_perm) == tuple(geom.out_perm)) or (
@@ -331,6 +389,8 @@ class HostToDeviceExecutor:
 
     def free(self):
         self.backend.free()
+        if self.passes is not None:
+            self.passes.free()
         for buf in (self.d_in, self.d_out):
             if buf is not None:
                 buf.free()

@@ -9,10 +9,11 @@ from typing import Literal
 
 from .._core.options import check_choice
 
-__all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS"]
+__all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS", "CALLBACK_FUSION"]
 
 CPU_ENGINES = ("auto", "fftw", "mkl", "scipy")
 PLANNING_EFFORTS = ("estimate", "measure", "patient", "exhaustive")
+CALLBACK_FUSION = ("auto", "fused", "separate")
 
 
 class FFTDirection(enum.IntEnum):
@@ -49,6 +50,13 @@ class FFTOptions:
             destroys its input, so by default it works on a copy (one more pass over the operand); with
             True and an operand dense in the canonical layout (batch axes outermost, e.g. C order) cuFFT
             reads it directly. Like SciPy's ``overwrite_x``: a permission, ignored elsewhere.
+        callback_fusion: (cumath, an addition to nvmath-python's options) how GPU plans run ``prolog``/
+            ``epilog`` callbacks: 'fused' links them into cuFFT's kernels; 'separate' runs each as an
+            elementwise pass of its own (the same compiled callback, offsets and user data) before (prolog)
+            or after (epilog) a plain cuFFT; 'auto' (the default) chooses per plan from measurements:
+            cuFFT 12's callback kernels cost 1.2-2.9x its plain ones except for long 1-D transforms, while a
+            pass costs one read and one write of the array (see ``cumath.fft._separate``). The choice is
+            logged at INFO.
     """
 
     fft_type: Literal["C2C", "R2C", "C2R"] | None = None
@@ -62,6 +70,7 @@ class FFTOptions:
     cpu_engine: Literal["auto", "fftw", "mkl", "scipy"] = "auto"
     planning_effort: Literal["estimate", "measure", "patient", "exhaustive"] | None = None
     overwrite_input: bool = False
+    callback_fusion: Literal["auto", "fused", "separate"] = "auto"
 
     def __post_init__(self):
         if self.fft_type is not None:
@@ -73,6 +82,7 @@ class FFTOptions:
         if self.blocking is not True and self.blocking != "auto":
             raise ValueError(f"blocking={self.blocking!r} is not supported; the allowed values are [True, 'auto']")
         check_choice("cpu_engine", self.cpu_engine, CPU_ENGINES)
+        check_choice("callback_fusion", self.callback_fusion, CALLBACK_FUSION)
         if self.planning_effort is not None:
             check_choice("planning_effort", self.planning_effort, PLANNING_EFFORTS)
         if self.logger is not None and not isinstance(self.logger, logging.Logger):

@@ -166,11 +166,12 @@ class FFT(Stateful):
         """Create the engine's plan (and staging buffers). ``direction`` pre-plans that direction on
         engines whose plans depend on it (FFTW); other directions are planned on first use.
 
-        ``prolog`` / ``epilog``: callbacks fused into cuFFT's kernels (GPU execution): LTO-IR from
-        :func:`compile_prolog` / :func:`compile_epilog`, a :class:`DeviceCallable` (LTO-IR plus the user
-        data pointer), or a dict of DeviceCallable's fields. Their offsets index the layouts of
-        :meth:`get_input_layout` / :meth:`get_output_layout`. Planning again with other callbacks replaces
-        the plan.
+        ``prolog`` / ``epilog``: callbacks applied as the FFT loads its input / stores its result (GPU
+        execution): LTO-IR from :func:`compile_prolog` / :func:`compile_epilog`, a :class:`DeviceCallable`
+        (LTO-IR plus the user data pointer), or a dict of DeviceCallable's fields. Their offsets index the
+        layouts of :meth:`get_input_layout` / :meth:`get_output_layout`, whichever way they run: fused into
+        cuFFT's kernels or as a pass of their own (``FFTOptions.callback_fusion``; 'auto' picks the faster
+        per plan and logs why). Planning again with other callbacks replaces the plan.
         """
         callbacks = _callbacks_check(prolog, epilog, self._on_gpu, self._geom)
         ident = (callback_key(prolog), callback_key(epilog))

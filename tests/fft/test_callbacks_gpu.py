@@ -1,11 +1,13 @@
-"""FFT callbacks on the GPU: Python prologs and epilogs compiled by numba-cuda and fused into cuFFT, for C2C,
-R2C and C2R, single and double precision, 1-D (batched), 2-D (batched) and 3-D, with user data indexed by
-the callback's offset, against NumPy float64 references; the layouts the callbacks see; the plan cache
-with callbacks; the LTO-IR disk cache across processes. Skipped without a GPU, CuPy or numba-cuda."""
+"""FFT callbacks on the GPU: Python prologs and epilogs compiled by numba-cuda, fused into cuFFT or run as
+separate passes (``callback_fusion``), for C2C, R2C and C2R, single and double precision, 1-D (batched),
+2-D (batched) and 3-D, with user data indexed by the callback's offset, against NumPy float64 references;
+the layouts the callbacks see (strided ones included); the 'auto' choice and its log; the plan cache with
+callbacks; the LTO-IR and linked-pass disk caches. Skipped without a GPU, CuPy or numba-cuda."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import subprocess
 import sys
@@ -80,17 +82,19 @@ def even_weights(shape, axes, dtype):
 
 
 CASES = {"1d": ((8, 210), (-1,)), "2d": ((3, 24, 17), (-2, -1)), "3d": ((6, 10, 12), None)}
+# every case run as separate passes; the fused path (checked before the option existed) on the 2-D case
+FUSION_CASES = [(f, c) for c in CASES for f in ("separate", "fused") if f == "separate" or c == "2d"]
 
 
 def _transform(fft_type, values, axes):
     return {"C2C": fft_ref, "R2C": rfft_ref, "C2R": irfft_ref}[fft_type](values, axes)
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("fusion, case", FUSION_CASES)
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 @pytest.mark.parametrize("fft_type", ["C2C", "R2C", "C2R"])
 @pytest.mark.parametrize("kind", ["prolog", "epilog"])
-def test_callback_with_user_data(kind, fft_type, precision, case):
+def test_callback_with_user_data(kind, fft_type, precision, fusion, case):
     import cupy as cp
 
     shape, axes = CASES[case]
@@ -100,7 +104,8 @@ def test_callback_with_user_data(kind, fft_type, precision, case):
         x = hermitian_array(shape, cdtype, axes)
     else:
         x = random_array(shape, cdtype if fft_type == "C2C" else precision)
-    with F.FFT(cp.asarray(x), axes=axes, options={"fft_type": fft_type}) as f:
+    xd = cp.asarray(x)
+    with F.FFT(xd, axes=axes, options={"fft_type": fft_type, "callback_fusion": fusion}) as f:
         if kind == "prolog":
             layout = f.get_input_layout()
             w = (even_weights(shape, norm_axes, precision) if fft_type == "C2R"
@@ -116,6 +121,7 @@ def test_callback_with_user_data(kind, fft_type, precision, case):
         y = f.execute()
         cp.cuda.Device().synchronize()
     assert_close(cp.asnumpy(y), ref, cdtype if fft_type != "C2R" else precision)
+    assert np.array_equal(cp.asnumpy(xd), x)  # the operand is never overwritten (C2R's included)
 
 
 def test_prolog_and_epilog_together_stateless_and_cached():
@@ -144,13 +150,14 @@ def test_prolog_and_epilog_together_stateless_and_cached():
     assert plan_cache.stats()["misses"] == 3
 
 
-def test_layout_with_batch_axis_innermost():
+@pytest.mark.parametrize("fusion", ["fused", "separate"])
+def test_layout_with_batch_axis_innermost(fusion):
     import cupy as cp
 
     base = random_array((4, 6, 8), "complex64")
     xd = cp.ascontiguousarray(cp.asarray(base).transpose(1, 2, 0)).transpose(2, 0, 1)  # strides (1, 32, 4)
     w = 0.5 + random_array((4, 6, 8), "float32")
-    with F.FFT(xd, axes=(1, 2)) as f:
+    with F.FFT(xd, axes=(1, 2), options={"callback_fusion": fusion}) as f:
         lin, lout = f.get_input_layout(), f.get_output_layout()
         assert lin == ((4, 6, 8), (1, 32, 4))  # cuFFT reads the operand as it is
         assert lout == ((4, 6, 8), (48, 8, 1))  # the optimized result layout
@@ -160,17 +167,23 @@ def test_layout_with_batch_axis_innermost():
     assert_close(cp.asnumpy(y), fft_ref(base * w, (1, 2)) * w, "complex64")
 
 
-def test_host_operand_executed_on_gpu_inplace_and_replanning():
+@pytest.mark.parametrize("fusion", ["fused", "separate"])
+def test_host_operand_executed_on_gpu_inplace_and_replanning(fusion):
     import cupy as cp
 
     x = random_array((5, 96), "complex128")
     w = 0.5 + random_array((5, 96), "float64")
     d = cp.asarray(w.ravel())
-    y = F.fft(x, axes=[-1], execution="cuda", epilog=F.DeviceCallable(ltoir("epilog", "complex128"), data=d))
+    opts = {"callback_fusion": fusion}
+    y = F.fft(x, axes=[-1], execution="cuda", options=opts,
+              epilog=F.DeviceCallable(ltoir("epilog", "complex128"), data=d))
     assert isinstance(y, np.ndarray)
     assert_close(y, fft_ref(x, (-1,)) * w, "complex128")
+    y = F.fft(x, axes=[-1], execution="cuda", options=opts,
+              prolog=F.DeviceCallable(ltoir("prolog", "complex128"), data=d))
+    assert_close(y, fft_ref(x * w, (-1,)), "complex128")
     xd = cp.asarray(x)
-    with F.FFT(xd, axes=[-1], options={"inplace": True}) as f:
+    with F.FFT(xd, axes=[-1], options={"inplace": True, **opts}) as f:
         f.plan(prolog=F.DeviceCallable(ltoir("prolog", "complex128"), data=d))
         f.execute()
         assert_close(cp.asnumpy(xd), fft_ref(x * w, (-1,)), "complex128")
@@ -179,13 +192,14 @@ def test_host_operand_executed_on_gpu_inplace_and_replanning():
         assert_close(cp.asnumpy(f.execute()), fft_ref(x, (-1,)), "complex128")
 
 
-def test_c2r_overwrite_input_with_prolog():
+@pytest.mark.parametrize("fusion", ["fused", "separate"])
+def test_c2r_overwrite_input_with_prolog(fusion):
     import cupy as cp
 
     x = hermitian_array((4, 33), "complex64", (-1,))
     w = even_weights((4, 33), (1,), "float32")
     xd = cp.asarray(x)
-    with F.FFT(xd, axes=[-1], options={"fft_type": "C2R", "overwrite_input": True}) as f:
+    with F.FFT(xd, axes=[-1], options={"fft_type": "C2R", "overwrite_input": True, "callback_fusion": fusion}) as f:
         lin = f.get_input_layout()
         assert lin == ((4, 33), (33, 1))
         f.plan(prolog=F.DeviceCallable(ltoir("prolog", "complex64"), data=place(w, lin)))
@@ -280,3 +294,58 @@ def test_plain_bytes_recognised_by_content():
     w = cp.full(4 * 32, 2.0, dtype=cp.float32)
     y = F.fft(cp.asarray(x), axes=[-1], epilog={"ltoir": bytes(ir), "data": w.data.ptr})  # no metadata
     assert_close(cp.asnumpy(y), fft_ref(x, (-1,)) * 2.0, "complex64")
+
+
+def test_separate_passes_over_strided_layouts():
+    """A sliced operand (rows 40 apart, 33 used): the prolog walks the operand's strided layout into a dense
+    buffer; in place, the epilog walks the same strided layout of the result."""
+    import cupy as cp
+
+    base = random_array((6, 40), "complex64")
+    w = 0.5 + random_array((6, 33), "float32")
+    v = 0.5 + random_array((6, 33), "float32")
+    big = cp.asarray(base)
+    xd = big[:, :33]
+    with F.FFT(xd, axes=[-1], options={"callback_fusion": "separate", "inplace": True}) as f:
+        lin, lout = f.get_input_layout(), f.get_output_layout()
+        assert lin == ((6, 33), (40, 1)) and lout == lin
+        f.plan(prolog=F.DeviceCallable(ltoir("prolog", "complex64"), data=place(w, lin)),
+               epilog=F.DeviceCallable(ltoir("epilog", "complex64"), data=place(v, lout)))
+        f.execute()
+    assert_close(cp.asnumpy(xd), fft_ref(base[:, :33] * w, (-1,)) * v, "complex64")
+    assert np.array_equal(cp.asnumpy(big[:, 33:]), base[:, 33:])  # the gaps are left alone
+
+
+def test_auto_choice_is_logged_and_both_ways_agree(caplog):
+    import cupy as cp
+
+    small = cp.asarray(random_array((8, 64), "complex64"))
+    long = cp.asarray(random_array((2, 1 << 20), "complex64"))
+    epi = ltoir("epilog", "complex64")
+    for x, expected in ((small, "run as a separate pass"), (long, "fused into cuFFT")):
+        w = cp.asarray(0.5 + random_array((x.size,), "float32"))
+        results = {}
+        for fusion in ("auto", "fused", "separate"):
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="cumath"):
+                with F.FFT(x, axes=[-1], options={"callback_fusion": fusion}) as f:
+                    f.plan(epilog=F.DeviceCallable(epi, data=w))
+                    results[fusion] = cp.asnumpy(f.execute())
+            if fusion == "auto":
+                assert expected in caplog.text, caplog.text
+        ref = fft_ref(cp.asnumpy(x), (-1,)) * cp.asnumpy(w).reshape(x.shape)
+        for fusion, y in results.items():
+            assert_close(y, ref, "complex64")
+
+
+def test_linked_pass_is_cached_on_disk():
+    import cupy as cp
+
+    from cumath.fft import _separate as S
+
+    x = cp.asarray(random_array((4, 32), "complex64"))
+    with F.FFT(x, axes=[-1], options={"callback_fusion": "separate"}) as f:
+        f.plan(epilog=F.DeviceCallable(ltoir("epilog", "complex64"), data=cp.ones(128, cp.float32)))
+        key = f._executor.passes.epilog.kernel.key
+        assert os.path.exists(S._STORE.path(key))
+        assert_close(cp.asnumpy(f.execute()), fft_ref(cp.asnumpy(x), (-1,)), "complex64")
