@@ -1,0 +1,42 @@
+"""Linear algebra: the generic matrix product on the CPU (BLAS) and the GPU (cuBLAS), with structured operands
+(symmetric, Hermitian, triangular, diagonal) through qualifiers. The shape of nvmath-python's ``nvmath.linalg``.
+
+``cumath.linalg.advanced`` (cuBLASLt: epilogs, autotuning, narrow precisions) loads on first use.
+"""
+
+from ..errors import InvalidStateError
+from .._core.execution import ExecutionCPU, ExecutionCUDA
+from ._generic.functions import matmul
+from ._generic.options import MatmulOptions
+from ._generic.planner import Matmul
+from ._generic.qualifiers import (
+    DiagonalMatrixQualifier,
+    DiagType,
+    FillMode,
+    GeneralMatrixQualifier,
+    HermitianMatrixQualifier,
+    MatrixQualifier,
+    SideMode,
+    SymmetricMatrixQualifier,
+    TriangularMatrixQualifier,
+    matrix_qualifiers_dtype,
+)
+
+#: Raised when a Matmul is used after free(), or executed before plan() (nvmath-python's name).
+InvalidMatmulState = InvalidStateError
+
+__all__ = ["matmul", "Matmul", "MatmulOptions", "matrix_qualifiers_dtype", "MatrixQualifier",
+           "GeneralMatrixQualifier", "SymmetricMatrixQualifier", "HermitianMatrixQualifier",
+           "TriangularMatrixQualifier", "DiagonalMatrixQualifier", "FillMode", "DiagType", "SideMode",
+           "ExecutionCPU", "ExecutionCUDA", "InvalidMatmulState", "advanced"]
+
+
+def __getattr__(name):
+    # the cuBLASLt module loads on first use (it is written separately and may be absent)
+    if name == "advanced":
+        import importlib
+
+        module = importlib.import_module(f"{__name__}.advanced")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'cumath.linalg' has no attribute {name!r}")
