@@ -152,9 +152,76 @@ def main(execution: str = "auto") -> int:
         t = time_call(lambda: cumath.fft.fft(x, execution="cuda"), min_time=0.1, repeat=5).median
         rows.append(("NumPy in, GPU FFT, NumPy out (2048 c128)", err, ok, t, None,
                      {"numpy": time_call(lambda: np.fft.fft(x), min_time=0.1, repeat=5).median}))
+    mm_rows = _matmul_rows(space, rng, mods)
+    failures += sum(not r[2] for r in mm_rows)
+    rows += mm_rows
     _print(rows)
     print("\nall results match NumPy" if not failures else f"\n{failures} result(s) did NOT match NumPy")
     return 1 if failures else 0
+
+
+def _matmul_rows(space, rng, mods):
+    """Matrix products: the generic matmul (BLAS) on the CPU; cuBLASLt with a fused epilog and the tall-skinny
+    memory-bound kernel on the GPU. Each row: (name, error, ok, stateless, stateful, peers)."""
+    import cumath
+
+    pkg = next(iter(mods), None) if space == "cuda" else None
+    sync = _sync(pkg, mods)
+    rows = []
+
+    def row(name, ops, call, make, ref, peers, tol, plan_kw=None):
+        res = call(*ops)
+        res = res[0] if isinstance(res, tuple) else res
+        err = _rel(_to_host(res), ref)
+        t_stateless = time_call(lambda: call(*ops), sync=sync, min_time=0.1, repeat=5).median
+        with make(*ops) as m:
+            m.plan(**(plan_kw(*ops) if plan_kw else {}))
+            t_stateful = time_call(m.execute, sync=sync, min_time=0.1, repeat=5).median
+        peer_times = {k: time_call(lambda p=p: p(*ops), sync=sync, min_time=0.1, repeat=5).median
+                      for k, p in peers.items()}
+        rows.append((name, err, err < tol, t_stateless, t_stateful, peer_times))
+
+    if space == "cpu":
+        lin = cumath.linalg
+        for (m, n, k), what in (((1024, 1024, 1024), "GEMM"), ((1_000_000, 40, 10), "tall-skinny")):
+            a, b, c = (rng.standard_normal(s) for s in ((m, k), (k, n), (m, n)))
+            ref = 1.5 * (a @ b) + 0.5 * c
+            row(f"{what} 1.5AB+0.5C {m}x{n}x{k} f64", (a, b, c),
+                lambda a, b, c: lin.matmul(a, b, c, alpha=1.5, beta=0.5),
+                lambda a, b, c: lin.Matmul(a, b, c, alpha=1.5, beta=0.5), ref,
+                {"numpy": lambda a, b, c: 1.5 * (a @ b) + 0.5 * c}, 1e-12)
+        return rows
+    from .linalg import advanced as adv
+
+    batch, m, n, k = 64, 512, 512, 512
+    a, b = rng.standard_normal((batch, m, k)).astype(np.float32), rng.standard_normal((batch, k, n)).astype(np.float32)
+    bias = rng.standard_normal((m, 1)).astype(np.float32)
+    ref = np.maximum(a.astype(np.float64) @ b + bias, 0)
+    ops = tuple(_upload(x, pkg, mods) for x in (a, b, bias))
+    peers = {}
+    if pkg == "torch":
+        torch = mods["torch"]
+        peers["torch"] = lambda a, b, bias: torch.relu(torch.baddbmm(bias, a, b))
+    elif pkg == "cupy":
+        cp = mods["cupy"]
+        peers["cupy"] = lambda a, b, bias: cp.maximum(cp.matmul(a, b) + bias, 0)
+    row(f"RELU_BIAS epilog {batch} x {m}x{n}x{k} f32", ops,
+        lambda a, b, bias: adv.matmul(a, b, epilog=adv.MatmulEpilog.RELU_BIAS, epilog_inputs={"bias": bias}),
+        lambda a, b, bias: adv.Matmul(a, b), ref, peers, 1e-4,
+        plan_kw=lambda a, b, bias: {"epilog": adv.MatmulEpilog.RELU_BIAS, "epilog_inputs": {"bias": bias}})
+    m, n, k = 4_000_000, 40, 10
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (m, n)))
+    ref = 1.5 * (a.astype(np.float64) @ b) + 0.5 * c
+    ops = tuple(_upload(x, pkg, mods) for x in (a, b, c))
+    peers = {}
+    if pkg == "torch":
+        peers["torch addmm"] = lambda a, b, c: mods["torch"].addmm(c, a, b, beta=0.5, alpha=1.5)
+    elif pkg == "cupy":
+        peers["cupy"] = lambda a, b, c: 1.5 * (a @ b) + 0.5 * c
+    row(f"tall-skinny 1.5AB+0.5C {m}x{n}x{k} f32", ops,
+        lambda a, b, c: adv.matmul(a, b, c, alpha=1.5, beta=0.5),
+        lambda a, b, c: adv.Matmul(a, b, c, alpha=1.5, beta=0.5), ref, peers, 1e-5)
+    return rows
 
 
 def _upload(host, pkg, mods):
