@@ -9,17 +9,90 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
+import platform
+import sys
 
 from ..._core.logging import format_bytes
 from ...memory import allocate
 from ._backends.cublaslt import LtProblem, raw_matmul
 from ._epilogs import aux_outputs, lt_epilog
+from ._traits import itemsize
 
-__all__ = ["Variant", "alignment"]
+__all__ = ["Variant", "alignment", "recycling_rule"]
 
 logger = logging.getLogger(__name__)
 
 _DESC = None  # cublasLtMatmulDescAttributes_t, bound on first use
+
+# Results recycled by Matmul.execute's hot path (see Variant.take): on/off, and the largest result recycled
+# (a large result's allocation is cheap next to its matmul, and holding two of them would cost memory).
+RECYCLE_RESULTS = True
+RECYCLE_MAX_BYTES = 4 << 20
+_RC = sys.getrefcount
+
+
+# Each package's rule: snapshot(entry) -> what must be unchanged for the result to be reused (counts of the
+# references to it and to its memory, and its metadata, which the caller may have changed in place before
+# dropping it: t_(), resize_(), set_(), a shape assignment), and free(entry) -> whether it is unchanged.
+# Both read the result through the same local references, so their counts agree.
+def _numpy_snapshot(e):  # NumPy views and buffer exports hold a reference to the array
+    x = e[0]
+    return _RC(x), x.shape, x.strides, x.dtype
+
+
+def _cupy_snapshot(e):  # CuPy views share the array's Memory object (and hold the array as their base)
+    x = e[0]
+    return _RC(x), _RC(x.data), _RC(x.data.mem), x.shape, x.strides, x.dtype
+
+
+def _same(snapshot):
+    return lambda e: snapshot(e) == e[3]
+
+
+def _torch_rule():
+    import torch
+
+    if getattr(torch.Tensor, "_use_count", None) is None or getattr(torch._C, "_storage_Use_Count", None) is None:
+        return None  # no way to see references held in C++: no recycling
+    storage_count = torch._C._storage_Use_Count
+
+    def snapshot(e):
+        # Python references; references to the TensorImpl (views' bases, autograd, DLPack capsules); to the
+        # storage (views, set_(), NumPy arrays over CPU storage) and to its Python object; the metadata
+        x = e[0]
+        s = x.untyped_storage()
+        return (_RC(x), x._use_count(), storage_count(s._cdata), _RC(s), x.data_ptr(), x.stride(), x.shape,
+                x.dtype, x.requires_grad)
+
+    def free(e):  # snapshot(e) == e[3], stopping at the first difference
+        x = e[0]
+        b = e[3]
+        if _RC(x) != b[0] or x._use_count() != b[1]:
+            return False
+        s = x.untyped_storage()
+        return (storage_count(s._cdata) == b[2] and _RC(s) == b[3] and x.data_ptr() == b[4] and x.stride() == b[5]
+                and x.shape == b[6] and x.dtype == b[7] and x.requires_grad == b[8])
+
+    return snapshot, free
+
+
+_RULES: dict = {}
+
+
+def recycling_rule(package: str):
+    """``(snapshot, free)`` of a recycling entry ``[result, pointer, stream, snapshot]`` for ``package``, or
+    None where the package gives no reliable reference counts (its results are then never recycled)."""
+    if package not in _RULES:
+        rule = None
+        if platform.python_implementation() == "CPython":
+            if package == "torch":
+                rule = _torch_rule()
+            elif package in ("numpy", "cupy"):
+                snap = _numpy_snapshot if package == "numpy" else _cupy_snapshot
+                rule = (snap, _same(snap))
+        _RULES[package] = rule
+    return _RULES[package]
 
 
 def _attrs():
@@ -80,6 +153,9 @@ class Variant:
         self.d_perm = perm
         self.args = None
         self.fast = self.hot = False
+        self.rule = None  # recycling_rule of the results' package (None: no recycling)
+        self.slots = ()  # up to two recent results: [result, pointer, stream, snapshot when made]
+        self.slot_bytes = 0
 
     # ------------------------------------------------------------------------------------ planning
     def heuristics(self, prefs, workspace_limit):
@@ -127,6 +203,11 @@ class Variant:
                      and not mm._host and not mm._options.result_amax and not mm._options.inplace)
         self.raw = raw_matmul()
         self.ptr = mm._pkg.pointer
+        self.slots = ()
+        nbytes = math.prod(g.result_shape) * itemsize(mm._dt.d)
+        self.rule = recycling_rule(mm._package) if RECYCLE_RESULTS and self.fast and nbytes <= RECYCLE_MAX_BYTES \
+            else None
+        self.slot_bytes = nbytes if self.rule is not None else 0
         self.bind(a, b, c)
         if self.kernel is None and self.algorithm.workspace_size:
             self.ensure_workspace(self.algorithm.workspace_size, stream)
@@ -145,6 +226,35 @@ class Variant:
         else:
             args[3], args[5] = a.ptr, b.ptr
         args[8] = c.ptr if (c is not None and self.c_direct) else 0
+
+    def take(self):
+        """A result for the hot path and its pointer: one of the two most recent results of this stream that
+        nobody but this plan refers to any more (no view, no storage or DLPack reference), else a new one.
+
+        Two, so that ``d = mm.execute()`` in a loop (which keeps the previous result alive during the call)
+        recycles too. A result reused on the stream that produced it is ordered after every use of it on that
+        stream, as the framework's own caching allocator would order it; a result whose last use was queued
+        on another stream with ``record_stream`` is not tracked (``RECYCLE_RESULTS = False`` turns this off).
+        """
+        stream = self.stream
+        if self.slots:
+            free = self.rule[1]
+            for e in self.slots:
+                if e[2] == stream and free(e):
+                    return e[0], e[1]
+        d = self.new_d()
+        p = self.ptr(d)
+        if self.rule is None:
+            return d, p
+        e = [d, p, stream, None]
+        del d
+        e[3] = self.rule[0](e)
+        self.slots = (self.slots[-1], e) if self.slots else (e,)
+        return e[0], p
+
+    @property
+    def recycled_bytes(self) -> int:
+        return self.slot_bytes * len(self.slots)
 
     def release_workspace(self):
         if self.workspace is not None:
@@ -167,6 +277,7 @@ class Variant:
                 self._update_hot()
 
     def free(self):
+        self.slots = ()
         self.release_workspace()
         if self.kernel is not None:
             try:

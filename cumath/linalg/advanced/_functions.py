@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from ..._core.cache import plan_cache
+from ..._core.operand import Operand, adapter, wrap_operand
 from ..._core.options import check_options
 from ..._core.streams import default_stream, stream_handle
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._planner import Matmul, _wrap
 
 __all__ = ["matmul"]
+
+_CURRENT_STREAM: dict = {}  # package -> function(device_id) returning its current stream
+
+
+def _current_stream(package, device_id):
+    fn = _CURRENT_STREAM.get(package)
+    if fn is None:  # the package's own query (default_stream's answer) without the dispatch on each call
+        fn = _CURRENT_STREAM[package] = (adapter(package).current_stream if package in ("cupy", "torch")
+                                         else lambda device_id, _p=package: default_stream(_p, device_id))
+    return fn(device_id)
 
 
 def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None, qualifiers=None,
@@ -21,7 +32,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     epilogs with auxiliary outputs return ``(result, aux)``. ``quantization_scales``: for FP8 operands.
     ``options``: :class:`MatmulOptions`; ``preferences``: :class:`MatmulPlanPreferences`; ``algorithm``: an
     Algorithm to run. The plan is cached (``cumath.config.plan_cache``), so repeated calls cost one library
-    call plus the result's allocation.
+    call plus the result's allocation (a small CuPy or PyTorch result the caller has dropped, with no view or
+    other reference left, is reused instead: see ``Matmul.execute``).
 
     Example::
 
@@ -31,12 +43,11 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         d = matmul(a, b, epilog=MatmulEpilog.RELU)             # relu(a @ b)
         d, aux = matmul(a, b, epilog=MatmulEpilog.RELU_AUX)    # aux["relu_aux"]: the bit-mask
     """
-    A = _wrap(a, "a")
-    B = _wrap(b, "b")
-    C = _wrap(c, "c") if c is not None else None
-    cacheable = (plan_cache.enabled and qualifiers is None and quantization_scales is None and algorithm is None
-                 and A.device_id is not None)
-    if not cacheable:
+    A = a if type(a) is Operand else wrap_operand(a, "a")
+    B = b if type(b) is Operand else wrap_operand(b, "b")
+    C = None if c is None else (c if type(c) is Operand else wrap_operand(c, "c"))
+    if not (plan_cache.enabled and qualifiers is None and quantization_scales is None and algorithm is None
+            and A.device_id is not None):
         with Matmul(A, B, C, alpha=alpha, beta=beta, qualifiers=qualifiers, quantization_scales=quantization_scales,
                     options=options, stream=stream) as mm:
             mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
@@ -46,7 +57,7 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         options = check_options(options, MatmulOptions, "matmul options")
     if preferences is not None and type(preferences) is not MatmulPlanPreferences:
         preferences = check_options(preferences, MatmulPlanPreferences, "plan preferences")
-    skey = stream_handle(stream) if stream is not None else default_stream(A.package, A.device_id)
+    skey = stream_handle(stream) if stream is not None else _current_stream(A.package, A.device_id)
     inputs = epilog_inputs
     ikey = None
     if inputs:

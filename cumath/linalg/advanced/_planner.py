@@ -379,13 +379,16 @@ class Matmul(Stateful):
     # -------------------------------------------------------------------------------------- execution
     def execute(self, *, algorithm=None, release_workspace=False, stream=None):
         """Run the matmul on the current operands; returns the result (the operands' package and device), or
-        ``(result, aux)`` for epilogs with auxiliary outputs (``aux`` a dict of arrays)."""
+        ``(result, aux)`` for epilogs with auxiliary outputs (``aux`` a dict of arrays). A small result (up to
+        4 MiB) of one of the two previous calls on the same stream that nobody refers to any more (no name,
+        view, storage, DLPack or autograd reference) is reused instead of allocating a new one."""
         v = self._v
         if v is not None and v.hot and algorithm is None and stream is None and not release_workspace and \
-                self._a is not None:  # the hot path: one allocation, one library call
-            d = v.new_d()
+                self._a is not None and (not self._explicit_stream or self._stream == default_stream(
+                    self._package, self._device)):  # the hot path: one (recycled) result, one library call
+            d, p = v.take()  # a new result comes from the package's current stream: the plan's, checked above
             args = v.args
-            args[10] = p = v.ptr(d)
+            args[10] = p
             if v.c_is_d:
                 args[8] = p
             status = v.raw(*args)
@@ -764,8 +767,9 @@ class Matmul(Stateful):
 
     @property
     def nbytes(self) -> int:
-        v = self._v
-        return (v.ws_size if v is not None else 0) + sum(b.size for b, _p, _o in self._mirrors.values())
+        """Device bytes the plan holds: workspaces, staging buffers, recycled results."""
+        return sum(v.ws_size + v.recycled_bytes for v in self._variants.values()) + sum(
+            b.size for b, _p, _o in self._mirrors.values())
 
 
 def _wrap(x, name):

@@ -435,3 +435,84 @@ def test_streams_and_plan_cache():
     d = la.matmul(a, b, stream=s)
     s.synchronize()
     check(d, epilog_ref("DEFAULT", a, b)[0], "float32", 64)
+
+
+# ------------------------------------------------------------------------------------------ recycled results
+def _recycles_torch():
+    return la._executor.recycling_rule("torch") is not None
+
+
+@pytest.mark.parametrize("layout", ["row", "col"])
+def test_recycled_results_torch(layout):
+    """Results the caller dropped are reused; kept ones, views and tensors autograd saved are never touched."""
+    a, b = rand((64, 48), "float32", layout), rand((48, 40), "float32", layout)
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        p = mm.execute().data_ptr()
+        d = mm.execute()
+        if _recycles_torch():
+            assert d.data_ptr() == p
+        kept, refs = [], []
+        for i in range(8):  # d = mm.execute() keeps the previous result alive during the call
+            a2 = rand((64, 48), "float32", layout)
+            mm.reset_operands(a=a2)
+            d = mm.execute()
+            if i % 3 == 0:
+                kept.append(d)
+                refs.append(epilog_ref("DEFAULT", a2, b)[0])
+        view, view_ref = d[1:, 2:], epilog_ref("DEFAULT", a2, b)[0][1:, 2:]
+        w = torch.randn(64, 40, device="cuda", requires_grad=True)
+        saved = mm.execute()
+        saved_ref = _np(saved).astype(np.float64)
+        loss = (saved * w).sum()  # autograd keeps the product's tensor: dL/dw = saved
+        del d, saved
+        for _ in range(6):
+            mm.reset_operands(a=rand((64, 48), "float32", layout))
+            mm.execute()
+        loss.backward()
+        torch.cuda.synchronize()
+        for x, ref in zip(kept, refs):
+            check(x, ref, "float32", 48)
+        check(view, view_ref, "float32", 48)
+        assert np.array_equal(_np(w.grad).astype(np.float64), saved_ref)
+
+
+def test_recycled_results_torch_loops_and_streams():
+    n = 64
+    a, w = rand((n, n), "float32"), rand((n, n), "float32", scale=1 / 8)
+    x = _np(a).astype(np.float64)
+    d = la.matmul(a, w)
+    for _ in range(5):  # stateless feed-back: the input is never the output
+        x = x @ _np(w)
+        check(d, x, "float32", n, factor=4)
+        d = la.matmul(d, w)
+    with la.Matmul(a, w) as mm:
+        mm.plan()
+        p0 = mm.execute().data_ptr()
+        s = torch.cuda.Stream()
+        mm.reset_operands(stream=s)
+        d1 = mm.execute()
+        assert d1.data_ptr() != p0  # made on another stream: not reused here
+        s.synchronize()
+        check(d1, epilog_ref("DEFAULT", a, w)[0], "float32", n)
+
+
+def test_recycled_results_cupy():
+    cp = pytest.importorskip("cupy")
+    a, b = cp.asarray(rand((33, 20), "float64")), cp.asarray(rand((20, 17), "float64"))
+    with la.Matmul(a, b) as mm:
+        mm.plan()
+        p = mm.execute().data.ptr
+        d = mm.execute()
+        assert d.data.ptr == p
+        view, want = d[2:], cp.asnumpy(d[2:])
+        del d
+        kept = []
+        for _ in range(5):
+            a2 = cp.asarray(rand((33, 20), "float64"))
+            mm.reset_operands(a=a2)
+            kept.append((mm.execute(), cp.asnumpy(a2) @ cp.asnumpy(b)))
+        cp.cuda.get_current_stream().synchronize()
+        assert np.array_equal(cp.asnumpy(view), want)
+        for x, ref in kept:
+            check(x, ref, "float64", 20)
