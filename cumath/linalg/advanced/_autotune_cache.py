@@ -17,6 +17,7 @@ How to use (for the Matmul operation)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -140,6 +141,23 @@ def lookup(problem_key, *, environment: dict | None = None) -> Algorithm | None:
     return alg
 
 
+@contextlib.contextmanager
+def _interprocess_lock(path: str):
+    """An exclusive advisory lock on ``<path>.lock`` (POSIX ``flock``; no lock where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: atomic writes still keep files whole; the fastest entry may lose a race
+        yield
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
           environment: dict | None = None) -> bool:
     """Record ``algorithm`` (timed ``time_ms``, default its ``measured_time``) as the best for ``problem_key``.
@@ -154,17 +172,18 @@ def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
         raise ValueError(f"store needs a measured time in ms (non-negative), got {t!r}")
     t = float(t)
     path, canonical, env = _path(problem_key, environment)
-    existing = _read(path, canonical, env)
-    if existing is not None and existing[1] <= t:
-        with _lock:
-            _memory[path] = existing
-        logger.debug("matmul autotune cache: kept the stored %.4g ms entry over %.4g ms", existing[1], t)
-        return False
-    alg_dict = algorithm.to_dict()
-    alg_dict["measured_time_ms"] = t
-    entry = {"format": ENTRY_FORMAT, "version": ENTRY_VERSION, "problem": canonical, "environment": env,
-             "time_ms": t, "stored_at": time.time(), "algorithm": alg_dict}
-    atomic_write_text(path, json.dumps(entry, indent=1))
+    with _interprocess_lock(path):  # read-compare-write must not interleave with another process's
+        existing = _read(path, canonical, env)
+        if existing is not None and existing[1] <= t:
+            with _lock:
+                _memory[path] = existing
+            logger.debug("matmul autotune cache: kept the stored %.4g ms entry over %.4g ms", existing[1], t)
+            return False
+        alg_dict = algorithm.to_dict()
+        alg_dict["measured_time_ms"] = t
+        entry = {"format": ENTRY_FORMAT, "version": ENTRY_VERSION, "problem": canonical, "environment": env,
+                 "time_ms": t, "stored_at": time.time(), "algorithm": alg_dict}
+        atomic_write_text(path, json.dumps(entry, indent=1))
     with _lock:
         _memory[path] = (alg_dict, t)
     logger.info("matmul autotune cache: stored algorithm %d (%.4g ms) for %s", algorithm.algorithm_id, t, canonical)
@@ -182,7 +201,7 @@ def clear(*, memory_only: bool = False) -> None:
     root = config.cache_dir("matmul-autotune")
     for folder, _dirs, files in os.walk(root):
         for name in files:
-            if name.endswith(".json"):
+            if name.endswith((".json", ".lock")):
                 try:
                     os.unlink(os.path.join(folder, name))
                 except OSError:
