@@ -230,7 +230,7 @@ def gpu_benchmarks(quick: bool):
                                                            min_time=tmin))
         record(name, "cupy.fft.fftn", time_call(lambda: cp.fft.fftn(xc, axes=axes), sync=sync_cp, min_time=tmin))
         record(name, "torch.fft.fftn", time_call(lambda: torch.fft.fftn(xt, dim=axes), sync=sync_t, min_time=tmin))
-        del xc, xt, y
+        xc = xt = y = None  # (not `del`: the timed lambdas above close over these names)
         cp.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
 

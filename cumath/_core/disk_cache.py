@@ -19,7 +19,7 @@ import tempfile
 import threading
 from typing import NamedTuple
 
-__all__ = ["ContentStore", "Entry", "digest"]
+__all__ = ["ContentStore", "Entry", "digest", "atomic_write"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,17 +155,7 @@ class ContentStore:
         path = None
         try:
             path = self.path(key)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=self.suffix)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(path, blob, suffix=self.suffix)
         except OSError as exc:  # a read-only or full cache folder costs a recompile next time, nothing more
             logger.warning("could not write the cache file %s: %s", path or self.folder, exc)
 
@@ -189,3 +179,20 @@ class ContentStore:
         """Forget what this process holds in memory (the files stay)."""
         with self._lock:
             self._memory.clear()
+
+
+def atomic_write(path: str, data: bytes, *, suffix: str = "") -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename, so a
+    reader (another process included) sees the old file or the whole new one, never a torn one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -30,9 +30,9 @@ import json
 import logging
 import os
 import statistics
-import tempfile
 
 from ..._bindings import cublaslt as lt
+from ..._core.disk_cache import atomic_write
 from ...errors import CUBLASLtError
 
 __all__ = [
@@ -532,19 +532,8 @@ def load_algorithms(path, *, check_environment: bool = True, environment: dict |
 
 
 def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``text`` (UTF-8) to ``path`` atomically (temporary file in the same folder, then a rename)."""
+    atomic_write(os.path.abspath(path), text.encode("utf-8"), suffix=".json")
 
 
 # ----------------------------------------------------------------------------------- check and tune
