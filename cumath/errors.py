@@ -17,6 +17,8 @@ __all__ = [
     "NVRTCError",
     "NVJitLinkError",
     "CUDADriverError",
+    "MathDxError",
+    "CURANDError",
 ]
 
 
@@ -75,6 +77,16 @@ class NVJitLinkError(LibraryError):
 
 class CUDADriverError(LibraryError):
     library = "CUDA driver"
+
+
+class MathDxError(LibraryError):
+    """libmathdx (cuFFTDx/cuBLASDx/cuSOLVERDx code generation) failed; ``detail`` carries its last error text."""
+
+    library = "libmathdx"
+
+
+class CURANDError(LibraryError):
+    library = "cuRAND"
 
 
 class LibraryNotFoundError(CumathError, OSError):

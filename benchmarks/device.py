@@ -1,0 +1,297 @@
+"""Device APIs benchmark (issue 5's figures), on a GPU: numba-cuda kernels calling cumath.device against peers.
+
+- GBM: 524,288 paths x 252 steps, float32, Philox4_32_10 with normal4, one path per thread, against CuPy's
+  standard_normal + cumsum + exp on the same problem, and nvmath-python's device-RNG kernel (894 us, measured
+  2026-11-29 on the H200; quoted, not run). Also the time to a first result in a fresh process (the cuRAND
+  shim compiled) and in a second process (read from the disk cache).
+- Block FFT: 2^20 FFTs of size 128 complex64 in one kernel against cuFFT through CuPy (cupy.fft.fft, plan
+  cached); an FFT convolution (forward, multiply, inverse) in one kernel against CuPy's fft * h -> ifft.
+  Also the first-use time of the two FFT descriptors (libmathdx code generation) and from the cache.
+- Block GEMM: batched 32 x 32 x 32 float32 GEMMs, one per block, against cuBLAS batched through cupy.matmul.
+
+Per-call medians of interleaved rounds (cumath._core.timing.time_interleaved), ratios, and --json output.
+
+    python benchmarks/device.py [--json out.json] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from cumath._core.timing import time_interleaved  # noqa: E402
+
+NVMATH_GBM_US = 894.0  # nvmath-python's device-RNG GBM kernel on the H200 (issue 5)
+CUPY_GBM_US = 8577.0  # CuPy standard_normal + cumsum + exp, as measured for the issue
+ROWS: list[dict] = []
+
+
+def report(section, name, seconds, **extra):
+    row = {"section": section, "name": name, "us": seconds * 1e6, **extra}
+    ROWS.append(row)
+    more = "".join(f"  {k}={v:.3g}" if isinstance(v, float) else f"  {k}={v}" for k, v in extra.items())
+    print(f"  {name:<48s} {seconds * 1e6:10.1f} us{more}", flush=True)
+
+
+def timed(fns, sync, number, rounds):
+    return {k: v.median for k, v in time_interleaved(fns, sync=sync, number=number, rounds=rounds).items()}
+
+
+# ------------------------------------------------------------------------------------------------------ GBM
+
+_FIRST_USE = textwrap.dedent("""
+    import json, sys, time
+    t0 = time.perf_counter()
+    import numpy as np
+    from cumath._core.numba_compat import import_numba_cuda
+    cuda = import_numba_cuda()  # the NumPy 2.5 compatibility step before numba-cuda compiles anything
+    from cumath.device import random
+    compiled = random.Compile()
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def init(states, seed):
+        i = cuda.grid(1)
+        if i < states.shape[0]:
+            random.init(seed, i, 0, states[i])
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def draw(states, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = random.normal4(states[i]).x
+    states = random.StatesPhilox4_32_10(1024)
+    out = cuda.device_array(1024, dtype=np.float32)
+    init[8, 128](states, 1)
+    draw[8, 128](states, out)
+    out.copy_to_host()
+    print(json.dumps({"seconds": time.perf_counter() - t0}))
+""")
+
+
+def first_use(code: str, cache: str) -> float:
+    env = dict(os.environ, CUMATH_CACHE_DIR=cache, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if res.returncode:
+        raise RuntimeError(res.stderr[-2000:])
+    return json.loads(res.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def bench_gbm(cp, cuda, quick):
+    from cumath.device import random
+
+    print("GBM: Philox4_32_10 normal4, one path per thread, float32", flush=True)
+    npaths, nsteps, mu, sigma, s0 = (65536 if quick else 524288), 252, 0.0003, 0.012, 100.0
+    with tempfile.TemporaryDirectory() as cache:
+        cold = first_use(_FIRST_USE, cache)
+        warm = first_use(_FIRST_USE, cache)
+    report("gbm", "first result, fresh process (shim compiled)", cold)
+    report("gbm", "first result, second process (disk cache)", warm, ratio_to_fresh=warm / cold)
+    compiled = random.Compile()
+
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def init(states, seed):
+        i = cuda.grid(1)
+        if i < states.shape[0]:
+            random.init(seed, i, 0, states[i])
+
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def gbm(states, paths, nsteps, mu, sigma, s0):
+        i = cuda.grid(1)
+        if i >= paths.shape[0]:
+            return
+        s = s0
+        paths[i, 0] = s
+        for t in range(1, nsteps, 4):
+            v = random.normal4(states[i])
+            z = (v.x, v.y, v.z, v.w)
+            for j in range(4):
+                if t + j < nsteps:
+                    s = s * math.exp(mu + sigma * z[j])
+                    paths[i, t + j] = s
+
+    states = random.StatesPhilox4_32_10(npaths)
+    paths = cp.empty((npaths, nsteps), dtype=cp.float32, order="F")
+    blocks = npaths // 128
+    init[blocks, 128](states, 7777)
+    launch = gbm[blocks, 128]
+    mu32, sigma32, s032 = np.float32(mu), np.float32(sigma), np.float32(s0)
+
+    def cumath_gbm():
+        launch(states, paths, nsteps, mu32, sigma32, s032)
+
+    def cupy_gbm():
+        z = cp.random.standard_normal((npaths, nsteps - 1), dtype=cp.float32) * sigma + mu
+        out = cp.empty((npaths, nsteps), dtype=cp.float32)
+        out[:, 0] = s0
+        out[:, 1:] = s0 * cp.exp(cp.cumsum(z, axis=1))
+        return out
+
+    t = timed({"cumath": cumath_gbm, "cupy": cupy_gbm}, cuda.synchronize, 3 if quick else 10, 7 if quick else 15)
+    lr = np.log(cp.asnumpy(paths[:, -1]).astype(np.float64) / s0)
+    report("gbm", f"cumath kernel ({npaths} x {nsteps})", t["cumath"], mean_log_return=float(lr.mean()),
+           vs_nvmath=t["cumath"] * 1e6 / NVMATH_GBM_US)
+    report("gbm", "CuPy standard_normal + cumsum + exp", t["cupy"], speedup=t["cupy"] / t["cumath"],
+           issue_cupy_us=CUPY_GBM_US)
+    print(f"  -> figure: kernel {t['cumath'] * 1e6:.0f} us = {t['cumath'] * 1e6 / NVMATH_GBM_US:.2f}x nvmath "
+          f"(target <= 1.0x); {t['cupy'] / t['cumath']:.1f}x faster than CuPy (target >= 9x)", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------------ FFT
+
+def fft_kernels(cuda, fwd, inv):
+    fpb, stride, ept, storage, n = fwd.ffts_per_block, fwd.stride, fwd.elements_per_thread, fwd.storage_size, fwd.size
+    vt = fwd.value_type
+
+    @cuda.jit(link=fwd.files)
+    def fft_rows(x, y):
+        row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+        td = cuda.local.array(storage, dtype=vt)
+        smem = cuda.shared.array(0, dtype=vt)
+        for i in range(ept):
+            td[i] = x[row, cuda.threadIdx.x + i * stride]
+        fwd(td, smem)
+        for i in range(ept):
+            y[row, cuda.threadIdx.x + i * stride] = td[i]
+
+    @cuda.jit(link=fwd.files + inv.files)
+    def convolve_rows(x, h, y):
+        row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+        td = cuda.local.array(storage, dtype=vt)
+        smem = cuda.shared.array(0, dtype=vt)
+        for i in range(ept):
+            td[i] = x[row, cuda.threadIdx.x + i * stride]
+        fwd(td, smem)
+        for i in range(ept):
+            td[i] = td[i] * h[cuda.threadIdx.x + i * stride]
+        inv(td, smem)
+        for i in range(ept):
+            y[row, cuda.threadIdx.x + i * stride] = td[i] / n
+
+    return fft_rows, convolve_rows
+
+
+def bench_fft(cp, cuda, quick):
+    import cumath.device as dev
+
+    print("Block FFT: batches of size-128 complex64 FFTs in one kernel", flush=True)
+    n, batch = 128, (1 << 16 if quick else 1 << 20)
+    t0 = time.perf_counter()
+    kw = dict(size=n, precision=np.float32, fft_type="c2c", execution="Block", ffts_per_block="suggested",
+              elements_per_thread=8)
+    fwd, inv = dev.FFT(direction="forward", **kw), dev.FFT(direction="inverse", **kw)
+    fwd.files, inv.files  # generate (or read from the cache) both LTO-IRs now
+    report("fft", "descriptors + code (first use in this process)", time.perf_counter() - t0)
+    fft_rows, convolve_rows = fft_kernels(cuda, fwd, inv)
+    rng = cp.random.default_rng(0)
+    x = rng.standard_normal((batch, n), dtype=cp.float32) + 1j * rng.standard_normal((batch, n), dtype=cp.float32)
+    x = x.astype(cp.complex64)
+    h = cp.fft.fft(cp.exp(-cp.arange(n, dtype=cp.float32) / 8)).astype(cp.complex64)
+    y = cp.empty_like(x)
+    grid = batch // fwd.ffts_per_block
+    fft_launch = fft_rows[grid, fwd.block_dim, 0, fwd.shared_memory_size]
+    conv_launch = convolve_rows[grid, fwd.block_dim, 0, fwd.shared_memory_size]
+    fft_launch(x, y)
+    err = float(cp.linalg.norm(y - cp.fft.fft(x, axis=-1)) / cp.linalg.norm(y))
+    t = timed({"cumath": lambda: fft_launch(x, y), "cupy": lambda: cp.fft.fft(x, axis=-1)}, cuda.synchronize,
+              5 if quick else 20, 7 if quick else 15)
+    gbs = 2 * x.nbytes / t["cumath"] / 1e9
+    report("fft", f"cumath block FFT ({batch} x {n})", t["cumath"], rel_err=err, GBps=gbs)
+    report("fft", "cuFFT through cupy.fft.fft", t["cupy"], ratio=t["cupy"] / t["cumath"])
+    conv_launch(x, h, y)
+    ref = cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)
+    err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+    t = timed({"cumath": lambda: conv_launch(x, h, y),
+               "cupy": lambda: cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)},
+              cuda.synchronize, 5 if quick else 20, 7 if quick else 15)
+    report("fft", "cumath FFT convolution in one kernel", t["cumath"], rel_err=err)
+    report("fft", "CuPy fft * h -> ifft", t["cupy"], ratio=t["cupy"] / t["cumath"])
+
+
+# ----------------------------------------------------------------------------------------------------- GEMM
+
+def bench_gemm(cp, cuda, quick):
+    import cumath.device as dev
+
+    print("Block GEMM: batched 32 x 32 x 32 float32, one GEMM per block", flush=True)
+    m = n = k = 32
+    batch = 4096 if quick else 65536
+    MM = dev.Matmul(size=(m, n, k), precision=np.float32, data_type="real", block_size=128,
+                    arrangement=("row_major", "row_major", "row_major"))
+    lda, ldb, ldc = MM.leading_dimension
+    sa_n, sb_n, sc_n, nt = MM.a_size, MM.b_size, MM.c_size, MM.block_size
+
+    @cuda.jit(link=MM.files)
+    def gemm(a, b, c):  # row-major tiles: the C-order batches copy straight in
+        bi = cuda.blockIdx.x
+        sa = cuda.shared.array(sa_n, dtype=np.float32)
+        sb = cuda.shared.array(sb_n, dtype=np.float32)
+        sc = cuda.shared.array(sc_n, dtype=np.float32)
+        t = cuda.threadIdx.x
+        for e in range(t, m * k, nt):
+            sa[(e // k) * lda + e % k] = a[bi, e // k, e % k]
+        for e in range(t, k * n, nt):
+            sb[(e // n) * ldb + e % n] = b[bi, e // n, e % n]
+        cuda.syncthreads()
+        MM(1.0, sa, sb, 0.0, sc)
+        cuda.syncthreads()
+        for e in range(t, m * n, nt):
+            c[bi, e // n, e % n] = sc[(e // n) * ldc + e % n]
+
+    rng = cp.random.default_rng(1)
+    a = rng.standard_normal((batch, m, k), dtype=cp.float32)
+    b = rng.standard_normal((batch, k, n), dtype=cp.float32)
+    c = cp.empty((batch, m, n), dtype=cp.float32)
+    launch = gemm[batch, MM.block_dim]
+    launch(a, b, c)
+    err = float(cp.linalg.norm(c - cp.matmul(a, b)) / cp.linalg.norm(c))
+    t = timed({"cumath": lambda: launch(a, b, c), "cupy": lambda: cp.matmul(a, b)}, cuda.synchronize,
+              5 if quick else 20, 7 if quick else 15)
+    flops = 2 * m * n * k * batch
+    report("gemm", f"cumath block GEMM ({batch} x {m}x{n}x{k})", t["cumath"], rel_err=err,
+           TFLOPs=flops / t["cumath"] / 1e12)
+    report("gemm", "cuBLAS batched through cupy.matmul", t["cupy"], ratio=t["cupy"] / t["cumath"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the measurements here")
+    parser.add_argument("--quick", action="store_true", help="smaller problems, fewer rounds")
+    parser.add_argument("--only", choices=("gbm", "fft", "gemm"), action="append")
+    args = parser.parse_args()
+    import cumath.device as dev
+
+    reason = dev.unavailable_reason()
+    if reason:
+        print(f"skipped: {reason}")
+        return
+    import cupy as cp
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    print(f"GPU: {name.decode() if isinstance(name, bytes) else name}")
+    for name, fn in (("gbm", bench_gbm), ("fft", bench_fft), ("gemm", bench_gemm)):
+        if args.only and name not in args.only:
+            continue
+        try:
+            fn(cp, cuda, args.quick)
+        except Exception as exc:  # one section failing leaves the others' figures
+            print(f"  {name} FAILED: {type(exc).__name__}: {exc}", flush=True)
+            ROWS.append({"section": name, "error": f"{type(exc).__name__}: {exc}"})
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(ROWS, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

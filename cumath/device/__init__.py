@@ -1,0 +1,97 @@
+"""Device APIs: library math inside your own numba-cuda kernels (the shape of ``nvmath.device``).
+
+- :class:`FFT` / :func:`fft`: cuFFTDx block and thread FFTs;
+- :class:`Matmul` / :func:`matmul`: cuBLASDx block GEMMs on shared-memory tiles;
+- :class:`Solver` and its adapters (:class:`CholeskySolver`, :class:`LUSolver`, :class:`LUPivotSolver`,
+  :class:`QRFactorize`, :class:`QRMultiply`, :class:`LQFactorize`, :class:`LQMultiply`,
+  :class:`TriangularSolver`, :class:`LeastSquaresSolver`): cuSOLVERDx dense solvers, batched per block;
+- :mod:`cumath.device.random`: cuRAND's device generators and distributions.
+
+The device code is generated on the host (libmathdx for the Dx libraries, NVRTC for the cuRAND shim) as
+LTO-IR, cached in memory and on disk, and linked into the kernel by numba-cuda through nvJitLink. Needs the
+``dx`` extra (``pip install "cumath[dx]"``: numba-cuda and libmathdx) and the ``cu13`` extra.
+
+Importing this package imports neither numba nor any native library; everything loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize",
+           "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",
+           "ComputeCapability", "CodeType", "Dim3", "LeadingDimension", "TransposeMode", "clear_cache",
+           "unavailable_reason"]
+
+_LAZY = {
+    "FFT": "._fft", "fft": "._fft",
+    "Matmul": "._matmul", "matmul": "._matmul",
+    "Solver": "._solver", "CholeskySolver": "._solver", "LUSolver": "._solver", "LUPivotSolver": "._solver",
+    "QRFactorize": "._solver", "QRMultiply": "._solver", "LQFactorize": "._solver", "LQMultiply": "._solver",
+    "TriangularSolver": "._solver", "LeastSquaresSolver": "._solver",
+    "ComputeCapability": "._common", "CodeType": "._common", "Dim3": "._common", "LeadingDimension": "._common",
+    "TransposeMode": "._common",
+}
+
+
+def __getattr__(name):
+    if name == "random":
+        module = importlib.import_module(f"{__name__}.random")
+        globals()[name] = module
+        return module
+    source = _LAZY.get(name)
+    if source is None:
+        raise AttributeError(f"module 'cumath.device' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def unavailable_reason(*needs: str) -> str | None:
+    """Why the device APIs cannot run here, or None: ``needs`` from 'gpu', 'numba', 'mathdx' (FFT, Matmul,
+    solvers) and 'curand' (the random module's headers); all four when none is given."""
+    needs = needs or ("gpu", "numba", "mathdx", "curand")
+    unknown = set(needs) - {"gpu", "numba", "mathdx", "curand"}
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; the allowed values are 'gpu', 'numba', 'mathdx', 'curand'")
+    if "numba" in needs:
+        from .._core.numba_compat import import_numba_cuda
+
+        try:
+            import_numba_cuda(feature="cumath.device")
+        except ImportError as exc:
+            return str(exc)
+    if "gpu" in needs:
+        from .._core.cuda import device_count
+
+        if device_count() == 0:
+            return "no CUDA GPU is usable here"
+    if "mathdx" in needs:
+        from .._bindings import mathdx
+
+        try:
+            mathdx.load()
+        except OSError as exc:
+            return str(exc)
+    if "curand" in needs:
+        from .._bindings import curand_device, nvrtc
+
+        try:
+            nvrtc.nvrtcVersion()
+            curand_device.include_dirs()
+        except OSError as exc:
+            return str(exc)
+    return None
+
+
+def clear_cache(*, disk: bool = False) -> None:
+    """Forget generated device code held in memory (and on disk with ``disk=True``)."""
+    from . import _codegen
+
+    _codegen.clear_memory_cache()
+    if disk:
+        import shutil
+
+        from ..config import cache_dir
+
+        shutil.rmtree(cache_dir("device"), ignore_errors=True)

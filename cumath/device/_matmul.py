@@ -1,0 +1,319 @@
+"""cuBLASDx block GEMMs inside numba-cuda kernels: :class:`Matmul` and the function form :func:`matmul`.
+
+The in-kernel call computes ``C = alpha * op(A) @ op(B) + beta * C`` on tiles in shared memory, all threads of
+the block taking part (cuBLASDx's shared-memory pointer API; the leading dimensions are fixed when the code is
+generated, or passed at run time with ``execute_api='dynamic_leading_dimensions'``).
+"""
+
+from __future__ import annotations
+
+from .._core.disk_cache import digest
+from ._codegen import Descriptor, Generator
+from ._common import (
+    VALUE_TYPES,
+    CodeType,
+    DeviceFunction,
+    Dim3,
+    LeadingDimension,
+    TransposeMode,
+    choice,
+    function_form_sm,
+    int_triple,
+    normalize_cc,
+    normalize_precision,
+    precision_enum,
+    value_type_enum,
+)
+
+__all__ = ["Matmul", "matmul"]
+
+_DATA_TYPES = {"real": "CUBLASDX_TYPE_REAL", "complex": "CUBLASDX_TYPE_COMPLEX"}
+_ARRANGEMENTS = {"col_major": "CUBLASDX_ARRANGEMENT_COL_MAJOR", "row_major": "CUBLASDX_ARRANGEMENT_ROW_MAJOR"}
+_TRANSPOSE = {"non_transposed": "CUBLASDX_TRANSPOSE_MODE_NON_TRANSPOSED",
+              "transposed": "CUBLASDX_TRANSPOSE_MODE_TRANSPOSED",
+              "conj_transposed": "CUBLASDX_TRANSPOSE_MODE_CONJ_TRANSPOSED"}
+_APIS = {"static_leading_dimensions": "CUBLASDX_API_SMEM", "dynamic_leading_dimensions": "CUBLASDX_API_SMEM_DYNAMIC_LD"}
+_PRECISIONS = ("float16", "float32", "float64")
+
+
+def _suggested(value) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "suggested"
+
+
+class Matmul(DeviceFunction):
+    """A cuBLASDx GEMM for use inside numba-cuda kernels (the shape of ``nvmath.device.Matmul``).
+
+    Args:
+        size: ``(m, n, k)``: C is m x n, op(A) m x k, op(B) k x n.
+        precision: ``numpy.float16``, ``numpy.float32`` or ``numpy.float64``, or a 3-sequence for A, B and C.
+        data_type: ``'real'`` or ``'complex'``.
+        sm: target compute capability; default: the current GPU's.
+        block_size: threads of a 1-D block (or ``'suggested'``); exclusive with ``block_dim``.
+        block_dim: a ``Dim3``/3-sequence of threads per block (or ``'suggested'``).
+        leading_dimension: ``(lda, ldb, ldc)`` of the shared-memory tiles, or ``'suggested'`` (padded to avoid
+            bank conflicts); default: the tiles' leading extents.
+        transpose_mode: ``(a_mode, b_mode)`` from 'non_transposed', 'transposed', 'conj_transposed' (A and B
+            are stored column-major as ``a_dim`` / ``b_dim``); exclusive with ``arrangement``.
+        arrangement: ``(a, b, c)`` from 'col_major' and 'row_major'; default: all column-major.
+        alignment: ``(a, b, c)`` alignments of the tiles in bytes.
+        static_block_dim: promise that the kernel is launched with exactly ``block_dim``.
+        execution: ``'Block'`` (the only one cuBLASDx offers).
+        execute_api: ``'static_leading_dimensions'`` (default) or ``'dynamic_leading_dimensions'`` (the
+            in-kernel call then takes ``lda``, ``ldb``, ``ldc`` after each tile).
+
+    Inside a kernel (tiles in shared memory, ``a_size`` elements for A and so on)::
+
+        MM(alpha, smem_a, smem_b, beta, smem_c)       # or MM.execute(...)
+    """
+
+    def __init__(self, size, precision, data_type, *, sm=None, block_size=None, block_dim=None,
+                 leading_dimension=None, transpose_mode=None, arrangement=None, alignment=None, function="MM",
+                 static_block_dim=False, execution="Block", execute_api=None):
+        self._size = int_triple(size, "size")
+        if not isinstance(size, (tuple, list)) or len(size) != 3:
+            raise ValueError(f"size={size!r} must be a sequence (m, n, k)")
+        if isinstance(precision, (tuple, list)):
+            if len(precision) != 3:
+                raise ValueError(f"precision={precision!r} must be one dtype or three (for A, B and C)")
+            self._precision = tuple(normalize_precision(p, allowed=_PRECISIONS) for p in precision)
+        else:
+            self._precision = (normalize_precision(precision, allowed=_PRECISIONS),) * 3
+        self._data_type = choice(data_type, tuple(_DATA_TYPES), "data_type")
+        if self._data_type == "complex" and "float16" in self._precision:
+            raise ValueError("complex half-precision GEMMs are not offered by cumath.device (no numba type for "
+                             "complex32); use float32 or float64")
+        if choice(function, ("MM",), "function", case=str.upper) != "MM":
+            raise ValueError(f"function={function!r}")
+        self._execution = choice(execution, ("Block",), "execution")
+        if block_size is not None and block_dim is not None:
+            raise ValueError("pass block_size or block_dim, not both")
+        if block_size is not None and not _suggested(block_size):
+            self._block_dim = int_triple(block_size, "block_size")
+            if isinstance(block_size, (tuple, list)):
+                raise TypeError("block_size must be an integer (use block_dim for a 2-D or 3-D block)")
+        elif block_dim is not None and not _suggested(block_dim):
+            self._block_dim = int_triple(block_dim, "block_dim")
+        else:
+            self._block_dim = None
+        if transpose_mode is not None and arrangement is not None:
+            raise ValueError("pass transpose_mode or arrangement, not both (transpose_mode is cuBLASDx's older "
+                             "spelling)")
+        self._transpose_mode = None
+        self._arrangement = None
+        if transpose_mode is not None:
+            if isinstance(transpose_mode, str) or len(transpose_mode) != 2:
+                raise ValueError(f"transpose_mode={transpose_mode!r} must be a pair (a_mode, b_mode)")
+            self._transpose_mode = TransposeMode(*(choice(t, tuple(_TRANSPOSE), "transpose_mode")
+                                                   for t in transpose_mode))
+        else:
+            arr = arrangement if arrangement is not None else ("col_major",) * 3
+            if isinstance(arr, str) or len(arr) != 3:
+                raise ValueError(f"arrangement={arrangement!r} must be a triple (a, b, c)")
+            self._arrangement = tuple(choice(a, tuple(_ARRANGEMENTS), "arrangement") for a in arr)
+        if leading_dimension is None or _suggested(leading_dimension):
+            self._ld = None if leading_dimension is None else "suggested"
+        else:
+            self._ld = LeadingDimension(*int_triple(leading_dimension, "leading_dimension"))
+            if len(tuple(leading_dimension)) != 3:
+                raise ValueError(f"leading_dimension={leading_dimension!r} must be a triple (lda, ldb, ldc)")
+            for name, ld, need in zip("abc", self._ld, self._min_ld()):
+                if ld < need:
+                    raise ValueError(f"leading_dimension: ld{name}={ld} is less than the tile's leading extent {need}")
+        self._alignment = None if alignment is None else int_triple(alignment, "alignment")
+        if isinstance(static_block_dim, str) or not isinstance(static_block_dim, (bool, int)):
+            raise TypeError("static_block_dim must be True or False")
+        self._static_block_dim = bool(static_block_dim)
+        api = "static_leading_dimensions" if execute_api is None else execute_api
+        self._execute_api = choice(api, tuple(_APIS), "execute_api")
+        self._sm = normalize_cc(sm)
+        self._gen = None
+
+    # --------------------------------------------------------------------------------------- arithmetic
+    def _dims(self):
+        """Stored (rows, cols) of A, B, C and whether each is stored column-major."""
+        m, n, k = self._size
+        if self._transpose_mode is not None:
+            a = (m, k) if self._transpose_mode.a == "non_transposed" else (k, m)
+            b = (k, n) if self._transpose_mode.b == "non_transposed" else (n, k)
+            return (a, b, (m, n)), (True, True, True)
+        return ((m, k), (k, n), (m, n)), tuple(a == "col_major" for a in self._arrangement)
+
+    def _min_ld(self):
+        dims, col = self._dims()
+        return tuple(r if c else cl for (r, cl), c in zip(dims, col))
+
+    # ---------------------------------------------------------------------------------------- operators
+    def _operators(self, ld) -> tuple:
+        ops = [("CUBLASDX_OPERATOR_FUNCTION", "CUBLASDX_FUNCTION_MM"), ("CUBLASDX_OPERATOR_SIZE", self._size),
+               ("CUBLASDX_OPERATOR_TYPE", _DATA_TYPES[self._data_type]),
+               ("CUBLASDX_OPERATOR_PRECISION", tuple(precision_enum(p) for p in self._precision)),
+               ("CUBLASDX_OPERATOR_SM", self._sm.sm), ("CUBLASDX_OPERATOR_EXECUTION", "COMMONDX_EXECUTION_BLOCK"),
+               ("CUBLASDX_OPERATOR_API", _APIS[self._execute_api])]
+        if self._block_dim is not None:
+            ops.append(("CUBLASDX_OPERATOR_BLOCK_DIM", self._block_dim))
+        if self._transpose_mode is not None:
+            ops.append(("CUBLASDX_OPERATOR_TRANSPOSE_MODE", tuple(_TRANSPOSE[t] for t in self._transpose_mode)))
+        else:
+            ops.append(("CUBLASDX_OPERATOR_ARRANGEMENT", tuple(_ARRANGEMENTS[a] for a in self._arrangement)))
+        if ld is not None:
+            ops.append(("CUBLASDX_OPERATOR_LEADING_DIMENSION", tuple(ld)))
+        if self._alignment is not None:
+            ops.append(("CUBLASDX_OPERATOR_ALIGNMENT", self._alignment))
+        if self._static_block_dim:
+            ops.append(("CUBLASDX_OPERATOR_STATIC_BLOCK_DIM", "CUBLASDX_STATIC_BLOCK_DIM_ENABLED"))
+        return tuple(ops)
+
+    @staticmethod
+    def _descriptor(ops) -> Descriptor:
+        return Descriptor("cublasdx", ops, "cumath_gemm_" + digest("cumath.device.Matmul", ops)[:24])
+
+    @property
+    def _generator(self) -> Generator:
+        if self._gen is None:
+            ld = self._ld
+            if ld == "suggested":
+                probe = Generator([self._descriptor(self._operators(None))], self._sm)
+                ld = tuple(probe.traits()["suggested_leading_dimension"])
+            self._gen = Generator([self._descriptor(self._operators(ld))], self._sm)
+        return self._gen
+
+    @property
+    def _numba_key(self) -> str:
+        return self._generator.descriptors[0].symbol
+
+    def _trait(self, name):
+        return self._generator.traits()[name]
+
+    # -------------------------------------------------------------------------------------- description
+    size = property(lambda self: self._size, doc="(m, n, k).")
+    m = property(lambda self: self._size[0])
+    n = property(lambda self: self._size[1])
+    k = property(lambda self: self._size[2])
+    precision = property(lambda self: self._precision if len(set(self._precision)) > 1 else self._precision[0])
+    data_type = property(lambda self: self._data_type)
+    execution = property(lambda self: self._execution)
+    execute_api = property(lambda self: self._execute_api)
+    transpose_mode = property(lambda self: self._transpose_mode)
+    arrangement = property(lambda self: self._arrangement)
+    sm = property(lambda self: self._sm)
+    static_block_dim = property(lambda self: self._static_block_dim)
+    code_type = property(lambda self: CodeType("lto", self._sm))
+    a_dim = property(lambda self: self._dims()[0][0], doc="(rows, cols) of A as stored.")
+    b_dim = property(lambda self: self._dims()[0][1], doc="(rows, cols) of B as stored.")
+    c_dim = property(lambda self: self._dims()[0][2], doc="(rows, cols) of C.")
+
+    # -------------------------------------------------------------------------------------------- traits
+    def _value_types(self):
+        complex_ = self._data_type == "complex"
+        expected = [VALUE_TYPES[value_type_enum(p, complex_)] for p in self._precision]
+        vt = self._trait("value_type")
+        return tuple(VALUE_TYPES.get(v, e) for v, e in zip(vt, expected)) if vt else tuple(expected)
+
+    @property
+    def value_type(self):
+        """NumPy dtype of the tiles when A, B and C share it (else see a/b/c_value_type)."""
+        a, b, c = self._value_types()
+        if not a == b == c:
+            raise AttributeError("A, B and C have different value types: read a_value_type, b_value_type and "
+                                 "c_value_type")
+        return _np_dtype(c)
+
+    a_value_type = property(lambda self: _np_dtype(self._value_types()[0]))
+    b_value_type = property(lambda self: _np_dtype(self._value_types()[1]))
+    c_value_type = property(lambda self: _np_dtype(self._value_types()[2]))
+
+    @property
+    def leading_dimension(self) -> LeadingDimension:
+        ld = self._trait("leading_dimension")
+        return LeadingDimension(*ld) if ld else LeadingDimension(*self._min_ld())
+
+    @property
+    def block_dim(self) -> Dim3:
+        return Dim3(*self._trait("block_dim"))
+
+    @property
+    def block_size(self) -> int:
+        bd = self.block_dim
+        return bd.x * bd.y * bd.z
+
+    max_threads_per_block = property(lambda self: self._trait("max_threads_per_block"))
+
+    @property
+    def alignment(self):
+        return tuple(self._trait("alignment"))
+
+    @property
+    def suggested_leading_dimension(self) -> LeadingDimension:
+        return LeadingDimension(*self._trait("suggested_leading_dimension"))
+
+    @property
+    def suggested_block_dim(self) -> Dim3:
+        return Dim3(*self._trait("suggested_block_dim"))
+
+    def _tile_sizes(self):
+        dims, col = self._dims()
+        ld = self.leading_dimension
+        return tuple(l * (cl if c else r) for (r, cl), c, l in zip(dims, col, ld))
+
+    a_size = property(lambda self: self._tile_sizes()[0], doc="Elements of the shared-memory tile of A.")
+    b_size = property(lambda self: self._tile_sizes()[1])
+    c_size = property(lambda self: self._tile_sizes()[2])
+
+    def get_shared_storage_size(self) -> int:
+        """Bytes of shared memory holding the A, B and C tiles one after the other, each aligned."""
+        import numpy as np
+
+        total = 0
+        for size, vt, align in zip(self._tile_sizes(), self._value_types(), self.alignment):
+            total = -(-total // align) * align + size * np.dtype(vt).itemsize
+        return total
+
+    def __repr__(self):
+        return (f"Matmul(size={self._size}, precision={self.precision}, data_type={self._data_type!r}, "
+                f"sm={tuple(self._sm)})")
+
+    # --------------------------------------------------------------------------------------------- numba
+    def _numba_constants(self) -> dict:
+        a, b, c = self._value_types()
+        return {"m": self.m, "n": self.n, "k": self.k, "size": self._size, "a_dim": self.a_dim, "b_dim": self.b_dim,
+                "c_dim": self.c_dim, "a_size": self.a_size, "b_size": self.b_size, "c_size": self.c_size,
+                "leading_dimension": tuple(self.leading_dimension), "lda": self.leading_dimension.a,
+                "ldb": self.leading_dimension.b, "ldc": self.leading_dimension.c,
+                "block_dim": tuple(self.block_dim), "block_size": self.block_size,
+                "max_threads_per_block": self.max_threads_per_block,
+                "a_value_type": a, "b_value_type": b, "c_value_type": c, **({"value_type": c} if a == b == c else {})}
+
+    def _numba_methods(self) -> dict:
+        from ._numba_support import MethodSpec, Param
+
+        a, b, c = self._value_types()
+        if self._execute_api == "static_leading_dimensions":
+            params = (Param("alpha", "ref", c), Param("a", "ptr", a), Param("b", "ptr", b), Param("beta", "ref", c),
+                      Param("c", "ptr", c))
+        else:
+            params = (Param("alpha", "ref", c), Param("a", "ptr", a), Param("lda", "ref", "uint32"),
+                      Param("b", "ptr", b), Param("ldb", "ref", "uint32"), Param("beta", "ref", c),
+                      Param("c", "ptr", c), Param("ldc", "ref", "uint32"))
+        spec = MethodSpec(self.symbol, params, tuple(self.files))
+        return {"execute": spec, "__call__": spec}
+
+
+def _np_dtype(name: str):
+    import numpy as np
+
+    return np.dtype(name)
+
+
+def matmul(*, compiler=None, code_type=None, execute_api=None, tensor_types=None, global_memory_alignment=None,
+           **kwargs) -> Matmul:
+    """The function form of :class:`Matmul` (``nvmath.device.matmul``): the same keyword arguments, plus
+    ``compiler`` (None or ``'numba'``) and ``code_type`` (``('lto', cc)``, the target). Pass its ``.files``
+    to ``@cuda.jit(link=...)`` and call it in the kernel as ``MM(alpha, a, b, beta, c)``."""
+    if tensor_types is not None or global_memory_alignment is not None:
+        raise NotImplementedError("cuBLASDx's tensor API (tensor_types=, global_memory_alignment=) is not offered "
+                                  "by cumath.device yet; use the shared-memory API")
+    function_form_sm(compiler, code_type, kwargs)
+    missing = [k for k in ("size", "precision", "data_type") if k not in kwargs]
+    if missing:
+        raise TypeError(f"matmul() needs the keyword arguments {', '.join(missing)}")
+    return Matmul(execute_api=execute_api, **kwargs)

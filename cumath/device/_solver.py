@@ -1,0 +1,424 @@
+"""cuSOLVERDx dense solvers inside numba-cuda kernels: :class:`Solver` (one function, ``execute``) and the
+adapters that pair a factorization with its solve (``factorize`` / ``solve`` / ``multiply``).
+
+Matrices live in shared memory, ``batches_per_block`` problems back to back; a matrix of ``rows x cols`` with
+leading dimension ``ld`` has shape ``(batches, rows, cols)`` and strides ``(ld * cols, 1, ld)`` column-major or
+``(ld * rows, ld, 1)`` row-major (in elements) -- see ``a_shape``, ``a_strides()``, ``a_size()``.
+"""
+
+from __future__ import annotations
+
+from .._core.disk_cache import digest
+from ._codegen import Descriptor, Generator
+from ._common import (
+    VALUE_TYPES,
+    DeviceFunction,
+    Dim3,
+    choice,
+    int_triple,
+    normalize_cc,
+    normalize_precision,
+    positive_int,
+    precision_enum,
+    value_type_enum,
+)
+
+__all__ = ["Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize", "QRMultiply", "LQFactorize",
+           "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "FUNCTIONS"]
+
+# function -> (cusolverdxFunction member, in-kernel parameters), parameters as (name, kind): kinds "v" (a matrix
+# or vector of the value type), "i" (int32: ipiv, info)
+FUNCTIONS = {
+    "potrf": ("CUSOLVERDX_FUNCTION_POTRF", (("a", "v"), ("info", "i"))),
+    "potrs": ("CUSOLVERDX_FUNCTION_POTRS", (("a", "v"), ("b", "v"))),
+    "posv": ("CUSOLVERDX_FUNCTION_POSV", (("a", "v"), ("b", "v"), ("info", "i"))),
+    "getrf_no_pivot": ("CUSOLVERDX_FUNCTION_GETRF_NO_PIVOT", (("a", "v"), ("info", "i"))),
+    "getrs_no_pivot": ("CUSOLVERDX_FUNCTION_GETRS_NO_PIVOT", (("a", "v"), ("b", "v"))),
+    "gesv_no_pivot": ("CUSOLVERDX_FUNCTION_GESV_NO_PIVOT", (("a", "v"), ("b", "v"), ("info", "i"))),
+    "getrf_partial_pivot": ("CUSOLVERDX_FUNCTION_GETRF_PARTIAL_PIVOT", (("a", "v"), ("ipiv", "i"), ("info", "i"))),
+    "getrs_partial_pivot": ("CUSOLVERDX_FUNCTION_GETRS_PARTIAL_PIVOT", (("a", "v"), ("ipiv", "i"), ("b", "v"))),
+    "gesv_partial_pivot": ("CUSOLVERDX_FUNCTION_GESV_PARTIAL_PIVOT",
+                           (("a", "v"), ("ipiv", "i"), ("b", "v"), ("info", "i"))),
+    "geqrf": ("CUSOLVERDX_FUNCTION_GEQRF", (("a", "v"), ("tau", "v"))),
+    "gelqf": ("CUSOLVERDX_FUNCTION_GELQF", (("a", "v"), ("tau", "v"))),
+    "unmqr": ("CUSOLVERDX_FUNCTION_UNMQR", (("a", "v"), ("tau", "v"), ("c", "v"))),
+    "unmlq": ("CUSOLVERDX_FUNCTION_UNMLQ", (("a", "v"), ("tau", "v"), ("c", "v"))),
+    "ungqr": ("CUSOLVERDX_FUNCTION_UNGQR", (("a", "v"), ("tau", "v"))),
+    "unglq": ("CUSOLVERDX_FUNCTION_UNGLQ", (("a", "v"), ("tau", "v"))),
+    "trsm": ("CUSOLVERDX_FUNCTION_TRSM", (("a", "v"), ("b", "v"))),
+    "gels": ("CUSOLVERDX_FUNCTION_GELS", (("a", "v"), ("tau", "v"), ("b", "v"))),
+}
+_ARRANGEMENTS = {"col_major": "CUSOLVERDX_ARRANGEMENT_COL_MAJOR", "row_major": "CUSOLVERDX_ARRANGEMENT_ROW_MAJOR"}
+_FILL = {"lower": "CUSOLVERDX_FILL_MODE_LOWER", "upper": "CUSOLVERDX_FILL_MODE_UPPER"}
+_SIDE = {"left": "CUSOLVERDX_SIDE_LEFT", "right": "CUSOLVERDX_SIDE_RIGHT"}
+_DIAG = {"unit": "CUSOLVERDX_DIAG_UNIT", "non_unit": "CUSOLVERDX_DIAG_NON_UNIT"}
+_TRANS = {"non_transposed": "CUSOLVERDX_TRANSPOSE_MODE_NON_TRANSPOSED",
+          "transposed": "CUSOLVERDX_TRANSPOSE_MODE_TRANSPOSED",
+          "conj_transposed": "CUSOLVERDX_TRANSPOSE_MODE_CONJ_TRANSPOSED"}
+_EXECUTIONS = {"Block": "COMMONDX_EXECUTION_BLOCK", "Thread": "COMMONDX_EXECUTION_THREAD"}
+_NEEDS_FILL = ("potrf", "potrs", "posv", "trsm")
+_SQUARE = ("potrf", "potrs", "posv", "getrs_no_pivot", "gesv_no_pivot", "getrs_partial_pivot", "gesv_partial_pivot")
+
+
+def _is_suggested(v) -> bool:
+    return isinstance(v, str) and v.strip().lower() == "suggested"
+
+
+def _matrices(function: str, m: int, n: int, k: int, side: str | None) -> dict:
+    """(rows, cols) of each matrix argument (and the length of tau/ipiv) of ``function`` for size (m, n, k)."""
+    mn = min(m, n)
+    if function in ("potrf",):
+        return {"a": (m, m)}
+    if function in ("potrs", "posv", "getrs_no_pivot", "gesv_no_pivot"):
+        return {"a": (m, m), "b": (m, k)}
+    if function in ("getrs_partial_pivot", "gesv_partial_pivot"):
+        return {"a": (m, m), "b": (m, k), "ipiv": (m,)}
+    if function == "getrf_no_pivot":
+        return {"a": (m, n)}
+    if function == "getrf_partial_pivot":
+        return {"a": (m, n), "ipiv": (mn,)}
+    if function in ("geqrf", "gelqf", "ungqr", "unglq"):
+        return {"a": (m, n), "tau": (mn,)}
+    if function in ("unmqr", "unmlq"):  # Q (from k reflectors) applied to C (m x n) from the left or right
+        q = m if side != "right" else n
+        return {"a": (q, k) if function == "unmqr" else (k, q), "tau": (k,), "c": (m, n)}
+    if function == "trsm":
+        return {"a": (m, m) if side != "right" else (n, n), "b": (m, n)}
+    if function == "gels":
+        return {"a": (m, n), "tau": (mn,), "b": (max(m, n), k)}
+    raise AssertionError(function)
+
+
+class Solver(DeviceFunction):
+    """A cuSOLVERDx function for use inside numba-cuda kernels (the shape of ``nvmath.device.Solver``).
+
+    Args:
+        function: one of ``FUNCTIONS`` ('potrf', 'potrs', 'posv', 'getrf_no_pivot', 'getrs_no_pivot',
+            'gesv_no_pivot', 'getrf_partial_pivot', 'getrs_partial_pivot', 'gesv_partial_pivot', 'geqrf',
+            'gelqf', 'unmqr', 'unmlq', 'ungqr', 'unglq', 'trsm', 'gels').
+        size: ``(m,)``, ``(m, n)`` or ``(m, n, k)``; k is the number of right-hand sides (default 1).
+        precision: ``numpy.float32`` or ``numpy.float64``.
+        execution: ``'Block'`` or ``'Thread'``.
+        sm: target compute capability; default: the current GPU's.
+        arrangement: ``(a,)`` or ``(a, b)`` from 'col_major' (default) and 'row_major'.
+        transpose_mode, side, diag, fill_mode: as the function needs ('lower'/'upper', 'left'/'right',
+            'unit'/'non_unit', 'non_transposed'/'transposed'/'conj_transposed').
+        batches_per_block: problems one block solves (Block execution), an int or 'suggested'; default 1.
+        data_type: 'real' (default) or 'complex'.
+        leading_dimensions: ``(lda,)`` or ``(lda, ldb)``; default: the matrices' leading extents.
+        block_dim: threads per block (a Dim3/sequence or 'suggested'); default: cuSOLVERDx's choice.
+
+    In a kernel: ``solver.execute(a, ...)`` with the function's arguments (see ``FUNCTIONS``), all in shared
+    memory except ``info``, which may be anywhere.
+    """
+
+    _functions: tuple = ()  # adapters: the functions they bundle, first one's traits describe the launch
+    _methods: dict = {}  # adapters: method name -> function
+
+    def __init__(self, function, size, precision, execution, *, sm=None, arrangement=None, transpose_mode=None,
+                 side=None, diag=None, fill_mode=None, batches_per_block=None, data_type=None,
+                 leading_dimensions=None, block_dim=None, job=None):
+        if job is not None:
+            raise ValueError("job= applies to the eigenvalue and SVD functions, which cumath.device does not offer "
+                             "yet")
+        function = choice(function, tuple(FUNCTIONS), "function")
+        self._setup((function,), size, precision, execution, sm, arrangement, transpose_mode, side, diag,
+                    fill_mode, batches_per_block, data_type, leading_dimensions, block_dim)
+
+    def _setup(self, functions, size, precision, execution, sm, arrangement, transpose_mode, side, diag, fill_mode,
+               batches_per_block, data_type, leading_dimensions, block_dim):
+        self._function_names = tuple(functions)
+        if isinstance(size, int) or len(size) not in (1, 2, 3):
+            raise ValueError(f"size={size!r} must be a sequence (m,), (m, n) or (m, n, k)")
+        sz = [positive_int(v, "size") for v in size]
+        m = sz[0]
+        n = sz[1] if len(sz) > 1 else m
+        k = sz[2] if len(sz) > 2 else 1
+        if any(f in _SQUARE for f in functions) and m != n:
+            raise ValueError(f"{functions[0]} needs a square matrix: size={tuple(size)} has m={m} != n={n}")
+        self._size = (m, n, k)
+        self._precision = normalize_precision(precision)
+        self._execution = choice(execution, tuple(_EXECUTIONS), "execution")
+        self._data_type = choice("real" if data_type is None else data_type, ("real", "complex"), "data_type")
+        self._fill_mode = None if fill_mode is None else choice(fill_mode, tuple(_FILL), "fill_mode")
+        if self._fill_mode is None and any(f in _NEEDS_FILL for f in functions):
+            raise ValueError(f"{functions[0]} needs fill_mode='lower' or 'upper'")
+        self._side = None if side is None else choice(side, tuple(_SIDE), "side")
+        self._diag = None if diag is None else choice(diag, tuple(_DIAG), "diag")
+        self._transpose_mode = None if transpose_mode is None else choice(transpose_mode, tuple(_TRANS),
+                                                                          "transpose_mode")
+        arr = ("col_major",) if arrangement is None else arrangement
+        if isinstance(arr, str) or not 1 <= len(arr) <= 2:
+            raise ValueError(f"arrangement={arrangement!r} must be a sequence (a,) or (a, b)")
+        self._arrangement = tuple(choice(a, tuple(_ARRANGEMENTS), "arrangement") for a in arr)
+        if batches_per_block is None:
+            self._bpb = 1
+        elif _is_suggested(batches_per_block):
+            self._bpb = "suggested"
+        else:
+            self._bpb = positive_int(batches_per_block, "batches_per_block")
+        if self._execution == "Thread" and self._bpb != 1:
+            raise ValueError("batches_per_block applies to Block execution only")
+        self._block_dim = None
+        if block_dim is not None and not _is_suggested(block_dim):
+            if self._execution == "Thread":
+                raise ValueError("block_dim applies to Block execution only")
+            self._block_dim = int_triple(block_dim, "block_dim")
+        mats = self._mats()
+        if leading_dimensions is None:
+            self._ld = None
+        else:
+            lds = list(leading_dimensions) if not isinstance(leading_dimensions, int) else [leading_dimensions]
+            if not 1 <= len(lds) <= 2:
+                raise ValueError(f"leading_dimensions={leading_dimensions!r} must be (lda,) or (lda, ldb)")
+            self._ld = tuple(positive_int(v, "leading_dimensions") for v in lds)
+            for name, ld in zip(("a", "b"), self._ld):
+                need = self._default_ld(name, mats)
+                if need is not None and ld < need:
+                    raise ValueError(f"leading_dimensions: ld{name}={ld} is less than {need}, the leading extent of "
+                                     f"{name} ({self._arr(name)})")
+        self._sm = normalize_cc(sm)
+        self._gen = None
+
+    # -------------------------------------------------------------------------------------- arithmetic
+    def _mats(self) -> dict:
+        out = {}
+        for f in self._function_names:
+            out.update(_matrices(f, *self._size, self._side))
+        return out
+
+    def _arr(self, name: str) -> str:
+        return self._arrangement[0] if name == "a" or len(self._arrangement) == 1 else self._arrangement[1]
+
+    def _default_ld(self, name: str, mats=None):
+        mats = mats or self._mats()
+        dims = mats.get("b" if name == "b" and "b" in mats else ("c" if name == "b" else name))
+        if dims is None:
+            return None
+        rows, cols = dims
+        return rows if self._arr(name) == "col_major" else cols
+
+    def _lds(self):
+        lda = self._ld[0] if self._ld else self._default_ld("a")
+        ldb = self._ld[1] if self._ld and len(self._ld) > 1 else self._default_ld("b")
+        return lda, ldb
+
+    # ---------------------------------------------------------------------------------------- operators
+    def _operators(self, function: str, bpb, block_dim) -> tuple:
+        ops = [("CUSOLVERDX_OPERATOR_FUNCTION", FUNCTIONS[function][0]), ("CUSOLVERDX_OPERATOR_SIZE", self._size),
+               ("CUSOLVERDX_OPERATOR_TYPE", "CUSOLVERDX_TYPE_" + self._data_type.upper()),
+               ("CUSOLVERDX_OPERATOR_PRECISION", precision_enum(self._precision)),
+               ("CUSOLVERDX_OPERATOR_SM", self._sm.sm), ("CUSOLVERDX_OPERATOR_EXECUTION", _EXECUTIONS[self._execution]),
+               ("CUSOLVERDX_OPERATOR_API", "CUSOLVERDX_API_SMEM"),
+               ("CUSOLVERDX_OPERATOR_ARRANGEMENT", tuple(_ARRANGEMENTS[a] for a in self._arrangement))]
+        for op, value, table in (("FILL_MODE", self._fill_mode, _FILL), ("SIDE", self._side, _SIDE),
+                                 ("DIAG", self._diag, _DIAG), ("TRANSPOSE_MODE", self._transpose_mode, _TRANS)):
+            if value is not None:
+                ops.append(("CUSOLVERDX_OPERATOR_" + op, table[value]))
+        if self._ld is not None:
+            ops.append(("CUSOLVERDX_OPERATOR_LEADING_DIMENSION", self._ld))
+        if self._execution == "Block":
+            ops.append(("CUSOLVERDX_OPERATOR_BATCHES_PER_BLOCK", bpb))
+            if block_dim is not None:
+                ops.append(("CUSOLVERDX_OPERATOR_BLOCK_DIM", tuple(block_dim)))
+        return tuple(ops)
+
+    def _descriptor(self, function, bpb, block_dim) -> Descriptor:
+        ops = self._operators(function, bpb, block_dim)
+        return Descriptor("cusolverdx", ops, f"cumath_{function}_" + digest("cumath.device.Solver", ops)[:24])
+
+    @property
+    def _generator(self) -> Generator:
+        if self._gen is None:
+            first = self._function_names[0]
+            bpb, block_dim = self._bpb, self._block_dim
+            if bpb == "suggested" or (block_dim is None and len(self._function_names) > 1):
+                probe = Generator([self._descriptor(first, 1 if bpb == "suggested" else bpb, block_dim)], self._sm)
+                if bpb == "suggested":
+                    bpb = probe.traits()["suggested_batches_per_block"] or 1
+                if block_dim is None and len(self._function_names) > 1:  # one launch shape for every function
+                    probe = Generator([self._descriptor(first, bpb, None)], self._sm)
+                    block_dim = tuple(probe.traits()["block_dim"])
+            self._gen = Generator([self._descriptor(f, bpb, block_dim) for f in self._function_names], self._sm)
+        return self._gen
+
+    @property
+    def _numba_key(self) -> str:
+        return "+".join(self._generator.symbols())
+
+    def _trait(self, name, index=0):
+        return self._generator.traits(index)[name]
+
+    # -------------------------------------------------------------------------------------- description
+    function = property(lambda self: self._function_names[0] if len(self._function_names) == 1
+                        else self._function_names)
+    size = property(lambda self: self._size)
+    m = property(lambda self: self._size[0])
+    n = property(lambda self: self._size[1])
+    k = property(lambda self: self._size[2])
+    precision = property(lambda self: _np_type(self._precision))
+    data_type = property(lambda self: self._data_type)
+    execution = property(lambda self: self._execution)
+    arrangement = property(lambda self: self._arrangement)
+    fill_mode = property(lambda self: self._fill_mode)
+    side = property(lambda self: self._side)
+    diag = property(lambda self: self._diag)
+    transpose_mode = property(lambda self: self._transpose_mode)
+    sm = property(lambda self: self._sm)
+    lda = property(lambda self: self._lds()[0])
+    ldb = property(lambda self: self._lds()[1])
+    info_type = property(lambda self: _np_type("int32"))
+    ipiv_type = property(lambda self: _np_type("int32"))
+
+    @property
+    def value_type(self):
+        import numpy as np
+
+        return np.dtype(VALUE_TYPES[value_type_enum(self._precision, self._data_type == "complex")])
+
+    @property
+    def batches_per_block(self) -> int:
+        return dict(self._generator.descriptors[0].operators).get("CUSOLVERDX_OPERATOR_BATCHES_PER_BLOCK", 1)
+
+    @property
+    def block_dim(self) -> Dim3:
+        bd = self._trait("block_dim")
+        return Dim3(*bd) if bd else Dim3(1, 1, 1)
+
+    suggested_block_dim = property(lambda self: Dim3(*(self._trait("suggested_block_dim") or (1, 1, 1))))
+    suggested_batches_per_block = property(lambda self: self._trait("suggested_batches_per_block"))
+    workspace_size = property(lambda self: self._trait("workspace_size") or 0)
+
+    def _shape(self, name):
+        dims = self._mats().get(name)
+        if dims is None:
+            raise AttributeError(f"{type(self).__name__} ({', '.join(self._function_names)}) has no {name} operand")
+        return (self.batches_per_block,) + tuple(dims)
+
+    def _strides(self, name, ld):
+        b, rows, cols = self._shape(name)
+        return (ld * cols, 1, ld) if self._arr(name) == "col_major" else (ld * rows, ld, 1)
+
+    a_shape = property(lambda self: self._shape("a"), doc="(batches_per_block, rows, cols) of A.")
+    b_shape = property(lambda self: self._shape("b" if "b" in self._mats() else "c"))
+    c_shape = property(lambda self: self._shape("c"))
+    tau_shape = property(lambda self: self._shape("tau"))
+    ipiv_shape = property(lambda self: self._shape("ipiv"))
+    info_shape = property(lambda self: (self.batches_per_block,))
+
+    def a_strides(self, lda=None):
+        return self._strides("a", lda or self.lda)
+
+    def b_strides(self, ldb=None):
+        return self._strides("b" if "b" in self._mats() else "c", ldb or self.ldb)
+
+    def a_size(self, lda=None) -> int:
+        """Elements of the shared-memory array holding A for every batch of the block."""
+        return self._shape("a")[0] * self._strides("a", lda or self.lda)[0]
+
+    def b_size(self, ldb=None) -> int:
+        name = "b" if "b" in self._mats() else "c"
+        return self._shape(name)[0] * self._strides(name, ldb or self.ldb)[0]
+
+    def tau_size(self) -> int:
+        b, n = self._shape("tau")
+        return b * n
+
+    def ipiv_size(self) -> int:
+        b, n = self._shape("ipiv")
+        return b * n
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({'+'.join(self._function_names)}, size={self._size}, "
+                f"precision={self._precision}, execution={self._execution!r}, sm={tuple(self._sm)})")
+
+    # --------------------------------------------------------------------------------------------- numba
+    def _numba_constants(self) -> dict:
+        c = {"m": self.m, "n": self.n, "k": self.k, "lda": self.lda, "batches_per_block": self.batches_per_block,
+             "block_dim": tuple(self.block_dim), "a_shape": self.a_shape, "info_shape": self.info_shape,
+             "workspace_size": self.workspace_size, "value_type": self.value_type.name, "info_type": "int32",
+             "ipiv_type": "int32"}
+        if self.ldb is not None:
+            c["ldb"] = self.ldb
+        return c
+
+    def _numba_methods(self) -> dict:
+        from ._numba_support import MethodSpec, Param
+
+        vt = self.value_type.name
+        files = tuple(self.files)
+        specs = {}
+        for f, symbol in zip(self._function_names, self._generator.symbols()):
+            params = tuple(Param(name, "ptr", vt if kind == "v" else "int32") for name, kind in FUNCTIONS[f][1])
+            specs[f] = MethodSpec(symbol, params, files)
+        if self._methods:
+            methods = {method: specs[f] for method, f in self._methods.items()}
+            if len(self._function_names) == 1:  # a one-function adapter also answers to Solver's name
+                methods["execute"] = specs[self._function_names[0]]
+            return methods
+        spec = specs[self._function_names[0]]
+        return {"execute": spec}
+
+
+def _np_type(name: str):
+    import numpy as np
+
+    return np.dtype(name).type if name in ("float32", "float64") else np.dtype(name)
+
+
+def _adapter(name: str, functions: tuple, methods: dict, doc: str, *, fill: bool = False, extra: tuple = (),
+             defaults: dict | None = None):
+    """An adapter class bundling ``functions`` behind ``methods`` (method name -> function); ``fill``: takes
+    fill_mode as its fourth positional argument; ``extra``: further keyword arguments it accepts."""
+    defaults = dict(defaults or {})
+
+    def __init__(self, size, precision, execution, *args, sm=None, arrangement=None, batches_per_block=None,
+                 data_type=None, leading_dimensions=None, block_dim=None, **kwargs):
+        unknown = set(kwargs) - set(extra) - ({"fill_mode"} if fill else set())
+        if unknown:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
+        kwargs = {**defaults, **kwargs}
+        fill_mode = kwargs.get("fill_mode")
+        if fill:
+            if len(args) > 1:
+                raise TypeError(f"{name}() takes size, precision, execution and fill_mode positionally")
+            if args and "fill_mode" in kwargs:
+                raise TypeError(f"{name}() got fill_mode twice")
+            fill_mode = args[0] if args else kwargs.get("fill_mode")
+            if fill_mode is None:
+                raise TypeError(f"{name}() needs fill_mode ('lower' or 'upper')")
+        elif args:
+            raise TypeError(f"{name}() takes size, precision and execution positionally")
+        self._setup(functions, size, precision, execution, sm, arrangement, kwargs.get("transpose_mode"),
+                    kwargs.get("side"), kwargs.get("diag"), fill_mode, batches_per_block, data_type,
+                    leading_dimensions, block_dim)
+
+    return type(name, (Solver,), {"__init__": __init__, "__doc__": doc, "_functions": functions, "_methods": methods,
+                                  "__module__": __name__})
+
+
+CholeskySolver = _adapter(
+    "CholeskySolver", ("potrf", "potrs"), {"factorize": "potrf", "solve": "potrs"},
+    "Cholesky factorization and solve: ``factorize(a, info)``, ``solve(a, b)``; "
+    "``CholeskySolver(size, precision, execution, fill_mode, ...)``.", fill=True)
+LUSolver = _adapter(
+    "LUSolver", ("getrf_no_pivot", "getrs_no_pivot"), {"factorize": "getrf_no_pivot", "solve": "getrs_no_pivot"},
+    "LU without pivoting: ``factorize(a, info)``, ``solve(a, b)``.", extra=("transpose_mode",))
+LUPivotSolver = _adapter(
+    "LUPivotSolver", ("getrf_partial_pivot", "getrs_partial_pivot"),
+    {"factorize": "getrf_partial_pivot", "solve": "getrs_partial_pivot"},
+    "LU with partial pivoting: ``factorize(a, ipiv, info)``, ``solve(a, ipiv, b)``.", extra=("transpose_mode",))
+QRFactorize = _adapter("QRFactorize", ("geqrf",), {"factorize": "geqrf"}, "QR factorization: ``factorize(a, tau)``.")
+LQFactorize = _adapter("LQFactorize", ("gelqf",), {"factorize": "gelqf"}, "LQ factorization: ``factorize(a, tau)``.")
+QRMultiply = _adapter("QRMultiply", ("unmqr",), {"multiply": "unmqr"},
+                      "Multiply by Q of a QR factorization: ``multiply(a, tau, c)``.", extra=("side", "transpose_mode"))
+LQMultiply = _adapter("LQMultiply", ("unmlq",), {"multiply": "unmlq"},
+                      "Multiply by Q of an LQ factorization: ``multiply(a, tau, c)``.",
+                      extra=("side", "transpose_mode"))
+TriangularSolver = _adapter(
+    "TriangularSolver", ("trsm",), {"solve": "trsm"},
+    "Triangular solve with a matrix right-hand side: ``solve(a, b)`` overwrites B with op(A)^-1 B (side='left', "
+    "the default) or B op(A)^-1; keyword fill_mode is required, diag defaults to 'non_unit'.",
+    extra=("side", "diag", "transpose_mode", "fill_mode"), defaults={"side": "left", "diag": "non_unit"})
+LeastSquaresSolver = _adapter("LeastSquaresSolver", ("gels",), {"solve": "gels"},
+                              "Least squares by QR/LQ: ``solve(a, tau, b)``.", extra=("transpose_mode",))

@@ -1,0 +1,57 @@
+"""cuRAND's device API inside numba-cuda kernels (the shape of ``nvmath.device.random``).
+
+    compiled = random.Compile(cc=None)                   # the shim's LTO-IR for the GPU (cached on disk)
+
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def init_kernel(states, seed):
+        i = cuda.grid(1)
+        random.init(seed, i, 0, states[i])               # seed, subsequence, offset, state
+
+    @cuda.jit(link=compiled.files, extensions=compiled.extension)
+    def kernel(states, out):
+        i = cuda.grid(1)
+        v = random.normal4(states[i])                    # float32x4: v.x, v.y, v.z, v.w
+
+    states = random.StatesPhilox4_32_10(n)               # one state per thread, in GPU memory
+
+Generators: ``StatesXORWOW``, ``StatesPhilox4_32_10``, ``StatesMRG32k3a`` (pseudo-random: ``init(seed,
+subsequence, offset, state)``), ``StatesSobol32``/``StatesSobol64`` (``init(direction_vectors, offset, state)``)
+and ``StatesScrambledSobol32``/``StatesScrambledSobol64`` (``init(direction_vectors, scramble_c, offset, state)``),
+with direction vectors and scramble constants from :mod:`cumath.device.random.random_helpers`.
+
+Distributions: ``rand``, ``rand4``, ``uniform``, ``uniform_double``, ``uniform2_double``, ``uniform4``,
+``uniform4_double``, ``normal``, ``normal_double``, ``normal2``, ``normal2_double``, ``normal4``,
+``normal4_double``, ``log_normal*`` (``(state, mean, stddev)``), ``poisson``, ``poisson4`` (``(state, Lambda)``);
+skip-ahead: ``skipahead(n, state)``, ``skipahead_sequence(n, state)``, ``skipahead_subsequence(n, state)``.
+Vector results are numba-cuda vector types (``float32x4``...) with ``.x .y .z .w``.
+
+Nothing here imports numba or loads a library until it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ._functions import DEVICE_FUNCTIONS
+
+__all__ = ["Compile", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "StatesSobol32", "StatesSobol64",
+           "StatesScrambledSobol32", "StatesScrambledSobol64", "random_helpers", *DEVICE_FUNCTIONS]
+
+globals().update(DEVICE_FUNCTIONS)
+
+_LAZY = {"Compile": "._compile", "StatesXORWOW": "._states", "StatesPhilox4_32_10": "._states",
+         "StatesMRG32k3a": "._states", "StatesSobol32": "._states", "StatesSobol64": "._states",
+         "StatesScrambledSobol32": "._states", "StatesScrambledSobol64": "._states"}
+
+
+def __getattr__(name):
+    if name == "random_helpers":
+        module = importlib.import_module(f"{__name__}.random_helpers")
+        globals()[name] = module
+        return module
+    source = _LAZY.get(name)
+    if source is None:
+        raise AttributeError(f"module 'cumath.device.random' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source, __name__), name)
+    globals()[name] = value
+    return value
