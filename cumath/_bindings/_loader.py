@@ -39,6 +39,10 @@ class LibrarySpec:
     # (NVRTC dlopens libnvrtc-builtins by soname, which its wheel folder does not put on the search path).
     companion_of: str | None = None
     preload: tuple[str, ...] = ()
+    # Bind the library's calls to its own symbols first (RTLD_DEEPBIND), so that a library exporting the same
+    # names into the global scope (oneMKL's FFTW3 wrappers, loaded by libmkl_rt with RTLD_GLOBAL) cannot
+    # capture FFTW's internal calls (seen: FFTW's wisdom import failing once MKL's BLAS had been used).
+    deepbind: bool = False
 
 
 def _nv(name: str, *sonames: str, extra: str = "cu13") -> LibrarySpec:
@@ -63,12 +67,14 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cuda": LibrarySpec(("libcuda.so.1",), "cu13"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
     # (names carry a hash there), or as installed by the system (libfftw3-dev and friends).
-    "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",)),
-    "fftw3f": LibrarySpec(("libfftw3f.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3f-*.so*",)),
+    "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",), deepbind=True),
+    "fftw3f": LibrarySpec(("libfftw3f.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3f-*.so*",), deepbind=True),
     "fftw3_omp": LibrarySpec(("libfftw3_omp.so.3", "libfftw3_threads.so.3"), "cpu",
-                             wheel_globs=("libfftw3_omp-*.so*",), companion_of="fftw3", preload=("libgomp-*.so*",)),
+                             wheel_globs=("libfftw3_omp-*.so*",), companion_of="fftw3", preload=("libgomp-*.so*",),
+                             deepbind=True),
     "fftw3f_omp": LibrarySpec(("libfftw3f_omp.so.3", "libfftw3f_threads.so.3"), "cpu",
-                              wheel_globs=("libfftw3f_omp-*.so*",), companion_of="fftw3f", preload=("libgomp-*.so*",)),
+                              wheel_globs=("libfftw3f_omp-*.so*",), companion_of="fftw3f", preload=("libgomp-*.so*",),
+                              deepbind=True),
     # Intel MKL's single dynamic library; it exports the FFTW3 interface too.
     "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "mkl", prefix_lib=True),
     # CBLAS (cumath.linalg on the CPU): the OpenBLAS copies the NumPy wheel (ILP64, symbols scipy_*64_) and
@@ -190,7 +196,10 @@ def load_library(name: str) -> ctypes.CDLL:
         errors = []
         for path, how in _candidates(name, spec):
             try:
-                lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL)
+                mode = ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL
+                if spec.deepbind:
+                    mode |= getattr(os, "RTLD_DEEPBIND", 0)
+                lib = ctypes.CDLL(path, mode=mode)
             except OSError as exc:
                 errors.append(f"{path}: {exc}")
                 continue
