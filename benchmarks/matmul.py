@@ -17,6 +17,8 @@ gone to sleep before the next one is timed. Prints medians, spreads (max-min ove
 
 GPU cases live in benchmarks/matmul_gpu.py (cumath.linalg.advanced against PyTorch and CuPy). HOOK for the
 lead: ``--gpu`` runs that script in this process after the CPU cases (its own --json is written next to ours).
+``--generic-gpu``: a short GPU timing of cumath.linalg; ``--explicit-batch``: 1,000 products of 64^3 given as a
+list (one grouped cuBLAS launch against the per-member path and Python loops of torch.mm / cupy.matmul).
 """
 
 from __future__ import annotations
@@ -181,6 +183,64 @@ def generic_gpu(rounds):
     mm.free()
 
 
+def explicit_batch_gpu(rounds, members=1000, n=64):
+    """An explicit batch on the GPU: ``members`` products of n x n x n as a list (issue 3: grouped-batched).
+    cumath Matmul(list).execute (one handle, one grouped cuBLAS launch) against the per-member path it
+    replaces (a planned Matmul per member, each with its own handle, executed one after the other), Python
+    loops of torch.mm and cupy.matmul, and torch.bmm on the stacked batch (what equal shapes allow)."""
+    import cupy as cp
+    import torch
+
+    sync = torch.cuda.synchronize
+
+    def rand(dtype):
+        x = cp.random.standard_normal((n, n), dtype="float32")
+        return x if dtype == "float32" else (x + 1j * cp.random.standard_normal((n, n), dtype="float32")).astype(dtype)
+
+    for dtype in ("float32", "complex64"):
+        a = [rand(dtype) for _ in range(members)]
+        b = [rand(dtype) for _ in range(members)]
+        ta = [torch.as_tensor(x, device="cuda") for x in a]
+        tb = [torch.as_tensor(y, device="cuda") for y in b]
+        sa, sb = torch.stack(ta), torch.stack(tb)
+        t0 = time.perf_counter()
+        grouped = cumath.linalg.Matmul(a, b)
+        grouped.plan()
+        plan_grouped = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        singles = [cumath.linalg.Matmul(x, y) for x, y in zip(a, b)]
+        for m in singles:
+            m.plan()
+        plan_singles = time.perf_counter() - t0
+        out = grouped.execute()
+        for i in (0, members // 2, members - 1):
+            ref = (ta[i].to(torch.complex128 if dtype == "complex64" else torch.float64) @
+                   tb[i].to(torch.complex128 if dtype == "complex64" else torch.float64))
+            err = float(torch.linalg.norm(torch.as_tensor(out[i], device="cuda") - ref) / torch.linalg.norm(ref))
+            assert err < 1e-5, f"explicit batch result {i}: relative error {err:.2e}"
+        case = f"GPU {dtype} explicit batch {members} x {n}^3"
+        print(f"\n== {case} ==  (plan: grouped {plan_grouped * 1e3:.0f} ms, {members} single plans "
+              f"{plan_singles * 1e3:.0f} ms)", flush=True)
+        t = time_interleaved({"cumath Matmul(list).execute (grouped)": grouped.execute,
+                              "cumath per-member loop (previous)": lambda: [m.execute() for m in singles],
+                              "torch.mm loop": lambda: [torch.mm(x, y) for x, y in zip(ta, tb)],
+                              "cupy.matmul loop": lambda: [cp.matmul(x, y) for x, y in zip(a, b)],
+                              "torch.bmm stacked (equal shapes only)": lambda: torch.bmm(sa, sb)},
+                             sync=sync, number=3, rounds=rounds)
+        flops = 8 * members * n ** 3 if dtype == "complex64" else 2 * members * n ** 3
+        for k, v in t.items():
+            record(case, k, v, tflops=flops / v.median / 1e12)
+        g = t["cumath Matmul(list).execute (grouped)"].median
+        print("  ratios (other / grouped): " + ", ".join(f"{k.split(' (')[0]} {v.median / g:.2f}x"
+                                                           for k, v in t.items() if not k.startswith("cumath Matmul")))
+        figure(case, "grouped / per-member loop", g / t["cumath per-member loop (previous)"].median, 1.0)
+        figure(case, "grouped / torch.mm loop", g / t["torch.mm loop"].median, 1.0)
+        figure(case, "grouped / cupy.matmul loop", g / t["cupy.matmul loop"].median, 1.0)
+        grouped.free()
+        for m in singles:
+            m.free()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
@@ -188,8 +248,14 @@ def main():
     ap.add_argument("--json", help="write the rows and figures to this file")
     ap.add_argument("--gpu", action="store_true", help="then run benchmarks/matmul_gpu.py (the GPU cases)")
     ap.add_argument("--generic-gpu", action="store_true", help="only a short GPU timing of the generic matmul")
+    ap.add_argument("--explicit-batch", action="store_true",
+                    help="only the GPU explicit batch (1,000 x 64^3 as a list: grouped vs loops)")
     args = ap.parse_args()
     rounds = 3 if args.quick else 7
+    if args.explicit_batch:
+        explicit_batch_gpu(rounds)
+        _report(args)
+        return
     if args.generic_gpu:
         generic_gpu(rounds)
         _report(args)

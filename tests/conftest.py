@@ -34,7 +34,7 @@ def _private_cache_dir(tmp_path_factory):
     yield
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cuda_device():
     """The id of a usable GPU (the CUDA runtime loaded and a device seen), else skip."""
     if not GPU:
@@ -44,7 +44,7 @@ def cuda_device():
     return cudart.cudaGetDevice()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cufft_device(cuda_device):
     """Like cuda_device, and cuFFT loads too."""
     from cumath.errors import LibraryNotFoundError

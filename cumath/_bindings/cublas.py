@@ -11,6 +11,13 @@ The level-3 routines are bound through their 64-bit-integer entry points (``cubl
 cuBLAS 12 and newer). Their wrappers are generated from ``ROUTINES`` (one row per routine, one function per
 precision S/D/C/Z): every scalar (``alpha``, ``beta``) is the int address of a value in host memory (pointer
 mode HOST, the default) or device memory (pointer mode DEVICE), as in C.
+
+Pointer-array routines (``cublas{p}gemmBatched_64``, ``cublas{p}gemmGroupedBatched_64``): ``Aarray``, ``Barray``
+and ``Carray`` are device memory holding one device pointer per problem; in the grouped routine every other
+array (``transa_array`` ... ``ldc_array``, ``alpha_array``, ``beta_array``, ``group_size``: one entry per group,
+enums as 32-bit ints, dimensions as int64) is host memory, read during the call; the grouped routine refuses
+pointer mode DEVICE (CUBLAS_STATUS_NOT_SUPPORTED), per the cuBLAS documentation of cublas<t>gemmGroupedBatched.
+The header has grouped-batched for S and D only (cuBLAS 12.5+; no C or Z entry points).
 """
 
 from __future__ import annotations
@@ -103,6 +110,9 @@ ROUTINES = {
         "SDCZ", "cublas{p}gemmStridedBatched_64",
         [c_int, c_int, _i64, _i64, _i64, _p, _p, _i64, _i64, _p, _i64, _i64, _p, _p, _i64, _i64, _i64],
         "transa transb m n k alpha A lda strideA B ldb strideB beta C ldc strideC batchCount"),
+    "gemmBatched": (
+        "SDCZ", "cublas{p}gemmBatched_64", [c_int, c_int, _i64, _i64, _i64, _p, _p, _i64, _p, _i64, _p, _p, _i64, _i64],
+        "transa transb m n k alpha Aarray lda Barray ldb beta Carray ldc batchCount"),
     "gemmGroupedBatched": (
         "SD", "cublas{p}gemmGroupedBatched_64", [_p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _p, _i64, _p],
         "transa_array transb_array m_array n_array k_array alpha_array Aarray lda_array Barray ldb_array "

@@ -40,11 +40,34 @@ def _sym(a, uplo, herm):
     return strict + other + np.diag(d)
 
 
+_FAKE = []  # the FakeCublas of the running test (HostAllocator registers its "device" memory there)
+
+
 class FakeCublas:
-    """cuBLAS's column-major routines in NumPy, called as the engine calls the raw ctypes functions."""
+    """cuBLAS's column-major routines in NumPy, called as the engine calls the raw ctypes functions.
+    Records the routines called (``calls``), the handle of each call (``call_handles``), the handles created
+    and destroyed, and which memory is "device" memory (``device``: allocations of HostAllocator), so that
+    the pointer-array routines can check where each of their arguments lives."""
 
     def __init__(self):
         self.calls = []
+        self.call_handles = []
+        self.created = []
+        self.destroyed = []
+        self.device = []  # (lo, hi, buffer) of "device" allocations, kept alive during the test
+        self.copies = []  # what each CUDA copy was for
+        self.syncs = []  # streams synchronised
+
+    def create(self):
+        self.created.append(0x1000 + 16 * len(self.created))
+        return self.created[-1]
+
+    def destroy(self, handle):
+        assert handle in self.created and handle not in self.destroyed, f"handle {handle:#x} destroyed twice"
+        self.destroyed.append(handle)
+
+    def is_device(self, ptr, nbytes=1) -> bool:
+        return any(lo <= ptr and ptr + nbytes <= hi for lo, hi, _ in self.device)
 
     def raw(self, name):
         dtype = _DT[name[6]]
@@ -52,10 +75,49 @@ class FakeCublas:
         fn = getattr(self, "_" + routine)
 
         def call(handle, *args):
+            assert handle in self.created and handle not in self.destroyed, f"{name} on a dead handle"
             self.calls.append(name)
+            self.call_handles.append(handle)
             fn(dtype, *args)
             return 0
         return call
+
+    def _host_array(self, ptr, count, dtype):
+        """An array argument cuBLAS reads from host memory (never from the device)."""
+        assert ptr and not self.is_device(ptr), "a grouped-batched parameter array must be in host memory"
+        return from_pointer(ptr, (count,), (1,), np.dtype(dtype).name).copy()
+
+    def _pointers(self, ptr, count):
+        """Aarray, Barray, Carray: device memory holding one device pointer per problem."""
+        assert self.is_device(ptr, 8 * count), "a pointer array must be in device memory"
+        return [int(p) for p in from_pointer(ptr, (count,), (1,), "int64")]
+
+    def _gemmBatched(self, dt, ta, tb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, count):
+        assert count >= 1
+        for pa, pb, pc in zip(*(self._pointers(x, count) for x in (Aarray, Barray, Carray))):
+            self._gemm(dt, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+
+    def _gemmGroupedBatched(self, dt, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                            group_count, group_size):
+        assert dt in (np.float32, np.float64), "grouped-batched exists for S and D only"
+        g = int(group_count)
+        assert g >= 1
+        ops = [self._host_array(x, g, np.int32) for x in (transa, transb)]  # cublasOperation_t: a C enum
+        dims = [self._host_array(x, g, np.int64) for x in (m, n, k, lda, ldb, ldc)]
+        al, be = self._host_array(alpha, g, dt), self._host_array(beta, g, dt)
+        sizes = self._host_array(group_size, g, np.int64)
+        assert all(sizes >= 1)
+        total = int(sizes.sum())
+        pa, pb, pc = (self._pointers(x, total) for x in (Aarray, Barray, Carray))
+        scal = np.empty(2, dt)
+        p = 0
+        for i in range(g):
+            scal[:] = al[i], be[i]
+            for _ in range(int(sizes[i])):
+                self._gemm(dt, int(ops[0][i]), int(ops[1][i]), *(int(d[i]) for d in dims[:3]), scal.ctypes.data,
+                           pa[p], int(dims[3][i]), pb[p], int(dims[4][i]), scal.ctypes.data + scal.itemsize, pc[p],
+                           int(dims[5][i]))
+                p += 1
 
     def _gemm(self, dt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
         a = _mat(A, m if ta == 0 else k, k if ta == 0 else m, lda, dt)
@@ -116,30 +178,44 @@ class HostAllocator:
     def memalloc(self, size):
         buf = np.empty(max(1, size), np.uint8)
         self.live.append(buf)
+        if _FAKE:
+            _FAKE[-1].device.append((buf.ctypes.data, buf.ctypes.data + buf.nbytes, buf))
         return MemoryPointer(buf.ctypes.data, size, lambda: None)
 
 
 @pytest.fixture
 def emulated(monkeypatch):
     """Patch cuBLAS, the CUDA copies and the device checks; returns the fake library (it records calls)."""
+    yield from emulation(monkeypatch)
+
+
+def emulation(monkeypatch):
+    """The body of the ``emulated`` fixture (other test modules make their fixture from it)."""
     from cumath._core import cuda
     from cumath.linalg._backends import cublas as engine_mod
 
     fake = FakeCublas()
     lib = engine_mod.cublas
     monkeypatch.setattr(lib, "raw", fake.raw)
-    monkeypatch.setattr(lib, "cublasCreate_v2", lambda: 0x1234)
-    monkeypatch.setattr(lib, "cublasDestroy_v2", lambda h: None)
+    monkeypatch.setattr(lib, "cublasCreate_v2", fake.create)
+    monkeypatch.setattr(lib, "cublasDestroy_v2", fake.destroy)
     monkeypatch.setattr(lib, "cublasSetPointerMode_v2", lambda h, m: None)
     monkeypatch.setattr(lib, "cublasSetStream_v2", lambda h, s: None)
     monkeypatch.setattr(lib, "cublasGetVersion_v2", lambda h: 130102)
     monkeypatch.setattr(engine_mod, "set_device", lambda d: None)
     monkeypatch.setattr(engine_mod.cudart, "cudaMemsetAsync",
                         lambda ptr, value, count, stream: ctypes.memset(ptr, value, count))
-    monkeypatch.setattr(cuda, "copy", lambda dst, src, n, kind, stream, what="": ctypes.memmove(dst, src, n))
-    monkeypatch.setattr(cuda, "synchronize", lambda stream: None)
+
+    def copy(dst, src, n, kind, stream, what=""):
+        fake.copies.append(what)
+        ctypes.memmove(dst, src, n)
+
+    monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "synchronize", lambda stream: fake.syncs.append(stream))
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
-    return fake
+    _FAKE.append(fake)
+    yield fake
+    _FAKE.remove(fake)
 
 
 def device(x) -> Operand:

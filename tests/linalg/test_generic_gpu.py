@@ -9,7 +9,8 @@ import pytest
 
 import cumath.linalg as L
 from helpers.matrix import have_module, random_array, to_numpy, with_layout
-from test_generic_reference import assert_matmul_close, matmul_ref, qualifier, qualifiers
+from test_generic_reference import (assert_matmul_close, check_explicit, explicit_problems, matmul_ref, qualifier,
+                                    qualifiers)
 
 pytestmark = pytest.mark.gpu
 
@@ -120,6 +121,117 @@ def test_explicit_batches(package):
         out = mm.execute()
         for x, y, r in zip(a, b, out):
             assert_matmul_close(r, matmul_ref(x, y), "float64", x.shape[-1])
+
+
+def _stream_of(package):
+    if package == "cupy":
+        import cupy
+
+        return cupy.cuda.Stream(non_blocking=True)
+    import torch
+
+    return torch.cuda.Stream()
+
+
+def _device_synchronize(package):
+    """Operands made on the package's default stream are ready before work on another stream reads them."""
+    if package == "cupy":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+    else:
+        import torch
+
+        torch.cuda.synchronize()
+
+
+@packages
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 17])
+@pytest.mark.parametrize("c_mode", ["none", "c", "inplace"])
+def test_explicit_batches_grouped(package, dtype, n, c_mode, caplog):
+    """Lists of mixed shapes, layouts (C, F, transposed views, strided), conjugations, alphas and betas: the
+    general products run in one grouped launch on one handle; results checked over three executions (the second
+    after new a's and alphas, the third with nothing changed); on a stream of the package for n = 17."""
+    probs = explicit_problems(n, dtype, c_mode)
+    a = [on_gpu(p["a"], package, p["layouts"][0]) for p in probs]
+    b = [on_gpu(p["b"], package, p["layouts"][1]) for p in probs]
+    c = None if c_mode == "none" else [on_gpu(p["c"], package, p["layouts"][2]) for p in probs]
+    stream = _stream_of(package) if n == 17 else None
+    if c is None:
+        for p in probs:
+            p["beta"] = 0.0
+    caplog.set_level("INFO", logger="cumath.linalg")
+    with L.Matmul(a, b, c, alpha=[p["alpha"] for p in probs], beta=None if c is None else [p["beta"] for p in probs],
+                  qualifiers=[p["q"] for p in probs], options={"inplace": c_mode == "inplace"}, stream=stream) as mm:
+        mm.plan()
+        for step in range(3):
+            if stream is not None:
+                _device_synchronize(package)
+            out = mm.execute()
+            if stream is not None:
+                stream.synchronize()
+            assert all(type(r).__module__.startswith(package) for r in out)
+            check_explicit(out, probs, dtype, c_mode == "inplace", c)
+            if step == 0:
+                for p in probs:
+                    p["a"] = random_array(p["a"].shape, dtype)
+                    p["alpha"] = p["alpha"] * 2
+                mm.reset_operands(a=[on_gpu(p["a"], package, p["layouts"][0]) for p in probs],
+                                  alpha=[p["alpha"] for p in probs])
+    problems = sum(int(np.prod(p["a"].shape[:-2])) for p in probs)
+    if problems >= 2:
+        routine = "GroupedBatched_64" if dtype in ("float32", "float64") else "gemmBatched_64"
+        assert routine in caplog.text
+
+
+@packages
+def test_explicit_batch_of_structured_and_mixed_dtypes(package):
+    specs = [("sy", "float32"), ("ge", "float32"), ("tr", "float64"), ("ge", "float64"), ("dg", "complex64"),
+             ("ge", "complex64"), ("ge", "float32"), ("he", "complex128"), ("ge", "complex128"), ("ge", "float64")]
+    a0, b0, c0, quals = [], [], [], []
+    for i, (kind, dt) in enumerate(specs):
+        n = 5 + 2 * (i % 3)
+        a0.append(random_array((n,) if kind == "dg" else (n, n) if kind != "ge" else (7, n), dt))
+        b0.append(random_array((n, 3), dt))
+        quals.append(qualifiers(qualifier(kind, uplo="U"), None))
+        c0.append(random_array((n if kind != "ge" else 7, 3), dt))
+    c = [on_gpu(z, package, "F") for z in c0]
+    out = L.matmul([on_gpu(x, package) for x in a0], [on_gpu(y, package, "F") for y in b0], c, alpha=1.25,
+                   beta=-0.5, qualifiers=quals, options={"inplace": True})
+    for x, y, z, q, r, cc in zip(a0, b0, c0, quals, out, c):
+        assert r is cc
+        assert_matmul_close(r, matmul_ref(x, y, z, 1.25, -0.5, q), x.dtype.name, 7)
+
+
+@packages
+def test_explicit_batch_in_place_overlaps_run_in_order(package):
+    a0 = [random_array((4, 3), "float64") for _ in range(3)]
+    b0 = [random_array((3, 5), "float64") for _ in range(3)]
+    c0 = random_array((4, 5), "float64")
+    expected = c0.copy()
+    for x, y, al, be in zip(a0, b0, (1.0, 2.0, -1.0), (0.5, 1.0, 2.0)):
+        expected = al * (x @ y) + be * expected
+    c = on_gpu(c0, package)
+    L.matmul([on_gpu(x, package) for x in a0], [on_gpu(y, package) for y in b0], [c, c, c], alpha=[1.0, 2.0, -1.0],
+             beta=[0.5, 1.0, 2.0], options={"inplace": True})
+    np.testing.assert_allclose(to_numpy(c), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("c_mode", ["none", "inplace"])
+def test_explicit_batch_of_numpy_operands_on_the_gpu(dtype, c_mode, cuda_device):
+    probs = explicit_problems(17, dtype, c_mode)
+    a = [with_layout(p["a"], p["layouts"][0]) for p in probs]
+    b = [with_layout(p["b"], p["layouts"][1]) for p in probs]
+    c = None if c_mode == "none" else [with_layout(p["c"], p["layouts"][2]) for p in probs]
+    if c is None:
+        for p in probs:
+            p["beta"] = 0.0
+    out = L.matmul(a, b, c, alpha=[p["alpha"] for p in probs], beta=None if c is None else [p["beta"] for p in probs],
+                   qualifiers=[p["q"] for p in probs], options={"inplace": c_mode == "inplace"}, execution="cuda")
+    assert all(isinstance(r, np.ndarray) for r in out)
+    check_explicit(out, probs, dtype, c_mode == "inplace", c)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

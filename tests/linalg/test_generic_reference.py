@@ -87,6 +87,45 @@ def assert_matmul_close(result, ref, dtype, k):
     assert err <= tol, f"relative error {err:.3e} > {tol:.1e} ({dtype}, k={k})"
 
 
+# ------------------------------------------------------------------------------------ explicit batches
+
+BATCH_SHAPES = [(3, 5, 7), (7, 3, 5), (1, 11, 2), (13, 2, 1), (5, 5, 5), (2, 7, 3)]  # (m, k, n)
+BATCH_LAYOUTS = ("C", "F", "permuted", "step")
+
+
+def explicit_problems(n, dtype, c_mode, same=False):
+    """n problems for an explicit batch: mixed shapes (odd and prime sizes, every 7th with an implicit batch of
+    2), memory layouts, conjugations (complex), alphas and betas; or n alike problems (``same``). Each is a
+    dict of NumPy originals a, b, c (None without c), alpha, beta, q (qualifiers) and layouts (of a, b, c)."""
+    probs = []
+    cplx = str(dtype).startswith("complex")
+    for i in range(n):
+        m, k, nn = BATCH_SHAPES[0 if same else i % len(BATCH_SHAPES)]
+        batch = (2,) if (not same and i % 7 == 5) else ()
+        probs.append(dict(
+            a=random_array(batch + (m, k), dtype), b=random_array((k, nn), dtype),
+            c=random_array(batch + (m, nn), dtype) if c_mode != "none" else None,
+            alpha=(1.5 - 0.25j * i) if cplx else 1.5 - 0.25 * i,
+            beta=(0.5 + 0.5j) if cplx else (-0.75 if i % 2 else 0.5),
+            q=qualifiers(qualifier("ge", conjugate=cplx and not same and i % 3 == 1),
+                         qualifier("ge", conjugate=cplx and not same and i % 5 == 2)),
+            layouts=(("C", "F", "C") if same else
+                     (BATCH_LAYOUTS[i % 4], BATCH_LAYOUTS[(i // 2) % 4], BATCH_LAYOUTS[(i + 1) % 4]))))
+    return probs
+
+
+def check_explicit(out, probs, dtype, inplace=False, c_objs=None):
+    """Each result against its float64 reference; in place, the result is c itself, and the reference
+    becomes the next c (a next execution accumulates onto it)."""
+    assert isinstance(out, list) and len(out) == len(probs)
+    for i, (p, r) in enumerate(zip(probs, out)):
+        ref = matmul_ref(p["a"], p["b"], p["c"], p["alpha"], p["beta"], p["q"])
+        assert_matmul_close(r, ref, dtype, p["a"].shape[-1])
+        if inplace:
+            assert r is c_objs[i]
+            p["c"] = ref.astype(dtype)
+
+
 # ------------------------------------------------------------------------------------- reference checks
 
 def test_full_matrix_structures():

@@ -193,6 +193,10 @@ class DeviceExecutor:
         self._diag = _diag_name(geom)
         if not layout.d_is_c:
             self._new_d = self.adapter.empty_factory(geom.result_shape, geom.dtype, self.device_id, layout.d_perm)
+        # the common case: the engine reads a and b where they are and writes a new result
+        self._simple = (not layout.d_is_c and not layout.c_into_d and not layout.copy_back and self.w is None
+                        and self._diag is None and all(layout.preps[n].mode == "direct" for n in "ab"))
+        self._pointer = self.adapter.pointer
         _log_notes(layout, log)
 
     def _allocate(self, allocator, count, stream):
@@ -202,8 +206,19 @@ class DeviceExecutor:
         return buf
 
     def execute(self, ops, stream):
+        self.engine.set_stream(stream)
+        ptrs, state = self.prepare(ops, stream)
+        for run in self.runs:
+            run(ptrs)
+        return self.finish(ops, state)
+
+    def prepare(self, ops, stream):
+        """Everything before the engine runs (on the engine's stream, set by the caller): copies the plan
+        asks for, the result (or c), the pointers. Returns (pointers by name, state for ``finish``)."""
+        if self._simple:
+            d = self._new_d()
+            return {"A": ops["a"].ptr, "B": ops["b"].ptr, "D": self._pointer(d)}, (d, None)
         layout, A, engine = self.layout, self.adapter, self.engine
-        engine.set_stream(stream)
         ptrs, keep = {}, []
         for name in "ab":
             op = ops[name]
@@ -240,10 +255,15 @@ class DeviceExecutor:
             ptrs["W"] = self.w.device_ptr
         if self._diag is not None:
             ptrs["X"] = ptrs[self._diag]
-        for run in self.runs:
-            run(ptrs)
-        if layout.copy_back:
-            A.copy_into(c.obj, d)
+        return ptrs, (d, keep)
+
+    def finish(self, ops, state):
+        """After the engine ran: the result (c, after copying into it, for an in-place c that BLAS could not
+        describe)."""
+        d = state[0]
+        if self.layout.copy_back:
+            c = ops["c"]
+            self.adapter.copy_into(c.obj, d)
             return c.obj
         return d
 
@@ -292,8 +312,18 @@ class HostToDeviceExecutor:
         _log_notes(layout, log)
 
     def execute(self, ops, stream):
-        layout, A, engine = self.layout, self.adapter, self.engine
-        engine.set_stream(stream)
+        self.engine.set_stream(stream)
+        ptrs, state = self.prepare(ops, stream)
+        for run in self.runs:
+            run(ptrs)
+        self.download(state, stream)
+        cuda.synchronize(stream)
+        return self.finish(ops, state)
+
+    def prepare(self, ops, stream):
+        """Stage the operands (and c) into the plan's device buffers (on the engine's stream, set by the
+        caller); returns (pointers, state)."""
+        layout, A = self.layout, self.adapter
         ptrs, keep = {}, []
         for name, (perm, conj, nbytes) in self.stage.items():
             op = ops[name]
@@ -315,10 +345,10 @@ class HostToDeviceExecutor:
         c = ops.get("c")
         d_dev = self._buffers["d"].device_ptr
         ptrs["D"] = d_dev
+        staging = None
         if layout.d_is_c:
             target = c.obj
-            direct = c.is_dense_in(self.c_perm)
-            if direct:
+            if c.is_dense_in(self.c_perm):
                 host_d = c.ptr
             else:
                 staging = _host_array(c.shape, self.geom.dtype, self.c_perm)
@@ -331,19 +361,25 @@ class HostToDeviceExecutor:
             if layout.c_into_d:
                 A.copy_into(target, c.obj)
                 cuda.copy(d_dev, A.pointer(target), self.d_bytes, cuda.H2D, stream, "matmul operand c")
-            host_d, direct = A.pointer(target), True
+            host_d = A.pointer(target)
         if "w" in self._buffers:
             ptrs["W"] = self._buffers["w"].device_ptr
         if self._diag is not None:
             ptrs["X"] = ptrs[self._diag]
-        for run in self.runs:
-            run(ptrs)
-        cuda.copy(host_d, d_dev, self.d_bytes, cuda.D2H, stream, "matmul result")
-        cuda.synchronize(stream)
-        if not direct:
+        return ptrs, (target, host_d, staging, keep)
+
+    def download(self, state, stream) -> None:
+        """Queue the copy of the result to the host (the caller then synchronises the stream)."""
+        cuda.copy(state[1], self._buffers["d"].device_ptr, self.d_bytes, cuda.D2H, stream, "matmul result")
+
+    def finish(self, ops, state):
+        """After the stream was synchronised: host-side copies into c; returns the result."""
+        target, _, staging, _ = state
+        c = ops.get("c")
+        if staging is not None:
             np.copyto(host_view(c), staging)
-        elif layout.copy_back:  # (a staged c is always describable; kept for safety)
-            A.copy_into(c.obj, target)
+        elif self.layout.copy_back:  # (a staged c is always describable; kept for safety)
+            self.adapter.copy_into(c.obj, target)
             return c.obj
         return target
 

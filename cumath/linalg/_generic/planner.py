@@ -85,6 +85,8 @@ class Matmul(Stateful):
         self._children = None
         self._executor = None
         self._released = False
+        self._handle = None  # explicit batches on the GPU: the cuBLAS handle all problems share
+        self._batch = None  # ... and their BatchExecutor
         if _is_sequence(a) or _is_sequence(b):
             self._init_explicit(a, b, c, alpha, beta, qualifiers, opts, execution, stream)
             return
@@ -186,10 +188,7 @@ class Matmul(Stateful):
         """Choose the BLAS routines, transposes and copies for the operands' layouts (and create the
         library handle and the staging buffers). Planning twice does nothing."""
         if self._children is not None:
-            for ch in self._children:
-                ch.plan(stream=stream)
-            self._planned = True
-            return
+            return self._plan_explicit(stream)
         if self._planned:
             return
         if stream is not None:
@@ -227,11 +226,35 @@ class Matmul(Stateful):
                            ", ".join(routines) or "nothing to compute",
                            sum(len(s.offsets) for s in layout.steps), "" if len(layout.steps) == 1 else "s")
 
+    def _plan_explicit(self, stream):
+        """Plan every problem; on the GPU they share one cuBLAS handle and run through one BatchExecutor."""
+        if self._planned:
+            return
+        children = self._children
+        first = children[0]
+        if self._on_gpu and self._handle is None:
+            from .._backends.cublas import CublasHandle
+
+            self._handle = CublasHandle(first._device, first._stream)
+            if self._log.isEnabledFor(logging.INFO):
+                self._log.info("cuBLAS %s on GPU %d (one handle for the %d problems of the explicit batch)",
+                               self._handle.version_string(), first._device, len(children))
+        for ch in children:
+            ch._handle = self._handle
+            ch.plan(stream=stream)
+        if self._on_gpu:
+            from .batch import BatchExecutor
+
+            allocator = self._options.allocator or default_allocator(first._ops["a"].package, first._device)
+            self._batch = BatchExecutor([ch._executor for ch in children], self._handle, allocator, first._stream,
+                                        self._log)
+        self._planned = True
+
     def _make_engine(self):
         if self._on_gpu:
             from .._backends.cublas import CublasEngine
 
-            return CublasEngine(self._geom.dtype, self._device, self._stream, self._log)
+            return CublasEngine(self._geom.dtype, self._device, self._stream, self._log, handle=self._handle)
         from .._backends.blas import BlasEngine
 
         threads = self._execution.num_threads if self._user_threads else None
@@ -246,7 +269,9 @@ class Matmul(Stateful):
         if self._children is not None:
             if self._freed:
                 self._not_ready("execute")
-            return [ch.execute(stream=stream) for ch in self._children]
+            if self._batch is None:
+                return [ch.execute(stream=stream) for ch in self._children]
+            return self._execute_batch(stream)
         if ex is None or self._released:
             self._not_ready("execute")
         if stream is None:
@@ -260,6 +285,31 @@ class Matmul(Stateful):
         else:
             result = ex.execute(self._ops, stream_arg)
         if self._blocking and op.device_id is not None:
+            from ..._core.cuda import synchronize
+
+            synchronize(stream_arg)
+        return result
+
+    def _execute_batch(self, stream):
+        """An explicit batch on the GPU: every problem prepared, computed (one grouped launch for the general
+        products) and finished on one stream and one cuBLAS handle."""
+        children = self._children
+        for ch in children:
+            if ch._released:
+                ch._not_ready("execute")
+        first = children[0]
+        if stream is None:
+            stream_arg, explicit = first._stream, first._explicit_stream
+        else:
+            stream_arg, explicit = stream_handle(stream), True
+        opses = [ch._ops for ch in children]
+        op = first._ops["a"]
+        if explicit and op.device_id is not None and stream_arg != default_stream(op.package, op.device_id):
+            with adapter(op.package).stream_context(op.device_id, stream_arg):
+                result = self._batch.execute(opses, stream_arg)
+        else:
+            result = self._batch.execute(opses, stream_arg)
+        if first._blocking and op.device_id is not None:
             from ..._core.cuda import synchronize
 
             synchronize(stream_arg)
@@ -340,10 +390,14 @@ class Matmul(Stateful):
                 cols[name] = [value] * n
             else:
                 raise ValueError(f"{name} must be a sequence of {n} entries (one per problem of the explicit batch)")
-        for i, ch in enumerate(self._children):
-            fn = ch.reset_operands if checked else ch.reset_operands_unchecked
-            fn(a=cols["a"][i], b=cols["b"][i], c=cols["c"][i], alpha=cols["alpha"][i], beta=cols["beta"][i],
-               stream=stream)
+        try:
+            for i, ch in enumerate(self._children):
+                fn = ch.reset_operands if checked else ch.reset_operands_unchecked
+                fn(a=cols["a"][i], b=cols["b"][i], c=cols["c"][i], alpha=cols["alpha"][i], beta=cols["beta"][i],
+                   stream=stream)
+        finally:
+            if self._batch is not None and (alpha is not None or beta is not None):
+                self._batch.scalars_changed()
 
     def _scalar_of(self, value, default, name):
         return _scalar(value, default, self._geom.dtype, name)
@@ -385,6 +439,12 @@ class Matmul(Stateful):
         if self._children is not None:
             for ch in self._children:
                 ch.free()
+            batch, self._batch = self._batch, None
+            if batch is not None:
+                batch.free()
+            handle, self._handle = self._handle, None
+            if handle is not None:
+                handle.free()
             return
         ex, self._executor = self._executor, None
         self._ops = {k: None for k in _NAMES}
@@ -395,7 +455,7 @@ class Matmul(Stateful):
     def nbytes(self) -> int:
         """Bytes the plan holds (staging buffers, workspaces, a recycled result)."""
         if self._children is not None:
-            return sum(ch.nbytes for ch in self._children)
+            return sum(ch.nbytes for ch in self._children) + (0 if self._batch is None else self._batch.nbytes)
         return self._executor.nbytes if self._executor is not None else 0
 
     @property
