@@ -19,6 +19,7 @@ import sys
 import time
 import types as pytypes
 
+from .._core.compute_capability import current_compute_capability, parse_compute_capability
 from .._core.disk_cache import ContentStore, digest
 from .._core.numba_compat import EXTRA_HINT, distribution_version, import_numba_cuda, numba_cuda_version
 from ._callbacks import ELEMENT_DTYPES, LTOIR, mangled_name, plain_name
@@ -101,45 +102,13 @@ def _user_info(dtype):
 def normalize_compute_capability(cc) -> tuple[int, int]:
     """(major, minor) from '90', '9.0', 'sm_90', 90 or (9, 0); None: the current GPU's."""
     if cc is None:
-        return _current_compute_capability()
-    try:
-        if isinstance(cc, (tuple, list)):
-            major, minor = (int(v) for v in cc)
-        elif isinstance(cc, int) and not isinstance(cc, bool):
-            major, minor = divmod(cc, 10)
-        elif isinstance(cc, str):
-            s = cc.strip().lower()
-            for prefix in ("sm_", "compute_", "sm", "compute"):
-                if s.startswith(prefix):
-                    s = s[len(prefix):]
-                    break
-            if "." in s:
-                major, minor = (int(v) for v in s.split("."))
-            else:
-                major, minor = int(s[:-1]), int(s[-1])
-        else:
-            raise TypeError
-    except (TypeError, ValueError):
-        raise ValueError(f"compute_capability={cc!r} is not understood; pass e.g. '90', '9.0' or (9, 0)") from None
-    if not (5 <= major <= 30 and 0 <= minor <= 9):
-        raise ValueError(f"compute_capability={cc!r} is out of range (sm_50 and newer)")
-    return major, minor
+        try:
+            return current_compute_capability()
+        except Exception as exc:
+            raise ValueError(f"no CUDA GPU to compile the callback for ({exc}); pass compute_capability= "
+                             f"(e.g. '90') to compile without one") from exc
+    return parse_compute_capability(cc, what="compute_capability", min_major=5)
 
-
-def _current_compute_capability() -> tuple[int, int]:
-    from .._bindings import cudart
-
-    try:
-        dev = cudart.cudaGetDevice()
-        attr = cudart.cudaDeviceAttr
-        return (cudart.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMajor, dev),
-                cudart.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMinor, dev))
-    except Exception as exc:
-        raise ValueError(f"no CUDA GPU to compile the callback for ({exc}); pass compute_capability= "
-                         f"(e.g. '90') to compile without one") from exc
-
-
-# ------------------------------------------------------------------------------------------ fingerprint
 
 class _Fingerprinter:
     """Plain-value description of a function and what it refers to; ``persistent`` turns False when some
