@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 
-from .._core.disk_cache import ContentStore, digest
+from .._core.disk_cache import ContentStore, atomic_write, digest
 
 __all__ = ["Descriptor", "Generator", "TRAITS", "toolchain", "clear_memory_cache", "STORE"]
 
@@ -281,15 +280,5 @@ def write_link_file(name: str, data: bytes) -> str:
             return path
     except OSError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, data)
     return path
