@@ -6,7 +6,7 @@ import importlib.metadata as md
 import platform
 import sys
 
-from ._bindings._loader import LIBRARIES, find_library
+from ._bindings._loader import LIBRARIES, find_library, install_hint
 
 PACKAGES = ("numpy", "scipy", "pyfftw", "mkl", "cupy-cuda13x", "cupy-cuda12x", "torch", "jax", "cuda-core",
             "cuda-bindings", "cuda-pathfinder", "numba-cuda", "mpi4py")
@@ -26,8 +26,8 @@ def gather() -> dict:
 
     info = {"cumath": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
             "packages": {p: _version(p) for p in PACKAGES}, "libraries": {}, "gpus": [], "cpu": {}}
-    for name, spec in LIBRARIES.items():
-        info["libraries"][name] = find_library(name) or f"not found (pip install cumath[{spec.extra}])"
+    for name in LIBRARIES:
+        info["libraries"][name] = find_library(name) or f"not found ({install_hint(name)})"
     n = device_count()
     if n:
         from ._bindings import cudart

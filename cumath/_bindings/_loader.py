@@ -64,7 +64,7 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cutensor": _nv("cutensor", "libcutensor.so.2", extra="cutensor"),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
-    "cuda": LibrarySpec(("libcuda.so.1",), "cu13"),
+    "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
     # (names carry a hash there), or as installed by the system (libfftw3-dev and friends).
     "fftw3": LibrarySpec(("libfftw3.so.3",), "cpu", wheel_globs=("pyfftw.libs/libfftw3-*.so*",), deepbind=True),
@@ -211,8 +211,8 @@ def load_library(name: str) -> ctypes.CDLL:
             return lib
         raise LibraryNotFoundError(
             f"could not load the {name} library (looked for {', '.join(spec.sonames)} through cuda-pathfinder, "
-            f"the nvidia/*/lib folders of sys.path and the system loader); install it with "
-            f"`pip install cumath[{spec.extra}]`" + (f". Last error: {errors[-1]}" if errors else "")
+            f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
+            + (f". Last error: {errors[-1]}" if errors else "")
         )
 
 
@@ -242,6 +242,14 @@ def _resolved_path(lib: ctypes.CDLL, fallback: str) -> str:
     except OSError:
         pass
     return fallback
+
+
+def install_hint(name: str) -> str:
+    """How to get library ``name``: the pip extra that brings it, or the NVIDIA driver for libcuda."""
+    extra = LIBRARIES[name].extra
+    if extra == "driver":
+        return "it comes with the NVIDIA driver, not with a pip package"
+    return f"install it with `pip install cumath[{extra}]`"
 
 
 def loaded_libraries() -> dict[str, str]:

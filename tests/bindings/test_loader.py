@@ -31,3 +31,10 @@ def test_a_companion_of_a_missing_owner_reports_the_owner(monkeypatch):
                         _loader.LibrarySpec(("libnosuchcompanion.so.1",), "cpu", companion_of="nosuchowner"))
     with pytest.raises(LibraryNotFoundError, match="nosuchowner"):
         _loader.load_library("nosuchcompanion")
+
+
+def test_install_hints():
+    from cumath._bindings._loader import install_hint
+
+    assert install_hint("cufft") == "install it with `pip install cumath[cu13]`"
+    assert install_hint("cuda") == "it comes with the NVIDIA driver, not with a pip package"
