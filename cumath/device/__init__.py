@@ -5,7 +5,10 @@
 - :class:`Solver` and its adapters (:class:`CholeskySolver`, :class:`LUSolver`, :class:`LUPivotSolver`,
   :class:`QRFactorize`, :class:`QRMultiply`, :class:`LQFactorize`, :class:`LQMultiply`,
   :class:`TriangularSolver`, :class:`LeastSquaresSolver`): cuSOLVERDx dense solvers, batched per block;
-- :mod:`cumath.device.random`: cuRAND's device generators and distributions.
+- :mod:`cumath.device.random`: cuRAND's device generators and distributions;
+- :data:`float16x2`, :data:`float16x4`: the half-precision vector types of half-precision FFTs;
+- :func:`make_tensor`, :func:`copy`, :func:`copy_fragment`, :func:`clear`, :func:`axpby`, :func:`copy_wait`:
+  cuBLASDx's tensor API for :class:`Matmul` (register-fragment accumulators, see ``Matmul.suggest_partitioner``).
 
 The device code is generated on the host (libmathdx for the Dx libraries, NVRTC for the cuRAND shim) as
 LTO-IR, cached in memory and on disk, and linked into the kernel by numba-cuda through nvJitLink. Needs the
@@ -21,7 +24,8 @@ import importlib
 __all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize",
            "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",
            "ComputeCapability", "CodeType", "Dim3", "LeadingDimension", "TransposeMode", "clear_cache",
-           "unavailable_reason"]
+           "unavailable_reason", "float16x2", "float16x4", "make_tensor", "copy", "copy_fragment", "clear", "axpby",
+           "copy_wait", "OpaqueTensor", "Layout", "Partitioner", "Accumulator"]
 
 _LAZY = {
     "FFT": "._fft", "fft": "._fft",
@@ -30,7 +34,10 @@ _LAZY = {
     "QRFactorize": "._solver", "QRMultiply": "._solver", "LQFactorize": "._solver", "LQMultiply": "._solver",
     "TriangularSolver": "._solver", "LeastSquaresSolver": "._solver",
     "ComputeCapability": "._common", "CodeType": "._common", "Dim3": "._common", "LeadingDimension": "._common",
-    "TransposeMode": "._common",
+    "TransposeMode": "._common", "float16x2": "._vector", "float16x4": "._vector",
+    "make_tensor": "._tensors", "copy": "._tensors", "copy_fragment": "._tensors", "clear": "._tensors",
+    "axpby": "._tensors", "copy_wait": "._tensors", "OpaqueTensor": "._tensors", "Layout": "._tensors",
+    "Partitioner": "._tensors", "Accumulator": "._tensors",
 }
 
 
@@ -86,9 +93,14 @@ def unavailable_reason(*needs: str) -> str | None:
 
 def clear_cache(*, disk: bool = False) -> None:
     """Forget generated device code held in memory (and on disk with ``disk=True``)."""
+    import sys
+
     from . import _codegen
 
     _codegen.clear_memory_cache()
+    tensors = sys.modules.get(__name__ + "._tensors")
+    if tensors is not None:
+        tensors._codes.clear()
     if disk:
         import shutil
 

@@ -112,6 +112,7 @@ _PRECISIONS = {
 # commondxValueType member name -> NumPy dtype name (the value types the device objects hand to kernels)
 VALUE_TYPES = {
     "COMMONDX_R_16F": "float16", "COMMONDX_R_32F": "float32", "COMMONDX_R_64F": "float64",
+    "COMMONDX_R_16F2": "float16x2", "COMMONDX_C_16F2": "float16x4",  # half2 pairs: two FFTs at once
     "COMMONDX_C_16F": "complex32", "COMMONDX_C_32F": "complex64", "COMMONDX_C_64F": "complex128",
     "COMMONDX_R_32I": "int32", "COMMONDX_R_64I": "int64", "COMMONDX_R_8I": "int8", "COMMONDX_R_16I": "int16",
     "COMMONDX_R_8UI": "uint8", "COMMONDX_R_16UI": "uint16", "COMMONDX_R_32UI": "uint32", "COMMONDX_R_64UI": "uint64",

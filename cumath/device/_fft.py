@@ -46,7 +46,10 @@ class FFT(DeviceFunction):
 
     Args:
         size: length of the FFT.
-        precision: ``numpy.float32`` or ``numpy.float64`` (the computation precision).
+        precision: ``numpy.float16``, ``numpy.float32`` or ``numpy.float64`` (the computation precision). Half
+            precision computes two FFTs at once per thread (``implicit_type_batching`` is 2): ``value_type`` is
+            :data:`~cumath.device.float16x4` (real parts of the pair in ``x, y``, imaginary parts in ``z, w``),
+            and real r2c/c2r data are :data:`~cumath.device.float16x2`.
         fft_type: ``'c2c'``, ``'r2c'`` or ``'c2r'``.
         execution: ``'Block'`` (the threads of a block cooperate; needs shared memory) or ``'Thread'``.
         sm: target compute capability (``90``, ``'9.0'``, ``(9, 0)``...); default: the current GPU's.
@@ -56,7 +59,9 @@ class FFT(DeviceFunction):
         real_fft_options: for r2c/c2r, ``{'complex_layout': 'natural'|'packed'|'full',
             'real_mode': 'normal'|'folded'}``.
         execute_api: ``'register_memory'`` (default: data in each thread's ``thread_data``) or
-            ``'shared_memory'`` (data in shared memory, Block execution only).
+            ``'shared_memory'`` (data in shared memory, Block execution only: element i of the block's FFT j at
+            ``shared_memory[j * size + i]``, the call ``f(shared_memory)``; launch with
+            ``max(shared_memory_size, ffts_per_block * size * itemsize)`` bytes of shared memory).
 
     Inside a kernel::
 
@@ -71,7 +76,7 @@ class FFT(DeviceFunction):
     def __init__(self, size, precision, fft_type, execution, *, sm=None, direction=None, ffts_per_block=None,
                  elements_per_thread=None, real_fft_options=None, execute_api=None):
         self._size = positive_int(size, "size")
-        self._precision = normalize_precision(precision)
+        self._precision = normalize_precision(precision, allowed=("float16", "float32", "float64"))
         self._fft_type = choice(fft_type, tuple(_TYPES), "fft_type")
         self._execution = choice(execution, tuple(_EXECUTIONS), "execution")
         implied = {"r2c": "forward", "c2r": "inverse"}.get(self._fft_type)
@@ -153,7 +158,7 @@ class FFT(DeviceFunction):
 
     # ----------------------------------------------------------------------------------------- description
     size = property(lambda self: self._size, doc="Length of the FFT.")
-    precision = property(lambda self: self._precision, doc="'float32' or 'float64'.")
+    precision = property(lambda self: self._precision, doc="'float16', 'float32' or 'float64'.")
     fft_type = property(lambda self: self._fft_type)
     execution = property(lambda self: self._execution)
     direction = property(lambda self: self._direction)
@@ -165,7 +170,8 @@ class FFT(DeviceFunction):
     # --------------------------------------------------------------------------------------------- traits
     @property
     def value_type(self):
-        """The complex NumPy dtype the FFT computes in (complex64 or complex128)."""
+        """The complex type the FFT computes in: NumPy complex64 or complex128, or
+        :data:`~cumath.device.float16x4` for half precision (a pair of FFTs)."""
         return _np_dtype(VALUE_TYPES[self._trait("value_type")])
 
     @property
@@ -228,6 +234,10 @@ class FFT(DeviceFunction):
 
 
 def _np_dtype(name: str):
+    from ._vector import VECTORS
+
+    if name in VECTORS:
+        return VECTORS[name]
     import numpy as np
 
     return np.dtype(name)

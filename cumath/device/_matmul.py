@@ -2,7 +2,9 @@
 
 The in-kernel call computes ``C = alpha * op(A) @ op(B) + beta * C`` on tiles in shared memory, all threads of
 the block taking part (cuBLASDx's shared-memory pointer API; the leading dimensions are fixed when the code is
-generated, or passed at run time with ``execute_api='dynamic_leading_dimensions'``).
+generated, or passed at run time with ``execute_api='dynamic_leading_dimensions'``). The same object also
+offers cuBLASDx's tensor API (layouts, register-fragment accumulators, copies: see ``_tensors``): ``execute``
+called with tensors made by ``make_tensor`` uses it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ _ARRANGEMENTS = {"col_major": "CUBLASDX_ARRANGEMENT_COL_MAJOR", "row_major": "CU
 _TRANSPOSE = {"non_transposed": "CUBLASDX_TRANSPOSE_MODE_NON_TRANSPOSED",
               "transposed": "CUBLASDX_TRANSPOSE_MODE_TRANSPOSED",
               "conj_transposed": "CUBLASDX_TRANSPOSE_MODE_CONJ_TRANSPOSED"}
-_APIS = {"static_leading_dimensions": "CUBLASDX_API_SMEM", "dynamic_leading_dimensions": "CUBLASDX_API_SMEM_DYNAMIC_LD"}
+_APIS = {"static_leading_dimensions": "CUBLASDX_API_SMEM", "dynamic_leading_dimensions": "CUBLASDX_API_SMEM_DYNAMIC_LD",
+         "tensors": "CUBLASDX_API_SMEM"}  # 'tensors': the pointer API stays available; tensor calls use their own
+_TENSOR_TYPES = ("suggested_smem_a", "suggested_smem_b", "suggested_smem_c", "smem_a", "smem_b", "smem_c",
+                 "suggested_rmem_c", "rmem_c")
 _PRECISIONS = ("float16", "float32", "float64")
 
 
@@ -59,16 +64,24 @@ class Matmul(DeviceFunction):
         static_block_dim: promise that the kernel is launched with exactly ``block_dim``.
         execution: ``'Block'`` (the only one cuBLASDx offers).
         execute_api: ``'static_leading_dimensions'`` (default) or ``'dynamic_leading_dimensions'`` (the
-            in-kernel call then takes ``lda``, ``ldb``, ``ldc`` after each tile).
+            in-kernel call then takes ``lda``, ``ldb``, ``ldc`` after each tile), or ``'tensors'`` (a hint: the
+            tensor API is available whatever this says).
+        global_memory_alignment: ``(a, b, c)`` alignments in bytes of the global-memory tensors (tensor API).
 
     Inside a kernel (tiles in shared memory, ``a_size`` elements for A and so on)::
 
         MM(alpha, smem_a, smem_b, beta, smem_c)       # or MM.execute(...)
+
+    or with cuBLASDx tensors (``get_layout_gmem_a()``, ``suggest_layout_smem_a()``, ``suggest_partitioner()``,
+    ``suggest_accumulator()``..., callable on the host and inside kernels; see :mod:`cumath.device._tensors`)::
+
+        MM.execute(smem_a_tensor, smem_b_tensor, c_fragment)           # c_fragment += A @ B
     """
 
     def __init__(self, size, precision, data_type, *, sm=None, block_size=None, block_dim=None,
                  leading_dimension=None, transpose_mode=None, arrangement=None, alignment=None, function="MM",
-                 static_block_dim=False, execution="Block", execute_api=None):
+                 static_block_dim=False, execution="Block", execute_api=None, global_memory_alignment=None,
+                 tensor_types=None):
         self._size = int_triple(size, "size")
         if not isinstance(size, (tuple, list)) or len(size) != 3:
             raise ValueError(f"size={size!r} must be a sequence (m, n, k)")
@@ -125,8 +138,20 @@ class Matmul(DeviceFunction):
         self._static_block_dim = bool(static_block_dim)
         api = "static_leading_dimensions" if execute_api is None else execute_api
         self._execute_api = choice(api, tuple(_APIS), "execute_api")
+        self._gmem_alignment = None if global_memory_alignment is None else int_triple(
+            global_memory_alignment, "global_memory_alignment")
+        if tensor_types is None:
+            self._tensor_types = None
+        elif isinstance(tensor_types, str) or len(tensor_types) != 3:
+            raise ValueError(f"tensor_types={tensor_types!r} must be a triple (a, b, c)")
+        else:
+            self._tensor_types = tuple(choice(t, _TENSOR_TYPES, "tensor_types") for t in tensor_types)
+            for t, m in zip(self._tensor_types, "abc"):
+                if t[-1] != m:
+                    raise ValueError(f"tensor_types: {t!r} is not a tensor of {m.upper()}")
         self._sm = normalize_cc(sm)
         self._gen = None
+        self._ttraits = None
 
     # --------------------------------------------------------------------------------------- arithmetic
     def _dims(self):
@@ -141,6 +166,9 @@ class Matmul(DeviceFunction):
     def _min_ld(self):
         dims, col = self._dims()
         return tuple(r if c else cl for (r, cl), c in zip(dims, col))
+
+    def _arrangement_of(self, matrix: str) -> str:
+        return "col_major" if self._dims()[1]["abc".index(matrix)] else "row_major"
 
     # ---------------------------------------------------------------------------------------- operators
     def _operators(self, ld) -> tuple:
@@ -167,15 +195,30 @@ class Matmul(DeviceFunction):
     def _descriptor(ops) -> Descriptor:
         return Descriptor("cublasdx", ops, "cumath_gemm_" + digest("cumath.device.Matmul", ops)[:24])
 
+    def _resolved_ld(self):
+        ld = self._ld
+        if ld == "suggested":
+            probe = Generator([self._descriptor(self._operators(None))], self._sm)
+            ld = tuple(probe.traits()["suggested_leading_dimension"])
+        return ld
+
     @property
     def _generator(self) -> Generator:
         if self._gen is None:
-            ld = self._ld
-            if ld == "suggested":
-                probe = Generator([self._descriptor(self._operators(None))], self._sm)
-                ld = tuple(probe.traits()["suggested_leading_dimension"])
-            self._gen = Generator([self._descriptor(self._operators(ld))], self._sm)
+            self._gen = Generator([self._descriptor(self._operators(self._resolved_ld()))], self._sm)
         return self._gen
+
+    def _tensor_operators(self) -> tuple:
+        """The operators of the tensor-API descriptor (the same GEMM, API ``TENSORS``)."""
+        return tuple((op, "CUBLASDX_API_TENSORS" if op == "CUBLASDX_OPERATOR_API" else v)
+                     for op, v in self._generator.descriptors[0].operators)
+
+    def _tensor_traits(self) -> dict:
+        if self._ttraits is None:
+            from ._tensors import tensor_traits
+
+            self._ttraits = tensor_traits(self)
+        return self._ttraits
 
     @property
     def _numba_key(self) -> str:
@@ -259,14 +302,113 @@ class Matmul(DeviceFunction):
     b_size = property(lambda self: self._tile_sizes()[1])
     c_size = property(lambda self: self._tile_sizes()[2])
 
-    def get_shared_storage_size(self) -> int:
-        """Bytes of shared memory holding the A, B and C tiles one after the other, each aligned."""
+    def get_shared_storage_size(self, a_layout=None, b_layout=None, c_layout=None) -> int:
+        """Bytes of shared memory holding the A, B and C tiles one after the other, each aligned: the
+        pointer API's tiles, or the given shared-memory layouts (tensor API; give all three or see
+        :meth:`get_shared_storage_size_ab`)."""
         import numpy as np
 
+        if a_layout is None and b_layout is None and c_layout is None:
+            parts = [(size, np.dtype(vt).itemsize, align)
+                     for size, vt, align in zip(self._tile_sizes(), self._value_types(), self.alignment)]
+        else:
+            parts = [(lay.cosize, lay.dtype.itemsize, lay.alignment) for lay in self._smem_layouts(
+                ("a", a_layout), ("b", b_layout), ("c", c_layout))]
         total = 0
-        for size, vt, align in zip(self._tile_sizes(), self._value_types(), self.alignment):
-            total = -(-total // align) * align + size * np.dtype(vt).itemsize
+        for size, itemsize, align in parts:
+            total = -(-total // align) * align + size * itemsize
         return total
+
+    def get_shared_storage_size_ab(self, a_layout, b_layout) -> int:
+        """Bytes of shared memory holding A and B in the given shared-memory layouts (C in registers)."""
+        total = 0
+        for lay in self._smem_layouts(("a", a_layout), ("b", b_layout)):
+            total = -(-total // lay.alignment) * lay.alignment + lay.cosize * lay.dtype.itemsize
+        return total
+
+    def _smem_layouts(self, *pairs):
+        from ._tensors import Layout
+
+        out = []
+        for m, lay in pairs:
+            if not isinstance(lay, Layout) or lay.memory_space != "smem" or lay.matrix != m:
+                raise ValueError(f"{m}_layout must be a shared-memory layout of {m.upper()} (from "
+                                 f"get_layout_smem_{m}() or suggest_layout_smem_{m}()), not {lay!r}")
+            out.append(lay)
+        return out
+
+    # --------------------------------------------------------------------------------------- tensor API
+    _NUMBA_FACTORIES = ("get_layout_gmem_a", "get_layout_gmem_b", "get_layout_gmem_c", "get_layout_smem_a",
+                        "get_layout_smem_b", "get_layout_smem_c", "suggest_layout_smem_a", "suggest_layout_smem_b",
+                        "suggest_layout_smem_c", "get_layout_rmem_c", "suggest_layout_rmem_c",
+                        "suggest_partitioner", "get_partitioner", "suggest_accumulator", "get_accumulator")
+
+    def _layout(self, kind, leading_dimension=None):
+        from ._tensors import Layout
+
+        return Layout(self, kind, leading_dimension)
+
+    def get_layout_gmem_a(self, leading_dimension=None):
+        """Layout of A in global memory (leading dimension: A's leading extent unless given)."""
+        return self._layout("gmem_a", leading_dimension)
+
+    def get_layout_gmem_b(self, leading_dimension=None):
+        return self._layout("gmem_b", leading_dimension)
+
+    def get_layout_gmem_c(self, leading_dimension=None):
+        return self._layout("gmem_c", leading_dimension)
+
+    def get_layout_smem_a(self):
+        """Layout of A in shared memory: plain row/column-major with the Matmul's leading dimension."""
+        return self._layout("smem_a")
+
+    def get_layout_smem_b(self):
+        return self._layout("smem_b")
+
+    def get_layout_smem_c(self):
+        return self._layout("smem_c")
+
+    def suggest_layout_smem_a(self):
+        """Layout of A in shared memory that cuBLASDx suggests (possibly swizzled or padded)."""
+        return self._layout("suggested_smem_a")
+
+    def suggest_layout_smem_b(self):
+        return self._layout("suggested_smem_b")
+
+    def suggest_layout_smem_c(self):
+        return self._layout("suggested_smem_c")
+
+    def get_layout_rmem_c(self):
+        """Layout of C's register fragment (per thread) matching the plain shared-memory layouts."""
+        return self._layout("rmem_c")
+
+    def suggest_layout_rmem_c(self):
+        """Layout of C's register fragment matching the suggested shared-memory layouts."""
+        return self._layout("suggested_rmem_c")
+
+    def suggest_partitioner(self):
+        from ._tensors import Partitioner
+
+        return Partitioner(self, "suggested_rmem_c")
+
+    def get_partitioner(self):
+        from ._tensors import Partitioner
+
+        return Partitioner(self, "rmem_c")
+
+    def suggest_accumulator(self):
+        """The suggested register accumulator; created inside a kernel it owns a zeroed fragment."""
+        from ._tensors import Accumulator
+
+        return Accumulator(self, "suggested_rmem_c")
+
+    def get_accumulator(self):
+        from ._tensors import Accumulator
+
+        return Accumulator(self, "rmem_c")
+
+    tensor_types = property(lambda self: self._tensor_types)
+    global_memory_alignment = property(lambda self: self._gmem_alignment)
 
     def __repr__(self):
         return (f"Matmul(size={self._size}, precision={self.precision}, data_type={self._data_type!r}, "
@@ -294,7 +436,7 @@ class Matmul(DeviceFunction):
             params = (Param("alpha", "ref", c), Param("a", "ptr", a), Param("lda", "ref", "uint32"),
                       Param("b", "ptr", b), Param("ldb", "ref", "uint32"), Param("beta", "ref", c),
                       Param("c", "ptr", c), Param("ldc", "ref", "uint32"))
-        spec = MethodSpec(self.symbol, params, tuple(self.files))
+        spec = MethodSpec(self.symbol, params, lambda: tuple(self.files))
         return {"execute": spec, "__call__": spec}
 
 
@@ -308,12 +450,13 @@ def matmul(*, compiler=None, code_type=None, execute_api=None, tensor_types=None
            **kwargs) -> Matmul:
     """The function form of :class:`Matmul` (``nvmath.device.matmul``): the same keyword arguments, plus
     ``compiler`` (None or ``'numba'``) and ``code_type`` (``('lto', cc)``, the target). Pass its ``.files``
-    to ``@cuda.jit(link=...)`` and call it in the kernel as ``MM(alpha, a, b, beta, c)``."""
-    if tensor_types is not None or global_memory_alignment is not None:
-        raise NotImplementedError("cuBLASDx's tensor API (tensor_types=, global_memory_alignment=) is not offered "
-                                  "by cumath.device yet; use the shared-memory API")
+    to ``@cuda.jit(link=...)`` and call it in the kernel as ``MM(alpha, a, b, beta, c)``. ``execute_api='tensors'``,
+    ``tensor_types`` (``(a, b, c)`` from 'suggested_smem_a', 'smem_a', ..., 'suggested_rmem_c', 'rmem_c': the
+    layouts the kernel means to use, recorded as ``MM.tensor_types``) and ``global_memory_alignment`` go with
+    the tensor API, which every Matmul offers."""
     function_form_sm(compiler, code_type, kwargs)
     missing = [k for k in ("size", "precision", "data_type") if k not in kwargs]
     if missing:
         raise TypeError(f"matmul() needs the keyword arguments {', '.join(missing)}")
-    return Matmul(execute_api=execute_api, **kwargs)
+    return Matmul(execute_api=execute_api, tensor_types=tensor_types, global_memory_alignment=global_memory_alignment,
+                  **kwargs)

@@ -51,7 +51,7 @@ class Param(NamedTuple):
 class MethodSpec(NamedTuple):
     symbol: str
     params: tuple  # of Param
-    files: tuple  # link files (paths)
+    files: object  # link files (a tuple of paths, or a callable returning one: generated when first lowered)
 
 
 # Methods the objects may have inside kernels; each object says which of them it offers (_numba_methods()).
@@ -65,7 +65,13 @@ _NUMBA_DTYPES = {
 
 
 def numba_dtype(name: str):
-    """The numba scalar type of a NumPy-style dtype name."""
+    """The numba type of a NumPy-style dtype name (or of a half-precision vector type, 'float16x4'...)."""
+    from ._vector import VECTORS
+
+    if name in VECTORS:
+        from ._numba_vectors import vector_type
+
+        return vector_type(VECTORS[name])
     try:
         return getattr(types, _NUMBA_DTYPES[name])
     except KeyError:
@@ -109,6 +115,13 @@ def _constant_type(value):
         return types.UniTuple(types.int64, len(value)) if value else types.Tuple(())
     if isinstance(value, str) and value in _NUMBA_DTYPES:
         return types.NumberClass(numba_dtype(value))
+    if isinstance(value, str):
+        from ._vector import VECTORS
+
+        if value in VECTORS:
+            from ._numba_vectors import vector_class_type
+
+            return vector_class_type(VECTORS[value])
     return None
 
 
@@ -121,6 +134,10 @@ class _DeviceFunctionAttributes(AttributeTemplate):
             if attr not in typ.obj._numba_methods():
                 return None
             return types.BoundFunction(_TEMPLATES[attr], typ)
+        if attr in getattr(typ.obj, "_NUMBA_FACTORIES", ()):  # Matmul's layouts, partitioners, accumulators
+            from ._numba_tensors import factory_type
+
+            return factory_type(typ.obj, attr, typ)
         constants = typ.obj._numba_constants()
         if attr not in constants:
             return None
@@ -178,6 +195,8 @@ def _check_param(obj, label: str, p: Param, ty) -> None:
             raise TypingError(f"{what} must be a contiguous array, not {ty}")
         dt = _element_dtype(ty)
         if p.dtype is None or dt is None or dt == numba_dtype(p.dtype) or dt in (types.uint8, types.int8):
+            return
+        if p.dtype.startswith("float16x") and dt == types.float16:  # half vectors held as plain halves
             return
         raise TypingError(f"{what} must be an array of {p.dtype}, not of {dt}")
     raise TypingError(f"{what} must be an array or a pointer, not {ty}")
@@ -242,6 +261,10 @@ def _method_template(method: str):
         def generic(self, args, kws):
             if kws:
                 raise TypingError(f"{_label(method)}() takes positional arguments only")
+            if _tensor_call(self.this.obj, method, args):
+                from ._numba_tensors import type_execute
+
+                return signature(type_execute(self.this.obj, args), *args, recvr=self.this)
             _method_spec(self.this.obj, method, args)
             return signature(types.none, *args, recvr=self.this)
 
@@ -251,13 +274,24 @@ def _method_template(method: str):
 _TEMPLATES = {m: _method_template(m) for m in METHOD_NAMES}
 
 
+def _tensor_call(obj, method: str, args) -> bool:
+    """Whether ``obj.method(*args)`` is an execute on cuBLASDx tensors (the tensor API of Matmul)."""
+    return (method in ("execute", "__call__") and getattr(obj, "_NUMBA_FACTORIES", None) is not None
+            and any(getattr(a, "is_cumath_tensor", False) for a in args))
+
+
 def _lower_method(method: str):
     def impl(context, builder, sig, args):
         self_ty, arg_types, values = sig.args[0], sig.args[1:], args[1:]
+        if _tensor_call(self_ty.obj, method, arg_types):
+            from ._numba_tensors import lower_execute
+
+            lower_execute(context, builder, self_ty.obj, arg_types, values)
+            return context.get_dummy_value()
         spec = _method_spec(self_ty.obj, method, arg_types)
         ptrs = [pointer_of(context, builder, ty, v, numba_dtype(p.dtype) if p.kind == "ref" and p.dtype else None)
                 for p, ty, v in zip(spec.params, arg_types, values)]
-        call_c(context, builder, spec.symbol, ptrs, spec.files)
+        call_c(context, builder, spec.symbol, ptrs, spec.files() if callable(spec.files) else spec.files)
         return context.get_dummy_value()
 
     return impl

@@ -1,5 +1,6 @@
-"""cuSOLVERDx dense solvers inside numba-cuda kernels: :class:`Solver` (one function, ``execute``) and the
-adapters that pair a factorization with its solve (``factorize`` / ``solve`` / ``multiply``).
+"""cuSOLVERDx dense solvers inside numba-cuda kernels: :class:`Solver` (one function, ``execute``: the linear
+solvers, QR/LQ, the eigenvalue and SVD functions, tridiagonal solves) and the adapters that pair a
+factorization with its solve (``factorize`` / ``solve`` / ``multiply``).
 
 Matrices live in shared memory, ``batches_per_block`` problems back to back; a matrix of ``rows x cols`` with
 leading dimension ``ld`` has shape ``(batches, rows, cols)`` and strides ``(ld * cols, 1, ld)`` column-major or
@@ -47,7 +48,34 @@ FUNCTIONS = {
     "unglq": ("CUSOLVERDX_FUNCTION_UNGLQ", (("a", "v"), ("tau", "v"))),
     "trsm": ("CUSOLVERDX_FUNCTION_TRSM", (("a", "v"), ("b", "v"))),
     "gels": ("CUSOLVERDX_FUNCTION_GELS", (("a", "v"), ("tau", "v"), ("b", "v"))),
+    "gtsv_no_pivot": ("CUSOLVERDX_FUNCTION_GTSV_NO_PIVOT",
+                      (("dl", "v"), ("d", "v"), ("du", "v"), ("b", "v"), ("info", "i"))),
+    "htev": ("CUSOLVERDX_FUNCTION_HTEV", (("d", "v"), ("e", "v"), ("info", "i"))),
+    "heev": ("CUSOLVERDX_FUNCTION_HEEV", (("a", "v"), ("lambda", "r"), ("workspace", "w"), ("info", "i"))),
+    "bdsvd": ("CUSOLVERDX_FUNCTION_BDSVD", (("d", "v"), ("e", "v"), ("info", "i"))),
+    "gesvd": ("CUSOLVERDX_FUNCTION_GESVD", (("a", "v"), ("s", "r"), ("workspace", "w"), ("info", "i"))),
+    "hegst": ("CUSOLVERDX_FUNCTION_HEGST", (("a", "v"), ("b", "v"), ("workspace", "w"))),
+    "hegv": ("CUSOLVERDX_FUNCTION_HEGV",
+             (("a", "v"), ("b", "v"), ("lambda", "r"), ("workspace", "w"), ("info", "i"))),
 }
+# parameter lists when vectors are computed into their own arrays (the job asks for vectors); kinds as above plus
+# "r" (the real precision: eigenvalues, singular values) and "w" (the workspace of workspace_size elements)
+_VECTOR_PARAMS = {
+    "htev": (("d", "v"), ("e", "v"), ("v", "v"), ("info", "i")),
+    "bdsvd": (("d", "v"), ("e", "v"), ("u", "v"), ("vt", "v"), ("info", "i")),
+    "gesvd": (("a", "v"), ("s", "r"), ("u", "v"), ("vt", "v"), ("workspace", "w"), ("info", "i")),
+}
+_JOBS = {"no_vectors": "CUSOLVERDX_JOB_NO_VECTORS", "all_vectors": "CUSOLVERDX_JOB_ALL_VECTORS",
+         "multiply_vectors": "CUSOLVERDX_JOB_MULTIPLY_VECTORS", "overwrite_vectors": "CUSOLVERDX_JOB_OVERWRITE_VECTORS",
+         "some_vectors": "CUSOLVERDX_JOB_SOME_VECTORS"}
+# the jobs each eigenvalue/SVD function is offered with (first: the default); a pair (jobu, jobvt) for the SVDs
+_FUNCTION_JOBS = {"htev": ("no_vectors", "all_vectors", "multiply_vectors"),
+                  "heev": ("no_vectors", "overwrite_vectors"), "hegv": ("no_vectors", "overwrite_vectors"),
+                  "bdsvd": ("no_vectors", "all_vectors", "multiply_vectors"),
+                  "gesvd": ("no_vectors", "some_vectors", "all_vectors")}
+_PAIR_JOBS = ("bdsvd", "gesvd")
+# arrangement slot of each matrix (the ARRANGEMENT operator's entries): <A, B> for most functions
+_ARR_SLOTS = {"bdsvd": {"u": 0, "vt": 1}, "gesvd": {"a": 0, "u": 1, "vt": 2}, "htev": {"v": 0}}
 _ARRANGEMENTS = {"col_major": "CUSOLVERDX_ARRANGEMENT_COL_MAJOR", "row_major": "CUSOLVERDX_ARRANGEMENT_ROW_MAJOR"}
 _FILL = {"lower": "CUSOLVERDX_FILL_MODE_LOWER", "upper": "CUSOLVERDX_FILL_MODE_UPPER"}
 _SIDE = {"left": "CUSOLVERDX_SIDE_LEFT", "right": "CUSOLVERDX_SIDE_RIGHT"}
@@ -56,17 +84,38 @@ _TRANS = {"non_transposed": "CUSOLVERDX_TRANSPOSE_MODE_NON_TRANSPOSED",
           "transposed": "CUSOLVERDX_TRANSPOSE_MODE_TRANSPOSED",
           "conj_transposed": "CUSOLVERDX_TRANSPOSE_MODE_CONJ_TRANSPOSED"}
 _EXECUTIONS = {"Block": "COMMONDX_EXECUTION_BLOCK", "Thread": "COMMONDX_EXECUTION_THREAD"}
-_NEEDS_FILL = ("potrf", "potrs", "posv", "trsm")
-_SQUARE = ("potrf", "potrs", "posv", "getrs_no_pivot", "gesv_no_pivot", "getrs_partial_pivot", "gesv_partial_pivot")
+_NEEDS_FILL = ("potrf", "potrs", "posv", "trsm", "heev", "hegst", "hegv")
+_SQUARE = ("potrf", "potrs", "posv", "getrs_no_pivot", "gesv_no_pivot", "getrs_partial_pivot", "gesv_partial_pivot",
+           "heev", "hegst", "hegv")
+_REAL_ONLY = ("bdsvd",)
+_FIXED_LD = ("gtsv_no_pivot", "htev", "bdsvd", "gesvd")  # leading dimensions: the matrices' extents
 
 
 def _is_suggested(v) -> bool:
     return isinstance(v, str) and v.strip().lower() == "suggested"
 
 
-def _matrices(function: str, m: int, n: int, k: int, side: str | None) -> dict:
-    """(rows, cols) of each matrix argument (and the length of tau/ipiv) of ``function`` for size (m, n, k)."""
+def _matrices(function: str, m: int, n: int, k: int, side: str | None, jobs=()) -> dict:
+    """(rows, cols) of each matrix argument (and the length of vectors) of ``function`` for size (m, n, k)."""
     mn = min(m, n)
+    if function == "gtsv_no_pivot":  # sub-, main and super-diagonal of an m x m tridiagonal matrix; B is m x k
+        return {"dl": (m - 1,), "d": (m,), "du": (m - 1,), "b": (m, k)}
+    if function in ("htev", "bdsvd"):  # diagonal and off-diagonal of a tridiagonal/bidiagonal matrix
+        out = {"d": (m,), "e": (m - 1,)}
+        if any(j != "no_vectors" for j in jobs):
+            out.update({"v": (m, m)} if function == "htev" else {"u": (m, m), "vt": (m, m)})
+        return out
+    if function == "heev":
+        return {"a": (m, m), "lambda": (m,)}
+    if function in ("hegst", "hegv"):
+        return {"a": (m, m), "b": (m, m)} if function == "hegst" else {"a": (m, m), "b": (m, m), "lambda": (m,)}
+    if function == "gesvd":
+        out = {"a": (m, n), "s": (mn,)}
+        if jobs and jobs[0] != "no_vectors":
+            out["u"] = (m, m) if jobs[0] == "all_vectors" else (m, mn)
+        if jobs and jobs[-1] != "no_vectors":
+            out["vt"] = (n, n) if jobs[-1] == "all_vectors" else (mn, n)
+        return out
     if function in ("potrf",):
         return {"a": (m, m)}
     if function in ("potrs", "posv", "getrs_no_pivot", "gesv_no_pivot"):
@@ -95,7 +144,8 @@ class Solver(DeviceFunction):
     Args:
         function: one of ``FUNCTIONS`` ('potrf', 'potrs', 'posv', 'getrf_no_pivot', 'getrs_no_pivot',
             'gesv_no_pivot', 'getrf_partial_pivot', 'getrs_partial_pivot', 'gesv_partial_pivot', 'geqrf',
-            'gelqf', 'unmqr', 'unmlq', 'ungqr', 'unglq', 'trsm', 'gels').
+            'gelqf', 'unmqr', 'unmlq', 'ungqr', 'unglq', 'trsm', 'gels', 'gtsv_no_pivot', 'htev', 'heev', 'bdsvd',
+            'gesvd', 'hegst', 'hegv').
         size: ``(m,)``, ``(m, n)`` or ``(m, n, k)``; k is the number of right-hand sides (default 1).
         precision: ``numpy.float32`` or ``numpy.float64``.
         execution: ``'Block'`` or ``'Thread'``.
@@ -107,9 +157,21 @@ class Solver(DeviceFunction):
         data_type: 'real' (default) or 'complex'.
         leading_dimensions: ``(lda,)`` or ``(lda, ldb)``; default: the matrices' leading extents.
         block_dim: threads per block (a Dim3/sequence or 'suggested'); default: cuSOLVERDx's choice.
+        job: for the eigenvalue and SVD functions, which vectors to compute: 'no_vectors' (default),
+            'all_vectors', 'multiply_vectors' (htev, bdsvd), 'overwrite_vectors' (heev, hegv: into A),
+            'some_vectors' (gesvd); bdsvd and gesvd also take a pair (jobu, jobvt).
+        eig_type: 1, 2 or 3 (hegst, hegv): the generalized problem A x = l B x, A B x = l x or B A x = l x.
 
-    In a kernel: ``solver.execute(a, ...)`` with the function's arguments (see ``FUNCTIONS``), all in shared
-    memory except ``info``, which may be anywhere.
+    Eigenvalue and SVD functions (size ``(m,)``, or ``(m, n)`` for gesvd): 'htev' (tridiagonal: d, e; with
+    vectors v), 'heev' (a, lambda, workspace, info), 'hegst' (a, b, workspace), 'hegv' (a, b, lambda, workspace,
+    info), 'bdsvd' (bidiagonal, real only: d, e; with vectors u, vt), 'gesvd' (a, s, [u, vt,] workspace, info);
+    'gtsv_no_pivot' solves a tridiagonal system (dl, d, du, b, info). Eigenvalues and singular values are of
+    the real precision; ``workspace`` holds ``workspace_size`` elements of the value type for the whole block;
+    e, dl and du hold m - 1 elements per problem (e[i] = A[i + 1, i], dl[i] = A[i + 1, i], du[i] = A[i, i + 1]),
+    problems back to back.
+
+    In a kernel: ``solver.execute(a, ...)`` with the function's arguments (``execute_parameters`` names them),
+    all in shared memory except ``info``, which may be anywhere.
     """
 
     _functions: tuple = ()  # adapters: the functions they bundle, first one's traits describe the launch
@@ -117,17 +179,23 @@ class Solver(DeviceFunction):
 
     def __init__(self, function, size, precision, execution, *, sm=None, arrangement=None, transpose_mode=None,
                  side=None, diag=None, fill_mode=None, batches_per_block=None, data_type=None,
-                 leading_dimensions=None, block_dim=None, job=None):
-        if job is not None:
-            raise ValueError("job= applies to the eigenvalue and SVD functions, which cumath.device does not offer "
-                             "yet")
+                 leading_dimensions=None, block_dim=None, job=None, eig_type=None):
         function = choice(function, tuple(FUNCTIONS), "function")
         self._setup((function,), size, precision, execution, sm, arrangement, transpose_mode, side, diag,
-                    fill_mode, batches_per_block, data_type, leading_dimensions, block_dim)
+                    fill_mode, batches_per_block, data_type, leading_dimensions, block_dim, job, eig_type)
 
     def _setup(self, functions, size, precision, execution, sm, arrangement, transpose_mode, side, diag, fill_mode,
-               batches_per_block, data_type, leading_dimensions, block_dim):
+               batches_per_block, data_type, leading_dimensions, block_dim, job=None, eig_type=None):
         self._function_names = tuple(functions)
+        self._jobs = self._check_job(job)
+        if eig_type is None:
+            self._eig_type = None
+        elif not any(f in ("hegst", "hegv") for f in functions):
+            raise ValueError("eig_type applies to hegst and hegv only")
+        elif isinstance(eig_type, bool) or eig_type not in (1, 2, 3):
+            raise ValueError(f"eig_type={eig_type!r} is not supported; the allowed values are 1, 2, 3")
+        else:
+            self._eig_type = int(eig_type)
         if isinstance(size, int) or len(size) not in (1, 2, 3):
             raise ValueError(f"size={size!r} must be a sequence (m,), (m, n) or (m, n, k)")
         sz = [positive_int(v, "size") for v in size]
@@ -140,6 +208,8 @@ class Solver(DeviceFunction):
         self._precision = normalize_precision(precision)
         self._execution = choice(execution, tuple(_EXECUTIONS), "execution")
         self._data_type = choice("real" if data_type is None else data_type, ("real", "complex"), "data_type")
+        if self._data_type == "complex" and any(f in _REAL_ONLY for f in functions):
+            raise ValueError(f"{functions[0]} supports data_type='real' only")
         self._fill_mode = None if fill_mode is None else choice(fill_mode, tuple(_FILL), "fill_mode")
         if self._fill_mode is None and any(f in _NEEDS_FILL for f in functions):
             raise ValueError(f"{functions[0]} needs fill_mode='lower' or 'upper'")
@@ -148,8 +218,10 @@ class Solver(DeviceFunction):
         self._transpose_mode = None if transpose_mode is None else choice(transpose_mode, tuple(_TRANS),
                                                                           "transpose_mode")
         arr = ("col_major",) if arrangement is None else arrangement
-        if isinstance(arr, str) or not 1 <= len(arr) <= 2:
-            raise ValueError(f"arrangement={arrangement!r} must be a sequence (a,) or (a, b)")
+        slots = 3 if "gesvd" in functions else 2
+        if isinstance(arr, str) or not 1 <= len(arr) <= slots:
+            raise ValueError(f"arrangement={arrangement!r} must be a sequence (a,) or (a, b)" +
+                             (" or (a, u, vt)" if slots == 3 else ""))
         self._arrangement = tuple(choice(a, tuple(_ARRANGEMENTS), "arrangement") for a in arr)
         if batches_per_block is None:
             self._bpb = 1
@@ -167,6 +239,9 @@ class Solver(DeviceFunction):
         mats = self._mats()
         if leading_dimensions is None:
             self._ld = None
+        elif any(f in _FIXED_LD for f in functions):
+            raise ValueError(f"leading_dimensions is not offered for {functions[0]}: its matrices are stored with "
+                             f"their leading extents")
         else:
             lds = list(leading_dimensions) if not isinstance(leading_dimensions, int) else [leading_dimensions]
             if not 1 <= len(lds) <= 2:
@@ -180,19 +255,47 @@ class Solver(DeviceFunction):
         self._sm = normalize_cc(sm)
         self._gen = None
 
+    def _check_job(self, job) -> tuple:
+        f = self._function_names[0]
+        allowed = _FUNCTION_JOBS.get(f)
+        if allowed is None:
+            if job is not None:
+                raise ValueError(f"job= applies to the eigenvalue and SVD functions ({', '.join(_FUNCTION_JOBS)}), "
+                                 f"not to {f}")
+            return ()
+        if job is None:
+            return (allowed[0],)
+        if isinstance(job, str):
+            jobs = (job,)
+        elif f in _PAIR_JOBS and isinstance(job, (tuple, list)) and len(job) == 2:
+            jobs = tuple(job)
+        else:
+            raise ValueError(f"job={job!r} must be one job" + (" or a pair (jobu, jobvt)" if f in _PAIR_JOBS else ""))
+        return tuple(choice(j, allowed, f"job (for {f})") for j in jobs)
+
     # -------------------------------------------------------------------------------------- arithmetic
     def _mats(self) -> dict:
         out = {}
         for f in self._function_names:
-            out.update(_matrices(f, *self._size, self._side))
+            out.update(_matrices(f, *self._size, self._side, self._jobs))
         return out
 
     def _arr(self, name: str) -> str:
-        return self._arrangement[0] if name == "a" or len(self._arrangement) == 1 else self._arrangement[1]
+        slots = _ARR_SLOTS.get(self._function_names[0], {"a": 0})
+        slot = slots.get(name, 1 if name not in ("a",) else 0)
+        return self._arrangement[min(slot, len(self._arrangement) - 1)]
+
+    def _params(self, function: str) -> tuple:
+        """(name, kind) of each in-kernel argument of ``function`` (the signature depends on the job)."""
+        if function in _VECTOR_PARAMS and any(j != "no_vectors" for j in self._jobs):
+            return _VECTOR_PARAMS[function]
+        return FUNCTIONS[function][1]
 
     def _default_ld(self, name: str, mats=None):
         mats = mats or self._mats()
         dims = mats.get("b" if name == "b" and "b" in mats else ("c" if name == "b" else name))
+        if dims is not None and len(dims) == 1:
+            return None
         if dims is None:
             return None
         rows, cols = dims
@@ -217,6 +320,11 @@ class Solver(DeviceFunction):
                 ops.append(("CUSOLVERDX_OPERATOR_" + op, table[value]))
         if self._ld is not None:
             ops.append(("CUSOLVERDX_OPERATOR_LEADING_DIMENSION", self._ld))
+        if self._jobs:
+            ops.append(("CUSOLVERDX_OPERATOR_JOB", tuple(_JOBS[j] for j in self._jobs) if len(self._jobs) > 1
+                        else _JOBS[self._jobs[0]]))
+        if self._eig_type is not None:
+            ops.append(("CUSOLVERDX_OPERATOR_EIG_TYPE", self._eig_type))
         if self._execution == "Block":
             ops.append(("CUSOLVERDX_OPERATOR_BATCHES_PER_BLOCK", bpb))
             if block_dim is not None:
@@ -265,10 +373,16 @@ class Solver(DeviceFunction):
     diag = property(lambda self: self._diag)
     transpose_mode = property(lambda self: self._transpose_mode)
     sm = property(lambda self: self._sm)
+    job = property(lambda self: None if not self._jobs else (self._jobs[0] if len(self._jobs) == 1 else self._jobs))
+    eig_type = property(lambda self: self._eig_type)
+    execute_parameters = property(lambda self: tuple(p for p, _ in self._params(self._function_names[0])),
+                                  doc="Names of the in-kernel execute() arguments, in order.")
     lda = property(lambda self: self._lds()[0])
     ldb = property(lambda self: self._lds()[1])
     info_type = property(lambda self: _np_type("int32"))
     ipiv_type = property(lambda self: _np_type("int32"))
+    precision_type = property(lambda self: _np_type(self._precision),
+                              doc="The real type of eigenvalues and singular values.")
 
     @property
     def value_type(self):
@@ -305,6 +419,26 @@ class Solver(DeviceFunction):
     tau_shape = property(lambda self: self._shape("tau"))
     ipiv_shape = property(lambda self: self._shape("ipiv"))
     info_shape = property(lambda self: (self.batches_per_block,))
+    d_shape = property(lambda self: self._shape("d"))
+    e_shape = property(lambda self: self._shape("e"))
+    dl_shape = property(lambda self: self._shape("dl"))
+    du_shape = property(lambda self: self._shape("du"))
+    lambda_shape = property(lambda self: self._shape("lambda"), doc="(batches_per_block, m) eigenvalues.")
+    s_shape = property(lambda self: self._shape("s"), doc="(batches_per_block, min(m, n)) singular values.")
+    u_shape = property(lambda self: self._shape("u"))
+    vt_shape = property(lambda self: self._shape("vt"))
+    v_shape = property(lambda self: self._shape("v"))
+
+    def size_of(self, name: str) -> int:
+        """Elements of the shared-memory array holding operand ``name`` (a, b, c, tau, ipiv, d, e, dl, du,
+        lambda, s, u, vt, v, workspace) for every batch of the block, with the default leading dimensions."""
+        if name == "workspace":
+            return self.workspace_size
+        shape = self._shape(name)
+        if len(shape) == 2:
+            return shape[0] * shape[1]
+        ld = {"a": self.lda, "b": self.ldb, "c": self.ldb}.get(name) or self._default_ld(name)
+        return shape[0] * self._strides(name, ld)[0]
 
     def a_strides(self, lda=None):
         return self._strides("a", lda or self.lda)
@@ -334,22 +468,26 @@ class Solver(DeviceFunction):
 
     # --------------------------------------------------------------------------------------------- numba
     def _numba_constants(self) -> dict:
-        c = {"m": self.m, "n": self.n, "k": self.k, "lda": self.lda, "batches_per_block": self.batches_per_block,
-             "block_dim": tuple(self.block_dim), "a_shape": self.a_shape, "info_shape": self.info_shape,
+        c = {"m": self.m, "n": self.n, "k": self.k, "batches_per_block": self.batches_per_block,
+             "block_dim": tuple(self.block_dim), "info_shape": self.info_shape,
              "workspace_size": self.workspace_size, "value_type": self.value_type.name, "info_type": "int32",
-             "ipiv_type": "int32"}
-        if self.ldb is not None:
-            c["ldb"] = self.ldb
+             "ipiv_type": "int32", "precision_type": self._precision}
+        for name in ("lda", "ldb"):
+            if getattr(self, name) is not None:
+                c[name] = getattr(self, name)
+        for name in self._mats():
+            c[name + "_shape"] = self._shape(name)
         return c
 
     def _numba_methods(self) -> dict:
         from ._numba_support import MethodSpec, Param
 
         vt = self.value_type.name
+        dtypes = {"v": vt, "w": vt, "i": "int32", "r": self._precision}
         files = tuple(self.files)
         specs = {}
         for f, symbol in zip(self._function_names, self._generator.symbols()):
-            params = tuple(Param(name, "ptr", vt if kind == "v" else "int32") for name, kind in FUNCTIONS[f][1])
+            params = tuple(Param(name, "ptr", dtypes[kind]) for name, kind in self._params(f))
             specs[f] = MethodSpec(symbol, params, files)
         if self._methods:
             methods = {method: specs[f] for method, f in self._methods.items()}

@@ -1,18 +1,51 @@
 """numba-cuda kernels over the device objects, shared by the GPU tests (which launch them) and the CPU tests (which
-type and compile them for sm_90, so a GPU session meets no typing surprise). Importing this module imports numba."""
+type and compile them for sm_90, so a GPU session meets no typing surprise). Importing this module imports numba.
 
+Every factory is memoised on its arguments (device objects by their generated symbols, functions by name), so
+a kernel is built once per process however many tests launch it: numba then compiles it once per argument
+types, instead of once per call of the factory.
+"""
+
+import functools
 import math
 
 import numpy as np
 from numba import cuda
 
-from cumath.device import random
+from cumath.device import (axpby, clear, copy, copy_fragment, copy_wait, float16x2, float16x4, make_tensor,
+                           random)
 
 _EXTENSIONS = random.Compile(cc=90).extension  # passes States objects to kernels (the same for every cc)
+_KERNELS: dict = {}
+
+
+def _key(v):
+    if hasattr(v, "_numba_key"):
+        return ("device", type(v).__name__, v._numba_key)
+    if isinstance(v, (list, tuple)):
+        return tuple(_key(x) for x in v)
+    if callable(v):
+        return ("fn", getattr(v, "__module__", None), getattr(v, "__name__", repr(v)))
+    return v
+
+
+def memoised(factory):
+    """Build each kernel once per process (keyed by the factory's arguments)."""
+
+    @functools.wraps(factory)
+    def wrapper(*args):
+        key = (factory.__name__, _key(args))
+        k = _KERNELS.get(key)
+        if k is None:
+            k = _KERNELS[key] = factory(*args)
+        return k
+
+    return wrapper
 
 
 # ------------------------------------------------------------------------------------------------------ FFT
 
+@memoised
 def fft_block_kernel(f):
     """Batched block FFT: row ``blockIdx.x * ffts_per_block + threadIdx.y`` of ``x`` to the same row of ``y``.
 
@@ -54,6 +87,7 @@ def fft_block_kernel(f):
     return kernel
 
 
+@memoised
 def fft_thread_kernel(f):
     """One c2c FFT per thread, rows of ``x`` to rows of ``y``."""
     vt, n, storage = f.value_type, f.size, f.storage_size
@@ -73,6 +107,7 @@ def fft_thread_kernel(f):
     return kernel
 
 
+@memoised
 def fft_convolution_kernel(fwd, inv):
     """y = ifft(fft(x) * h) per row, both transforms in one kernel (c2c, ffts_per_block rows per block)."""
     vt = fwd.value_type
@@ -99,6 +134,7 @@ def fft_convolution_kernel(fwd, inv):
 
 # ----------------------------------------------------------------------------------------------------- GEMM
 
+@memoised
 def gemm_kernel(mm):
     """One GEMM per block: c[b] = alpha * a[b] @ b[b] + beta * c[b] (a, b, c of shape (batch, rows, cols), C order;
     the tiles are column-major with the object's leading dimensions)."""
@@ -132,6 +168,7 @@ def gemm_kernel(mm):
 
 # -------------------------------------------------------------------------------------------------- solvers
 
+@memoised
 def solve_kernel(s, pivot: bool):
     """Batched solve of a[b] x = rhs[b] (one problem per block, column-major tiles): Cholesky or LU factorize, then
     solve; x overwrites rhs, the factor overwrites a, info[b] gets the status."""
@@ -170,6 +207,7 @@ def solve_kernel(s, pivot: bool):
 
 # ------------------------------------------------------------------------------------------------- random
 
+@memoised
 def init_pseudo_kernel(link):
     @cuda.jit(link=link, extensions=_EXTENSIONS)
     def kernel(states, seed, offset):
@@ -180,6 +218,7 @@ def init_pseudo_kernel(link):
     return kernel
 
 
+@memoised
 def init_sobol_kernel(link, scrambled: bool):
     @cuda.jit(link=link, extensions=_EXTENSIONS)
     def kernel(states, vectors, constants, offset):
@@ -193,6 +232,7 @@ def init_sobol_kernel(link, scrambled: bool):
     return kernel
 
 
+@memoised
 def sample_kernel(link, fn, width: int, params=()):
     """Each thread draws ``per_thread`` results of ``fn(state, *params)`` (``width`` values each) into its slice
     of ``out`` (thread i writes out[i * per_thread * width:...])."""
@@ -227,6 +267,7 @@ def sample_kernel(link, fn, width: int, params=()):
     return kernel
 
 
+@memoised
 def skipahead_kernel(link, skip):
     """out[i] = the first rand() after skip(n, state) (``skip`` is random.skipahead or skipahead_sequence)."""
 
@@ -240,6 +281,7 @@ def skipahead_kernel(link, skip):
     return kernel
 
 
+@memoised
 def gbm_kernel(link):
     """Geometric Brownian motion, one path per thread, four steps per normal4 draw (the issue's figure)."""
 
@@ -261,6 +303,7 @@ def gbm_kernel(link):
     return kernel
 
 
+@memoised
 def least_squares_kernel(s):
     """gels: min ||a[b] x - rhs[b]|| for tall a (m x n), one problem per block; x lands in rhs[b][:n]."""
     m, n, k = s.m, s.n, s.k
@@ -289,6 +332,7 @@ def least_squares_kernel(s):
     return kernel
 
 
+@memoised
 def triangular_solve_kernel(s):
     """trsm (left side): a[b] x = rhs[b] with a triangular (m x m), rhs m x n; x overwrites rhs."""
     m, n = s.m, s.n
@@ -314,3 +358,230 @@ def triangular_solve_kernel(s):
             rhs[batch, e % m, e // m] = sb[e % m + (e // m) * ldb]
 
     return kernel
+
+
+# ------------------------------------------------------------------------------------ FFT: more APIs, half
+
+@memoised
+def fft_smem_kernel(f):
+    """Block c2c FFT with the shared-memory API: FFT ``threadIdx.y`` of the block at ``smem[fft * size:]``."""
+    vt, fpb, stride, ept, n = f.value_type, f.ffts_per_block, f.stride, f.elements_per_thread, f.size
+
+    @cuda.jit
+    def kernel(x, y):
+        smem = cuda.shared.array(0, dtype=vt)
+        local = cuda.threadIdx.y
+        row = cuda.blockIdx.x * fpb + local
+        for i in range(ept):
+            idx = cuda.threadIdx.x + i * stride
+            if idx < n:
+                smem[local * n + idx] = x[row, idx]
+        cuda.syncthreads()
+        f.execute(smem)
+        cuda.syncthreads()
+        for i in range(ept):
+            idx = cuda.threadIdx.x + i * stride
+            if idx < n:
+                y[row, idx] = smem[local * n + idx]
+
+    return kernel
+
+
+@memoised
+def fft_half_kernel(f):
+    """Half-precision block FFT, two FFTs per thread row (implicit type batching): rows 2p and 2p + 1 of ``x`` go
+    to rows 2p and 2p + 1 of ``y``, p = blockIdx.x * (ffts_per_block // 2) + threadIdx.y. Complex data are
+    float16 arrays of shape (batch, length, 2) (real, imaginary); real data (batch, length)."""
+    vt, pairs, stride, storage = f.value_type, f.ffts_per_block // 2, f.stride, f.storage_size
+    in_ept, out_ept, in_len, out_len = (f.input_elements_per_thread, f.output_elements_per_thread, f.input_length,
+                                        f.output_length)
+    real_in, real_out = f.fft_type == "r2c", f.fft_type == "c2r"
+
+    @cuda.jit
+    def kernel(x, y):
+        r0 = 2 * (cuda.blockIdx.x * pairs + cuda.threadIdx.y)
+        r1 = r0 + 1
+        td = cuda.local.array(storage, dtype=vt)
+        smem = cuda.shared.array(0, dtype=vt)
+        for i in range(in_ept):
+            idx = cuda.threadIdx.x + i * stride
+            if idx < in_len:
+                if real_in:  # real i: the real (even i) or imaginary (odd i) half2 of complex i // 2
+                    old = td[i // 2]
+                    if i % 2 == 0:
+                        td[i // 2] = float16x4(x[r0, idx], x[r1, idx], old.z, old.w)
+                    else:
+                        td[i // 2] = float16x4(old.x, old.y, x[r0, idx], x[r1, idx])
+                else:
+                    td[i] = float16x4(x[r0, idx, 0], x[r1, idx, 0], x[r0, idx, 1], x[r1, idx, 1])
+        f.execute(td, smem)
+        for i in range(out_ept):
+            idx = cuda.threadIdx.x + i * stride
+            if idx < out_len:
+                v = td[i // 2] if real_out else td[i]
+                if real_out:
+                    h = float16x2(v.x, v.y) if i % 2 == 0 else float16x2(v.z, v.w)
+                    y[r0, idx] = h.x
+                    y[r1, idx] = h.y
+                else:
+                    y[r0, idx, 0] = v.x
+                    y[r1, idx, 0] = v.y
+                    y[r0, idx, 1] = v.z
+                    y[r1, idx, 1] = v.w
+
+    return kernel
+
+
+@memoised
+def fft_half_thread_kernel(f):
+    """Half-precision thread FFT: thread t computes rows 2t and 2t + 1 (complex data as in fft_half_kernel)."""
+    vt, n, storage = f.value_type, f.size, f.storage_size
+
+    @cuda.jit
+    def kernel(x, y):
+        r0 = 2 * cuda.grid(1)
+        if r0 + 1 >= x.shape[0]:
+            return
+        td = cuda.local.array(storage, dtype=vt)
+        for i in range(n):
+            td[i] = float16x4(x[r0, i, 0], x[r0 + 1, i, 0], x[r0, i, 1], x[r0 + 1, i, 1])
+        f(td)
+        for i in range(n):
+            v = td[i]
+            y[r0, i, 0] = v.x
+            y[r0 + 1, i, 0] = v.y
+            y[r0, i, 1] = v.z
+            y[r0 + 1, i, 1] = v.w
+
+    return kernel
+
+
+# ------------------------------------------------------------------------------------ GEMM: tensor API
+
+def _round_up(n, m):
+    return -(-n // m) * m
+
+
+@memoised
+def gemm_tensor_kernel(mm):
+    """Suggested shared layouts, a register fragment from the suggested partitioner, axpby and copy_fragment:
+    out[b] = alpha * a[b] @ b[b] + beta * c[b] (a, b, c flat per block in their arrangements), and ``where[b]``
+    gets the same result written element by element through map_fragment_index (row, column)."""
+    al, bl, cl = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
+    a_bytes = al.cosize * al.dtype.itemsize
+    b_off = _round_up(a_bytes, max(bl.alignment, 16))
+    b_end = b_off + bl.cosize * bl.dtype.itemsize
+    ccos, c_size, cvt = cl.cosize, cl.size, mm.c_value_type
+
+    @cuda.jit
+    def kernel(alpha, a, b, beta, c, out, where):
+        bi = cuda.blockIdx.x
+        smem = cuda.shared.array(0, dtype=np.uint8)
+        sa = make_tensor(smem[:a_bytes], al)
+        sb = make_tensor(smem[b_off:b_end], bl)
+        copy(make_tensor(a[bi], mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b[bi], mm.get_layout_gmem_b()), sb)
+        part = mm.suggest_partitioner()
+        acc = part.make_accumulator_fragment()
+        clear(acc)
+        copy_wait()
+        mm.execute(sa, sb, acc)
+        dbuf = cuda.local.array(ccos, dtype=cvt)
+        d = make_tensor(dbuf, cl)
+        copy_fragment(make_tensor(c[bi], mm.get_layout_gmem_c()), d)
+        axpby(alpha, acc, beta, d)
+        copy_fragment(d, make_tensor(out[bi], mm.get_layout_gmem_c()))
+        if part.is_thread_active():
+            for i in range(c_size):
+                if (not part.is_predicated()) or part.is_index_in_bounds(i):
+                    row, col = part.map_fragment_index(i)
+                    where[bi, row, col] = dbuf[i]
+
+    return kernel, b_end
+
+
+@memoised
+def gemm_accumulator_kernel(mm):
+    """Plain shared layouts and the accumulator API: out[b] = alpha * a[b] @ b[b] + beta * c[b]."""
+    al, bl = mm.get_layout_smem_a(), mm.get_layout_smem_b()
+    vt = mm.a_value_type
+    b_off = _round_up(al.cosize, 2)
+    b_end = b_off + bl.cosize
+
+    @cuda.jit
+    def kernel(alpha, a, b, beta, c, out):
+        bi = cuda.blockIdx.x
+        smem = cuda.shared.array(0, dtype=vt)
+        sa = make_tensor(smem[:al.cosize], mm.get_layout_smem_a())
+        sb = make_tensor(smem[b_off:b_end], mm.get_layout_smem_b())
+        copy(make_tensor(a[bi], mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b[bi], mm.get_layout_gmem_b()), sb)
+        copy_wait()
+        acc = mm.get_accumulator()
+        mm.execute(sa, sb, acc)
+        cfrag = acc.make_partition_and_copy(make_tensor(c[bi], mm.get_layout_gmem_c()))
+        axpby(alpha, acc.get_results(), beta, cfrag)
+        acc.partition_and_copy(cfrag, make_tensor(out[bi], mm.get_layout_gmem_c()))
+
+    return kernel, b_end * np.dtype(vt).itemsize
+
+
+@memoised
+def gemm_smem_c_kernel(mm):
+    """C in (suggested) shared memory: execute(alpha, a, b, beta, c), then C copied out (in place in c)."""
+    al, bl, cl = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_smem_c()
+    vt = mm.c_value_type
+    b_off = _round_up(al.cosize, 2)
+    c_off = _round_up(b_off + bl.cosize, 2)
+    c_end = c_off + cl.cosize
+
+    @cuda.jit
+    def kernel(alpha, a, b, beta, c):
+        bi = cuda.blockIdx.x
+        smem = cuda.shared.array(0, dtype=vt)
+        sa = make_tensor(smem[:al.cosize], al)
+        sb = make_tensor(smem[b_off:c_off], bl)
+        sc = make_tensor(smem[c_off:c_end], cl)
+        gc = make_tensor(c[bi], mm.get_layout_gmem_c())
+        copy(make_tensor(a[bi], mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b[bi], mm.get_layout_gmem_b()), sb)
+        copy(gc, sc)
+        copy_wait()
+        mm.execute(alpha, sa, sb, beta, sc)
+        cuda.syncthreads()
+        copy(sc, gc)
+        copy_wait()
+
+    return kernel, c_end * np.dtype(vt).itemsize
+
+
+# ----------------------------------------------------------------------------------- solvers: any function
+
+@memoised
+def flat_solver_kernel(s):
+    """``s.execute`` on operands held per block as flat arrays in their shared-memory storage (``g_<name>`` of
+    shape (blocks, s.size_of(name)); ``info``: (blocks, batches_per_block) int32; the workspace stays in shared
+    memory): loaded, solved, stored back. Built from the solver's parameter list."""
+    params = s.execute_parameters
+    dtypes = {"info": "int32"}
+    for p, kind in s._params(s._function_names[0]):
+        dtypes[p] = {"v": s.value_type.name, "w": s.value_type.name, "r": s._precision, "i": "int32"}[kind]
+    nt = s.block_dim[0] * s.block_dim[1] * s.block_dim[2]
+    lines = [f"def kernel({', '.join('g_' + p for p in params if p != 'workspace')}):",
+             "    blk = cuda.blockIdx.x",
+             "    t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)"]
+    args, stores = [], []
+    for p in params:
+        if p == "info":
+            args.append("g_info[blk]")
+            continue
+        n = max(s.size_of(p), 1)
+        lines.append(f"    s_{p} = cuda.shared.array({n}, dtype=np.{dtypes[p]})")
+        args.append(f"s_{p}")
+        if p != "workspace":
+            lines.append(f"    for e in range(t, {s.size_of(p)}, {nt}):\n        s_{p}[e] = g_{p}[blk, e]")
+            stores.append(f"    for e in range(t, {s.size_of(p)}, {nt}):\n        g_{p}[blk, e] = s_{p}[e]")
+    lines += ["    cuda.syncthreads()", f"    S.execute({', '.join(args)})", "    cuda.syncthreads()"] + stores
+    namespace = {"cuda": cuda, "np": np, "S": s}
+    exec(compile("\n".join(lines), f"<flat_solver_kernel {s.execute_parameters}>", "exec"), namespace)
+    return cuda.jit(namespace["kernel"])

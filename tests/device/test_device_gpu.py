@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-import cumath.device as dev
+import device_cases as C
 
 pytestmark = pytest.mark.gpu
 
@@ -31,17 +31,12 @@ def _rng(seed):
 
 # ------------------------------------------------------------------------------------------------------ FFT
 
-C2C_CASES = [(size, np.float32, d) for size in (8, 128, 127, 1024) for d in ("forward", "inverse")] + \
-    [(128, np.float64, "forward"), (243, np.float64, "inverse"), (1024, np.float64, "forward")]
-
-
-@pytest.mark.parametrize("size, prec, direction", C2C_CASES)
+@pytest.mark.parametrize("size, prec, direction", C.C2C_CASES)
 def test_block_fft_c2c(gpu, mathdx, size, prec, direction):
     from numba import cuda
 
     kernels, cc = gpu
-    f = dev.FFT(size=size, precision=prec, fft_type="c2c", execution="Block", direction=direction, sm=cc,
-                ffts_per_block="suggested")
+    f = C.fft_c2c(size, prec, direction, cc)
     batch = 3 * f.ffts_per_block + 1  # a partial last block
     r = _rng(size)
     x = (r.standard_normal((batch, size)) + 1j * r.standard_normal((batch, size))).astype(f.value_type)
@@ -54,13 +49,12 @@ def test_block_fft_c2c(gpu, mathdx, size, prec, direction):
     assert _rel(y.copy_to_host(), ref) < tol
 
 
-@pytest.mark.parametrize("size, prec", [(128, np.float32), (30, np.float32), (128, np.float64), (16, np.float64)])
+@pytest.mark.parametrize("size, prec", C.REAL_CASES)
 def test_block_fft_r2c_c2r(gpu, mathdx, size, prec):
     from numba import cuda
 
     kernels, cc = gpu
-    r2c = dev.FFT(size=size, precision=prec, fft_type="r2c", execution="Block", sm=cc, ffts_per_block=2)
-    c2r = dev.FFT(size=size, precision=prec, fft_type="c2r", execution="Block", sm=cc, ffts_per_block=2)
+    r2c, c2r = C.fft_real(size, prec, cc)
     batch = 5
     x = _rng(size).standard_normal((batch, size)).astype(prec)
     spec = cuda.device_array((batch, r2c.output_length), dtype=r2c.output_type)
@@ -73,12 +67,12 @@ def test_block_fft_r2c_c2r(gpu, mathdx, size, prec):
     assert _rel(back.copy_to_host() / size, x) < tol
 
 
-@pytest.mark.parametrize("size", [8, 32])
+@pytest.mark.parametrize("size", C.THREAD_SIZES)
 def test_thread_fft(gpu, mathdx, size):
     from numba import cuda
 
     kernels, cc = gpu
-    f = dev.FFT(size=size, precision=np.float64, fft_type="c2c", execution="Thread", direction="forward", sm=cc)
+    f = C.fft_thread(size, cc)
     r = _rng(size)
     x = r.standard_normal((300, size)) + 1j * r.standard_normal((300, size))
     y = cuda.device_array_like(x)
@@ -90,8 +84,7 @@ def test_fft_convolution_in_one_kernel(gpu, mathdx):
     from numba import cuda
 
     kernels, cc = gpu
-    kw = dict(size=128, precision=np.float32, fft_type="c2c", execution="Block", sm=cc, ffts_per_block=4)
-    fwd, inv = dev.FFT(direction="forward", **kw), dev.FFT(direction="inverse", **kw)
+    fwd, inv = C.fft_convolution(cc)
     r = _rng(0)
     x = (r.standard_normal((64, 128)) + 1j * r.standard_normal((64, 128))).astype(np.complex64)
     h = np.fft.fft(np.exp(-np.arange(128) / 8.0)).astype(np.complex64)
@@ -104,14 +97,13 @@ def test_fft_convolution_in_one_kernel(gpu, mathdx):
 
 # ----------------------------------------------------------------------------------------------------- GEMM
 
-@pytest.mark.parametrize("shape, prec, dtype", [((32, 32, 32), np.float32, "real"), ((7, 5, 3), np.float64, "real"),
-                                                 ((12, 20, 8), np.float64, "complex")])
+@pytest.mark.parametrize("shape, prec, dtype", C.GEMM_CASES)
 def test_block_gemm(gpu, mathdx, shape, prec, dtype):
     from numba import cuda
 
     kernels, cc = gpu
     m, n, k = shape
-    mm = dev.Matmul(size=shape, precision=prec, data_type=dtype, sm=cc, block_size=64)
+    mm = C.gemm(shape, prec, dtype, cc)
     vt = mm.c_value_type
     r = _rng(m * n + k)
 
@@ -130,16 +122,13 @@ def test_block_gemm(gpu, mathdx, shape, prec, dtype):
 
 # --------------------------------------------------------------------------------------------------- solvers
 
-@pytest.mark.parametrize("n, nrhs, prec", [(16, 1, np.float64), (32, 3, np.float32), (9, 2, np.float64)])
+@pytest.mark.parametrize("n, nrhs, prec", C.SOLVE_CASES)
 @pytest.mark.parametrize("kind", ["cholesky", "lu_pivot"])
 def test_batched_solve(gpu, mathdx, n, nrhs, prec, kind):
     from numba import cuda
 
     kernels, cc = gpu
-    if kind == "cholesky":
-        s = dev.CholeskySolver((n, n, nrhs), prec, "Block", "lower", sm=cc)
-    else:
-        s = dev.LUPivotSolver((n, n, nrhs), prec, "Block", sm=cc)
+    s = C.solver(kind, n, nrhs, prec, cc)
     batch = 20
     r = _rng(n)
     m = r.standard_normal((batch, n, n))
@@ -159,13 +148,13 @@ def test_batched_least_squares_and_triangular_solve(gpu, mathdx):
 
     kernels, cc = gpu
     batch, r = 16, _rng(5)
-    gels = dev.LeastSquaresSolver((12, 5, 2), np.float64, "Block", sm=cc)
+    gels = C.least_squares(cc)
     a, b = r.standard_normal((batch, 12, 5)), r.standard_normal((batch, 12, 2))
     b_d = cuda.to_device(b)
     kernels.least_squares_kernel(gels)[batch, gels.block_dim](cuda.to_device(a), b_d)
     ref = np.stack([np.linalg.lstsq(a[i], b[i], rcond=None)[0] for i in range(batch)])
     assert _rel(b_d.copy_to_host()[:, :5], ref) < 1e-10
-    trsm = dev.TriangularSolver((8, 3), np.float64, "Block", sm=cc, fill_mode="lower")
+    trsm = C.triangular(cc)
     low = np.tril(r.standard_normal((batch, 8, 8))) + 4 * np.eye(8)
     rhs = r.standard_normal((batch, 8, 3))
     rhs_d = cuda.to_device(rhs)

@@ -17,6 +17,10 @@ _IMPORTS = textwrap.dedent("""
     f = FFT(size=64, precision=np.float32, fft_type="c2c", execution="Block", direction="forward", sm=90)
     m = Matmul(size=(8, 8, 8), precision=np.float64, data_type="real", sm=90)
     s = CholeskySolver((8, 8), np.float64, "Block", "lower", sm=90)
+    from cumath.device import float16x4, make_tensor, copy, copy_wait, Partitioner, Layout
+    lay, part = m.get_layout_gmem_a(), m.suggest_partitioner()
+    h = FFT(size=64, precision=np.float16, fft_type="c2c", execution="Thread", direction="forward", sm=90)
+    e = cumath.device.Solver("gesvd", (8, 6), np.float32, "Block", job="some_vectors", sm=90).execute_parameters
     maps = open("/proc/self/maps").read()
     print(json.dumps({
         "modules": sorted({k.partition(".")[0] for k in sys.modules} & {"numba", "numba_cuda", "cupy", "torch",
@@ -57,7 +61,9 @@ _NO_NUMBA = textwrap.dedent("""
     import cumath.device as dev
     f = dev.FFT(size=64, precision=np.float32, fft_type="c2c", execution="Block", direction="forward", sm=90)
     for what, fn in (("numba type", lambda: f._numba_type_), ("states", lambda: dev.random.StatesXORWOW(4)),
-                     ("random typing", lambda: dev.random.normal._numba_type_)):
+                     ("random typing", lambda: dev.random.normal._numba_type_),
+                     ("half vector", lambda: dev.float16x4._numba_type_),
+                     ("tensor helper", lambda: dev.copy._numba_type_)):
         try:
             fn()
         except Exception as exc:
@@ -69,7 +75,7 @@ def test_numba_cuda_absent(tmp_path):
     res = _run(_NO_NUMBA, tmp_path)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
-    assert len(lines) == 3, res.stdout
+    assert len(lines) == 5, res.stdout
     for line in lines:
         assert "numba-cuda, which is not installed" in line and 'pip install "cumath[dx]"' in line, line
 

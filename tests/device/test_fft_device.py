@@ -21,8 +21,9 @@ C2C = dict(size=128, precision=np.float32, fft_type="c2c", execution="Block", di
     (dict(size=0), ValueError, "size=0 must be at least 1"),
     (dict(size=12.5), TypeError, "size must be an integer, not float"),
     (dict(size=True), TypeError, "size must be an integer, not bool"),
-    (dict(precision=np.int32), ValueError, r"precision=.*int32.* the allowed values are numpy.float32, numpy.float64"),
-    (dict(precision=np.float16), ValueError, "the allowed values are numpy.float32, numpy.float64"),
+    (dict(precision=np.int32), ValueError,
+     r"precision=.*int32.* the allowed values are numpy.float16, numpy.float32, numpy.float64"),
+    (dict(precision=np.complex64), ValueError, "the allowed values are numpy.float16, numpy.float32, numpy.float64"),
     (dict(fft_type="c2d"), ValueError, r"fft_type='c2d' is not supported; the allowed values are 'c2c', 'r2c', 'c2r'"),
     (dict(execution="Warp"), ValueError,
      r"execution='Warp' is not supported; the allowed values are 'Block', 'Thread'"),
@@ -122,6 +123,41 @@ def test_traits_real_and_thread(mathdx):
     t = dev.FFT(size=16, precision=np.float32, fft_type="c2c", execution="Thread", direction="forward", sm=90)
     assert t.elements_per_thread == 16 and t.storage_size >= 16
     assert t.block_dim == dev.Dim3(1, 1, 1)
+
+
+def test_traits_half_precision(mathdx):
+    """cuFFTDx computes half-precision FFTs in pairs: complex<half2> values (float16x4), half2 reals (float16x2)."""
+    f = dev.FFT(size=64, precision=np.float16, fft_type="c2c", execution="Block", direction="forward", sm=90,
+                ffts_per_block=4)
+    assert f.precision == "float16" and f.value_type is dev.float16x4 and f.implicit_type_batching == 2
+    assert f.ffts_per_block == 4 and f.block_dim.y == 2  # one thread row per pair of FFTs
+    assert f.shared_memory_size > 0 and f.storage_size >= f.elements_per_thread
+    r2c = dev.FFT(size=64, precision="half", fft_type="r2c", execution="Block", sm=90, ffts_per_block=2)
+    assert r2c.input_type is dev.float16x2 and r2c.output_type is dev.float16x4 and r2c.output_length == 33
+    t = dev.FFT(size=16, precision=np.float16, fft_type="c2c", execution="Thread", direction="inverse", sm=90)
+    assert t.value_type is dev.float16x4 and t.storage_size >= 16
+    assert f._numba_constants()["value_type"] == "float16x4"
+    assert [p.dtype for p in f._numba_methods()["execute"].params] == ["float16x4", None]
+
+
+def test_half_vector_types_on_the_host():
+    v = dev.float16x4
+    assert (v.name, v.count, v.itemsize, v.attributes) == ("float16x4", 4, 8, ("x", "y", "z", "w"))
+    assert v.numpy_dtype == np.dtype([("x", "f2"), ("y", "f2"), ("z", "f2"), ("w", "f2")])
+    assert repr(dev.float16x2) == "cumath.device.float16x2" and dev.float16x2.numpy_dtype.itemsize == 4
+    with pytest.raises(TypeError, match="float16x4 is constructed inside numba-cuda kernels only"):
+        v(1, 2, 3, 4)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(v)) is v
+
+
+def test_shared_memory_api_traits(mathdx):
+    f = dev.FFT(**dict(C2C, execute_api="shared_memory", ffts_per_block=2, elements_per_thread=8))
+    assert f.execute_api == "shared_memory" and f.block_dim == dev.Dim3(16, 2, 1)
+    assert [p.name for p in f._numba_methods()["execute"].params] == ["shared_memory"]
+    g = dev.FFT(**dict(C2C, ffts_per_block=2, elements_per_thread=8))
+    assert f.symbol != g.symbol  # another API, another function
 
 
 def test_suggested_knobs(mathdx):

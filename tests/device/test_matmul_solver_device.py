@@ -1,5 +1,7 @@
 """cumath.device.Matmul / matmul and the cuSOLVERDx solvers on the CPU: validation, layout arithmetic, traits."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,11 @@ MM = dict(size=(32, 16, 64), precision=np.float32, data_type="real", sm=90)
     (dict(leading_dimension=(31, 64, 32)), ValueError, "lda=31 is less than the tile's leading extent 32"),
     (dict(leading_dimension=(32, 64)), ValueError, "must have 1 to 3 entries|must be a triple"),
     (dict(static_block_dim="yes"), TypeError, "static_block_dim must be True or False"),
-    (dict(execute_api="tensors"), ValueError, r"execute_api='tensors' is not supported"),
+    (dict(execute_api="pipelined"), ValueError, r"execute_api='pipelined' is not supported"),
+    (dict(tensor_types=("suggested_smem_a", "suggested_smem_b")), ValueError, "must be a triple"),
+    (dict(tensor_types=("smem_a", "smem_b", "tmem_c")), ValueError, r"tensor_types='tmem_c' is not supported"),
+    (dict(tensor_types=("smem_b", "smem_a", "rmem_c")), ValueError, r"'smem_b' is not a tensor of A"),
+    (dict(global_memory_alignment=(16, 0, 16)), ValueError, "global_memory_alignment=0 must be at least 1"),
 ])
 def test_matmul_validation(kwargs, exc, message):
     with pytest.raises(exc, match=message):
@@ -41,8 +47,10 @@ def test_matmul_validation(kwargs, exc, message):
 
 
 def test_matmul_function_form():
-    with pytest.raises(NotImplementedError, match="tensor API"):
-        dev.matmul(tensor_types=("suggested_smem_a", "suggested_smem_b", "suggested_rmem_c"), **MM)
+    t = dev.matmul(tensor_types=("suggested_smem_a", "suggested_smem_b", "suggested_rmem_c"), execute_api="tensors",
+                   global_memory_alignment=(16, 16, 8), **MM)
+    assert t.tensor_types == ("suggested_smem_a", "suggested_smem_b", "suggested_rmem_c")
+    assert t.execute_api == "tensors" and t.global_memory_alignment == (16, 16, 8)
     with pytest.raises(TypeError, match=r"matmul\(\) needs the keyword arguments data_type"):
         dev.matmul(size=(4, 4, 4), precision=np.float32, sm=90)
     mm = dev.matmul(compiler="numba", code_type=("lto", (9, 0)), size=(8, 8, 8), precision=np.float64,
@@ -83,6 +91,78 @@ def test_matmul_mixed_and_complex_value_types(mathdx):
         mixed.value_type
 
 
+# ------------------------------------------------------------------------------------------------ tensor API
+
+def test_layout_validation_needs_no_library():
+    mm = dev.Matmul(**dict(MM, arrangement=("col_major", "row_major", "col_major")))
+    ga = mm.get_layout_gmem_a()
+    assert ga.kind == "gmem_a" and ga.memory_space == "gmem" and ga.leading_dimension == 32 and ga.matrix == "a"
+    assert mm.get_layout_gmem_b().leading_dimension == 16  # row-major B (64 x 16) leads with its 16 columns
+    assert mm.get_layout_gmem_c(40).leading_dimension == 40
+    assert mm.get_layout_gmem_a() == ga and hash(mm.get_layout_gmem_a()) == hash(ga) and ga != mm.get_layout_gmem_b()
+    with pytest.raises(ValueError, match=r"leading_dimension=31 is less than 32, the leading extent of A \(col_major\)"):
+        mm.get_layout_gmem_a(31)
+    with pytest.raises(ValueError, match="leading_dimension applies to global-memory layouts"):
+        from cumath.device._tensors import Layout
+
+        Layout(mm, "smem_a", 40)
+    with pytest.raises(ValueError, match="unknown tensor kind 'tmem_c'"):
+        Layout(mm, "tmem_c")
+    p = mm.suggest_partitioner()
+    assert p.kind == "suggested_rmem_c" and p.layout == mm.suggest_layout_rmem_c()
+    assert mm.get_accumulator().kind == "rmem_c" and isinstance(mm.suggest_accumulator(), dev.Partitioner)
+    with pytest.raises(ValueError, match="a partitioner describes a register layout of C"):
+        dev.Partitioner(mm, "smem_c")
+    with pytest.raises(ValueError, match="a_layout must be a shared-memory layout of A"):
+        mm.get_shared_storage_size_ab(mm.suggest_layout_smem_b(), mm.suggest_layout_smem_b())
+    with pytest.raises(ValueError, match="c_layout must be a shared-memory layout of C"):
+        mm.get_shared_storage_size(mm.get_layout_smem_a(), mm.get_layout_smem_b(), mm.get_layout_rmem_c())
+
+
+def test_tensor_helpers_are_device_only():
+    for fn in (dev.make_tensor, dev.copy, dev.copy_fragment, dev.clear, dev.axpby, dev.copy_wait):
+        with pytest.raises(TypeError, match=f"{fn.__name__}\\(\\) is called inside numba-cuda kernels"):
+            fn()
+        assert repr(fn) == f"cumath.device.{fn.__name__}"
+    with pytest.raises(TypeError, match="OpaqueTensor is made inside numba-cuda kernels"):
+        dev.OpaqueTensor()
+
+
+def test_layout_traits(mathdx):
+    import device_cases
+
+    mm = device_cases.gemm_tensor_mixed(90)  # the GPU test's object (64 x 32 x 48, fp16 x fp16 -> fp32)
+    m, n, k = mm.size
+    sa, sb, rc = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
+    assert sa.memory_space == "smem" and sa.dtype == np.float16 and sa.size == m * k and sa.cosize >= m * k
+    assert rc.memory_space == "rmem" and rc.dtype == np.float32
+    assert rc.size * mm.block_size == m * n and rc.cosize >= rc.size  # C spread over the block's threads
+    plain = mm.get_layout_smem_a()
+    assert plain.cosize == m * k and plain.alignment >= 2
+    assert mm.get_layout_gmem_a().cosize == 0 and mm.get_layout_gmem_c().memory_space == "gmem"
+    ab = mm.get_shared_storage_size_ab(sa, sb)
+    assert ab >= (sa.cosize + sb.cosize) * 2
+    abc = mm.get_shared_storage_size(sa, sb, mm.suggest_layout_smem_c())
+    assert abc >= ab + m * n * 4
+    assert isinstance(sa.opaque_name, str) and sa.opaque_name
+
+
+def test_tensor_functions_bundle(mathdx):
+    import device_cases
+
+    from cumath.device._tensors import bundle_specs, tensor_function
+
+    mm = device_cases.gemm_tensor_f64(90)
+    sym, files = tensor_function(mm, "COPY", ("gmem_a", "suggested_smem_a"))
+    sym2, files2 = tensor_function(mm, "EXECUTE", ("smem_a", "smem_b", "rmem_c"))
+    assert sym != sym2 and files == files2 and sym.startswith("cumath_blas_")  # one bundle, one NVRTC run
+    assert all(os.path.isfile(f) for f in files)
+    specs = bundle_specs()
+    assert ("COPY_WAIT", ()) in specs and len(set(specs)) == len(specs)
+    other = device_cases.gemm_tensor_c128(90)  # another descriptor, another bundle
+    assert tensor_function(other, "COPY", ("gmem_a", "suggested_smem_a"))[0] != sym
+
+
 # ----------------------------------------------------------------------------------------------------- solvers
 
 @pytest.mark.parametrize("make, exc, message", [
@@ -96,7 +176,26 @@ def test_matmul_mixed_and_complex_value_types(mathdx):
     (lambda: dev.Solver("geqrf", (4, 4), np.float16, "Block", sm=90), ValueError, "numpy.float32, numpy.float64"),
     (lambda: dev.Solver("geqrf", (4, 4), np.float32, "Warp", sm=90), ValueError, "'Block', 'Thread'"),
     (lambda: dev.Solver("geqrf", (4, 4), np.float32, "Block", sm=90, job="all_vectors"), ValueError,
-     "job= applies to the eigenvalue and SVD functions"),
+     r"job= applies to the eigenvalue and SVD functions \(htev, heev, hegv, bdsvd, gesvd\), not to geqrf"),
+    (lambda: dev.Solver("heev", (4,), np.float32, "Block", sm=90, fill_mode="lower", job="all_vectors"), ValueError,
+     r"job \(for heev\)='all_vectors' is not supported; the allowed values are 'no_vectors', 'overwrite_vectors'"),
+    (lambda: dev.Solver("heev", (4,), np.float32, "Block", sm=90, fill_mode="lower",
+                        job=("no_vectors", "no_vectors")), ValueError, "must be one job$"),
+    (lambda: dev.Solver("gesvd", (6, 4), np.float32, "Block", sm=90, job=("some_vectors",) * 3), ValueError,
+     r"must be one job or a pair \(jobu, jobvt\)"),
+    (lambda: dev.Solver("heev", (4,), np.float32, "Block", sm=90), ValueError, "heev needs fill_mode"),
+    (lambda: dev.Solver("heev", (4, 5), np.float32, "Block", sm=90, fill_mode="lower"), ValueError,
+     "heev needs a square matrix"),
+    (lambda: dev.Solver("bdsvd", (4,), np.float32, "Block", sm=90, data_type="complex"), ValueError,
+     "bdsvd supports data_type='real' only"),
+    (lambda: dev.Solver("hegv", (4,), np.float32, "Block", sm=90, fill_mode="lower", eig_type=4), ValueError,
+     "eig_type=4 is not supported; the allowed values are 1, 2, 3"),
+    (lambda: dev.Solver("heev", (4,), np.float32, "Block", sm=90, fill_mode="lower", eig_type=1), ValueError,
+     "eig_type applies to hegst and hegv only"),
+    (lambda: dev.Solver("htev", (8,), np.float32, "Block", sm=90, leading_dimensions=(8,)), ValueError,
+     "leading_dimensions is not offered for htev"),
+    (lambda: dev.Solver("geqrf", (4, 4), np.float32, "Block", sm=90, arrangement=("col_major",) * 3), ValueError,
+     r"must be a sequence \(a,\) or \(a, b\)$"),
     (lambda: dev.Solver("geqrf", (4, 4), np.float32, "Block", sm=90, arrangement="col_major"), ValueError,
      "must be a sequence"),
     (lambda: dev.Solver("geqrf", (4, 4), np.float32, "Thread", sm=90, batches_per_block=4), ValueError,
@@ -152,3 +251,49 @@ def test_solver_code(mathdx):
     kinds = s._generator.kinds()
     assert kinds[0] == "ltoir" and s.codes[0][:4] == b"\xed\x43\x4e\x7f"
     assert all(p.endswith(("." + k)) for p, k in zip(s.files, kinds))
+
+
+def test_eigenvalue_and_svd_layouts():
+    heev = dev.Solver("heev", (8,), np.float64, "Block", sm=90, fill_mode="lower", job="overwrite_vectors",
+                      batches_per_block=2)
+    assert heev.execute_parameters == ("a", "lambda", "workspace", "info") and heev.job == "overwrite_vectors"
+    assert heev.a_shape == (2, 8, 8) and heev.lambda_shape == (2, 8) and heev.precision_type == np.float64
+    htev = dev.Solver("htev", (10,), np.float32, "Block", sm=90, job="all_vectors")
+    assert htev.execute_parameters == ("d", "e", "v", "info")
+    assert htev.d_shape == (1, 10) and htev.e_shape == (1, 9) and htev.v_shape == (1, 10, 10)
+    assert htev.size_of("e") == 9 and htev.size_of("v") == 100
+    assert dev.Solver("htev", (10,), np.float32, "Block", sm=90).execute_parameters == ("d", "e", "info")
+    svd = dev.Solver("gesvd", (12, 7), np.float64, "Block", sm=90, job=("all_vectors", "some_vectors"),
+                     arrangement=("col_major", "row_major", "col_major"))
+    assert svd.execute_parameters == ("a", "s", "u", "vt", "workspace", "info")
+    assert svd.job == ("all_vectors", "some_vectors") and svd.s_shape == (1, 7)
+    assert svd.u_shape == (1, 12, 12) and svd.vt_shape == (1, 7, 7)
+    assert svd._arr("a") == "col_major" and svd._arr("u") == "row_major" and svd._arr("vt") == "col_major"
+    assert svd.size_of("u") == 144
+    novec = dev.Solver("gesvd", (12, 7), np.float64, "Block", sm=90)
+    assert novec.job == "no_vectors" and novec.execute_parameters == ("a", "s", "workspace", "info")
+    gtsv = dev.Solver("gtsv_no_pivot", (16, 16, 3), np.float64, "Block", sm=90)
+    assert gtsv.execute_parameters == ("dl", "d", "du", "b", "info")
+    assert gtsv.dl_shape == (1, 15) and gtsv.du_shape == (1, 15) and gtsv.b_shape == (1, 16, 3)
+    hegv = dev.Solver("hegv", (6,), np.float32, "Block", sm=90, fill_mode="upper", eig_type=3)
+    assert hegv.eig_type == 3 and hegv.execute_parameters == ("a", "b", "lambda", "workspace", "info")
+    assert hegv.b_shape == (1, 6, 6) and hegv.ldb == 6
+
+
+def test_eigenvalue_and_svd_traits_and_code(mathdx):
+    heev = dev.Solver("heev", (16,), np.float32, "Block", sm=90, fill_mode="lower")
+    assert heev.workspace_size == 15 and heev.block_dim.x >= 1  # the off-diagonal of the tridiagonal form
+    two = dev.Solver("heev", (16,), np.float32, "Block", sm=90, fill_mode="lower", batches_per_block=2)
+    assert two.workspace_size == 2 * heev.workspace_size  # for the whole block
+    vec = dev.Solver("heev", (16,), np.float32, "Block", sm=90, fill_mode="lower", job="overwrite_vectors")
+    assert vec.workspace_size > heev.workspace_size and vec.symbol != heev.symbol
+    for s in (dev.Solver("gesvd", (12, 8), np.float64, "Block", sm=90, job="some_vectors"),
+              dev.Solver("bdsvd", (8,), np.float64, "Block", sm=90, job="all_vectors"),
+              dev.Solver("hegst", (8,), np.float64, "Block", sm=90, fill_mode="lower", eig_type=2),
+              dev.Solver("gtsv_no_pivot", (8, 8, 2), np.float32, "Block", sm=90)):
+        kinds = s._generator.kinds()
+        assert kinds[0] == "ltoir" and s.codes[0][:4] == b"\xed\x43\x4e\x7f"
+        assert [p.name for p in s._numba_methods()["execute"].params] == list(s.execute_parameters)
+    dtypes = {p.name: p.dtype for p in dev.Solver("heev", (6,), np.float64, "Block", sm=90, fill_mode="upper",
+                                                   data_type="complex")._numba_methods()["execute"].params}
+    assert dtypes == {"a": "complex128", "lambda": "float64", "workspace": "complex128", "info": "int32"}

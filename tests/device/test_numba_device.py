@@ -205,3 +205,124 @@ def test_traits_are_compile_time_constants(fft_block, numba_cuda):
     ptx, _ = cuda.compile(kernel, (types.int64[::1],), cc=(9, 0), output="ptx", abi="numba")
     for value in (f.storage_size, f.stride, f.block_dim[1], f.shared_memory_size):
         assert str(value) in ptx
+
+
+# --------------------------------------------------------------------------------- half-precision vectors
+
+def test_half_vector_constructor_and_dtype(numba_cuda):
+    from numba import cuda, types
+
+    from cumath.device import float16x2, float16x4
+
+    def kernel(out, x):
+        buf = cuda.local.array(4, dtype=float16x4)
+        buf[0] = float16x4(x[0], x[1], 2.5, 3)  # float16, float32 and int arguments, all cast to float16
+        h = float16x2(buf[0].z, buf[0].w)
+        out[0] = buf[0].x + buf[0].y
+        out[1] = h.x * h.y
+
+    ptx, _ = cuda.compile(kernel, (types.float16[::1], types.float32[::1]), cc=(9, 0), output="ptx", abi="numba")
+    assert "cvt.rn.f16.f32" in ptx
+
+    def wrong_arity(out, x):
+        out[0] = float16x4(x[0], x[1]).x
+
+    assert "float16x4" in _typing_error(wrong_arity, (types.float16[::1], types.float32[::1]))
+
+
+# ------------------------------------------------------------------------------------------- tensor API
+
+@pytest.fixture(scope="module")
+def tensor_mm(mathdx):
+    import device_cases
+
+    return device_cases.gemm_tensor_f64(90)
+
+
+def test_tensor_api_typing_errors(tensor_mm, numba_cuda):
+    from numba import cuda, types
+
+    from cumath.device import axpby, clear, copy, copy_fragment, make_tensor
+
+    mm = tensor_mm
+    al, bl = mm.get_layout_smem_a(), mm.get_layout_smem_b()
+
+    def wrong_matrix(a, b):
+        smem = cuda.shared.array(0, dtype=np.float64)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), make_tensor(smem, bl))
+
+    def wrong_dtype(a, b):
+        smem = cuda.shared.array(0, dtype=np.float32)
+        make_tensor(smem, al)
+
+    def not_a_tensor(a, b):
+        copy(a, b)
+
+    def fragment_from_shared(a, b):
+        smem = cuda.shared.array(0, dtype=np.float64)
+        copy_fragment(make_tensor(a, mm.get_layout_gmem_a()), make_tensor(smem, al))
+
+    def clear_shared(a, b):
+        smem = cuda.shared.array(0, dtype=np.float64)
+        clear(make_tensor(smem, al))
+
+    def execute_global(a, b):
+        frag = mm.get_partitioner().make_accumulator_fragment()
+        mm.execute(make_tensor(a, mm.get_layout_gmem_a()), make_tensor(b, mm.get_layout_gmem_b()), frag)
+
+    def execute_smem_c_without_scalars(a, b):
+        smem = cuda.shared.array(0, dtype=np.float64)
+        mm.execute(make_tensor(smem, al), make_tensor(smem, bl), make_tensor(smem, mm.get_layout_smem_c()))
+
+    def axpby_shared(a, b):
+        smem = cuda.shared.array(0, dtype=np.float64)
+        axpby(1.0, make_tensor(smem, mm.get_layout_smem_c()), 2.0, make_tensor(smem, mm.get_layout_smem_c()))
+
+    def results_of_partitioner(a, b):
+        p = mm.suggest_partitioner()
+        p.get_results()
+
+    def runtime_leading_dimension(a, b):
+        make_tensor(a, mm.get_layout_gmem_a(a.shape[0]))
+
+    sig = (types.float64[::1], types.float64[::1])
+    assert "cannot copy a tensor of A to one of B" in _typing_error(wrong_matrix, sig)
+    assert "a smem_a tensor holds float64, the array holds float32" in _typing_error(wrong_dtype, sig)
+    assert "must be a tensor made by make_tensor()" in _typing_error(not_a_tensor, sig)
+    assert "copy_fragment() copies to or from a register fragment" in _typing_error(fragment_from_shared, sig)
+    assert "clear(fragment) takes one register fragment" in _typing_error(clear_shared, sig)
+    assert "A and B must be shared-memory tensors" in _typing_error(execute_global, sig)
+    assert "accumulates into a register fragment" in _typing_error(execute_smem_c_without_scalars, sig)
+    assert "axpby() works on register fragments" in _typing_error(axpby_shared, sig)
+    assert "needs an accumulator created inside the kernel" in _typing_error(results_of_partitioner, sig)
+    assert "takes integer constants" in _typing_error(runtime_leading_dimension, sig)
+
+
+def test_tensor_layout_traits_in_kernels(tensor_mm, numba_cuda):
+    from numba import cuda, types
+
+    mm = tensor_mm
+
+    def kernel(out):
+        out[0] = mm.suggest_layout_smem_a().cosize
+        out[1] = mm.get_layout_rmem_c().size
+        out[2] = mm.get_layout_gmem_c(30).leading_dimension
+
+    ptx, _ = cuda.compile(kernel, (types.int64[::1],), cc=(9, 0), output="ptx", abi="numba")
+    for v in (mm.suggest_layout_smem_a().cosize, mm.get_layout_rmem_c().size, 30):
+        assert str(v) in ptx
+
+
+def test_solver_wrong_operand_dtype(mathdx, numba_cuda):
+    from numba import cuda, types
+
+    s = dev.Solver("heev", (8,), np.float64, "Block", sm=90, fill_mode="lower")
+
+    def kernel(info):
+        a = cuda.shared.array(64, dtype=np.float64)
+        lam = cuda.shared.array(8, dtype=np.float32)
+        ws = cuda.shared.array(16, dtype=np.float64)
+        s.execute(a, lam, ws, info)
+
+    assert "argument 'lambda' must be an array of float64, not of float32" in _typing_error(kernel,
+                                                                                             (types.int32[::1],))
