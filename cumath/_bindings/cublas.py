@@ -29,6 +29,8 @@ from ..errors import CUBLASError
 from ._loader import LazyFunctions
 from ._status import make_checker
 from .cudart import libraryPropertyType
+# The enums cuBLAS shares with cuBLASLt (cublas_api.h) are defined once, from the header tables there.
+from .cublaslt import cublasFillMode_t, cublasOperation_t, cublasPointerMode_t, cublasStatus_t
 
 __all__ = [
     "CUBLAS_VERSION",
@@ -58,25 +60,6 @@ __all__ = [
 CUBLAS_VERSION = 130102  # of the header the values below were read from (13.1.2)
 
 
-class cublasStatus_t(enum.IntEnum):
-    CUBLAS_STATUS_SUCCESS = 0
-    CUBLAS_STATUS_NOT_INITIALIZED = 1
-    CUBLAS_STATUS_ALLOC_FAILED = 3
-    CUBLAS_STATUS_INVALID_VALUE = 7
-    CUBLAS_STATUS_ARCH_MISMATCH = 8
-    CUBLAS_STATUS_MAPPING_ERROR = 11
-    CUBLAS_STATUS_EXECUTION_FAILED = 13
-    CUBLAS_STATUS_INTERNAL_ERROR = 14
-    CUBLAS_STATUS_NOT_SUPPORTED = 15
-    CUBLAS_STATUS_LICENSE_ERROR = 16
-
-
-class cublasFillMode_t(enum.IntEnum):
-    CUBLAS_FILL_MODE_LOWER = 0
-    CUBLAS_FILL_MODE_UPPER = 1
-    CUBLAS_FILL_MODE_FULL = 2
-
-
 class cublasDiagType_t(enum.IntEnum):
     CUBLAS_DIAG_NON_UNIT = 0
     CUBLAS_DIAG_UNIT = 1
@@ -85,18 +68,6 @@ class cublasDiagType_t(enum.IntEnum):
 class cublasSideMode_t(enum.IntEnum):
     CUBLAS_SIDE_LEFT = 0
     CUBLAS_SIDE_RIGHT = 1
-
-
-class cublasOperation_t(enum.IntEnum):
-    CUBLAS_OP_N = 0
-    CUBLAS_OP_T = 1
-    CUBLAS_OP_C = 2
-    CUBLAS_OP_CONJG = 3  # "placeholder - not supported in the current release" (cublas_api.h)
-
-
-class cublasPointerMode_t(enum.IntEnum):
-    CUBLAS_POINTER_MODE_HOST = 0
-    CUBLAS_POINTER_MODE_DEVICE = 1
 
 
 _p = c_void_p
