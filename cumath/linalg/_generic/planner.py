@@ -11,7 +11,7 @@ from ..._core.layout import dense_strides
 from ..._core.lifecycle import Stateful, requires_alive
 from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
 from ..._core.options import check_options
-from ..._core.streams import default_stream, stream_handle
+from ..._core.streams import default_stream, run_ordered, stream_handle
 from ...errors import InvalidStateError
 from ...memory import default_allocator
 from .executors import _host_array, make_executor, staging_perm
@@ -278,17 +278,7 @@ class Matmul(Stateful):
             stream_arg, explicit = self._stream, self._explicit_stream
         else:
             stream_arg, explicit = stream_handle(stream), True
-        op = self._ops["a"]
-        if explicit and op.device_id is not None and stream_arg != default_stream(op.package, op.device_id):
-            with adapter(op.package).stream_context(op.device_id, stream_arg):
-                result = ex.execute(self._ops, stream_arg)
-        else:
-            result = ex.execute(self._ops, stream_arg)
-        if self._blocking and op.device_id is not None:
-            from ..._core.cuda import synchronize
-
-            synchronize(stream_arg)
-        return result
+        return run_ordered(self._ops["a"], stream_arg, explicit, self._blocking, ex.execute, self._ops, stream_arg)
 
     def _execute_batch(self, stream):
         """An explicit batch on the GPU: every problem prepared, computed (one grouped launch for the general
@@ -303,17 +293,8 @@ class Matmul(Stateful):
         else:
             stream_arg, explicit = stream_handle(stream), True
         opses = [ch._ops for ch in children]
-        op = first._ops["a"]
-        if explicit and op.device_id is not None and stream_arg != default_stream(op.package, op.device_id):
-            with adapter(op.package).stream_context(op.device_id, stream_arg):
-                result = self._batch.execute(opses, stream_arg)
-        else:
-            result = self._batch.execute(opses, stream_arg)
-        if first._blocking and op.device_id is not None:
-            from ..._core.cuda import synchronize
-
-            synchronize(stream_arg)
-        return result
+        return run_ordered(first._ops["a"], stream_arg, explicit, first._blocking, self._batch.execute, opses,
+                           stream_arg)
 
     def _use_stream(self, stream):
         self._stream = stream_handle(stream)
