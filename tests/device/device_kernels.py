@@ -268,6 +268,29 @@ def sample_kernel(link, fn, width: int, params=()):
 
 
 @memoised
+def local_state_kernel(link, generator):
+    """Like sample_kernel(link, random.normal2, 2), drawing from a copy of the state in a local record (the
+    register idiom of examples/device_gbm_monte_carlo.py), stored back at the end."""
+    state_dt = random.state_dtype(generator)
+
+    @cuda.jit(link=link, extensions=_EXTENSIONS)
+    def kernel(states, out, per_thread):
+        i = cuda.grid(1)
+        if i >= states.shape[0]:
+            return
+        st = cuda.local.array(1, dtype=state_dt)
+        st[0] = states[i]
+        base = i * per_thread * 2
+        for k in range(per_thread):
+            v = random.normal2(st[0])
+            out[base + 2 * k] = v.x
+            out[base + 2 * k + 1] = v.y
+        states[i] = st[0]
+
+    return kernel
+
+
+@memoised
 def skipahead_kernel(link, skip):
     """out[i] = the first rand() after skip(n, state) (``skip`` is random.skipahead or skipahead_sequence)."""
 

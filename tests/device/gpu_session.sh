@@ -37,19 +37,22 @@ print("loaded", _loader.loaded_libraries())
 EOF
 
 # 1. all device code, in parallel (objects of the tests, benchmark and examples; the cuRAND shim)
-timeout 130 python3 tests/device/pregenerate.py --cc 90 --jobs "$(nproc)" --json "$OUT/pregenerate.json" 2>&1 \
+timeout 90 python3 tests/device/pregenerate.py --cc 90 --jobs "$(nproc)" --json "$OUT/pregenerate.json" 2>&1 \
   | tee "$OUT/pregenerate.txt" | tail -3
 echo "pregenerate rc=${PIPESTATUS[0]}"
 
 # 2. the GPU tests (the CPU-side tests of tests/device pass on the CPU machine)
-timeout 240 python3 -m pytest -q -p no:cacheprovider -rs --durations=25 --junitxml="$OUT/device-tests.xml" \
+timeout 200 python3 -m pytest -q -p no:cacheprovider -rs --durations=25 --junitxml="$OUT/device-tests.xml" \
   tests/device/test_device_gpu.py tests/device/test_device_gpu_more.py tests/device/test_mathdx_binding.py \
   tests/device/test_device_import.py 2>&1 | tee "$OUT/device-tests.txt" | tail -70
 echo "device tests rc=${PIPESTATUS[0]}"
 
 # 3. the benchmark (issue 5's figures)
-timeout 100 python3 benchmarks/device.py --json "$OUT/device-bench.json" 2>&1 | tee "$OUT/device-bench.txt"
-echo "benchmark rc=${PIPESTATUS[0]}"
+# twice, for the spread (the machine is shared and its clock follows its power cap)
+for run in 1 2; do
+  timeout 90 python3 benchmarks/device.py --json "$OUT/device-bench-$run.json" 2>&1 | tee "$OUT/device-bench-$run.txt"
+  echo "benchmark run $run rc=${PIPESTATUS[0]}"
+done
 
 # 4. the examples, with the warm cache (tests/test_examples.py would give each a cold one)
 for f in examples/device_*.py; do

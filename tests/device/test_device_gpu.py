@@ -303,6 +303,31 @@ def test_sobol(rng_env, gen, scrambled, bits):
     assert pts.min() >= 0 and pts.max() <= 1
 
 
+@pytest.mark.parametrize("generator", ["StatesPhilox4_32_10", "StatesXORWOW", "StatesMRG32k3a"])
+def test_state_copied_to_a_local_record(rng_env, generator):
+    """Drawing from a local copy of the state gives the draws of states[i] in memory, and the copy stored back
+    continues the sequence in the next kernel."""
+    from numba import cuda
+
+    kernels, random, link = rng_env
+    n, per = 1000, 5
+    cls = getattr(random, generator)
+    ref_states, states = cls(n), cls(n)
+    for st in (ref_states, states):
+        kernels.init_pseudo_kernel(link)[(n + 127) // 128, 128](st, 2024, 0)
+    ref = cuda.device_array(n * 2 * per * 2, dtype=np.float32)
+    kernels.sample_kernel(link, random.normal2, 2)[(n + 127) // 128, 128](ref_states, ref, 2 * per)
+    out1 = cuda.device_array(n * per * 2, dtype=np.float32)
+    out2 = cuda.device_array(n * per * 2, dtype=np.float32)
+    local = kernels.local_state_kernel(link, cls)
+    local[(n + 127) // 128, 128](states, out1, per)
+    local[(n + 127) // 128, 128](states, out2, per)
+    ref = ref.copy_to_host().reshape(n, 2, per * 2)
+    np.testing.assert_array_equal(out1.copy_to_host().reshape(n, per * 2), ref[:, 0])
+    np.testing.assert_array_equal(out2.copy_to_host().reshape(n, per * 2), ref[:, 1])
+    assert abs(ref.mean()) < 0.05 and abs(ref.std() - 1) < 0.05
+
+
 def test_gbm(rng_env):
     from numba import cuda
 

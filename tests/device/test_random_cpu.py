@@ -167,6 +167,36 @@ def _state_array(gen):
     return types.Array(from_dtype(state_dtype(gen)), 1, "C")
 
 
+def test_state_dtype_from_a_class_or_a_name(curand_headers):
+    for cls, gen in ((random.StatesPhilox4_32_10, "philox"), (random.StatesXORWOW, "xorwow"),
+                     (random.StatesScrambledSobol64, "scrambled_sobol64")):
+        assert random.state_dtype(cls) == random.state_dtype(gen)
+        assert random.state_dtype(cls).itemsize == KNOWN_LAYOUTS[gen][0]
+
+
+@pytest.mark.parametrize("arg", ["philox4", 3, None])
+def test_state_dtype_rejects_unknown_generators(curand_headers, arg):
+    with pytest.raises(ValueError, match=r"unknown generator .*expected a States class or one of \['mrg'"):
+        random.state_dtype(arg)
+
+
+def test_local_state_kernel_links(curand_headers, link_cubin):
+    """The register idiom (a local copy of the state, stored back) types and links for sm_90."""
+    from numba import cuda, types
+
+    state_dt = random.state_dtype(random.StatesPhilox4_32_10)
+
+    def draw(states, out):
+        i = cuda.grid(1)
+        st = cuda.local.array(1, dtype=state_dt)
+        st[0] = states[i]
+        for k in range(4):
+            out[i, k] = random.normal4(st[0]).x
+        states[i] = st[0]
+
+    assert link_cubin(draw, (_state_array("philox"), types.float32[:, :]))[:4] == ELF
+
+
 def test_gbm_kernels_link(curand_headers, link_cubin):
     import math
 

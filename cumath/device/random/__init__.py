@@ -14,6 +14,16 @@
 
     states = random.StatesPhilox4_32_10(n)               # one state per thread, in GPU memory
 
+A thread that draws many times is faster from a private copy of its state, which stays in registers (drawing
+from ``states[i]`` reads and writes the state in global memory on every call; 1.3x slower over 252 draws):
+
+    STATE = random.state_dtype(random.StatesPhilox4_32_10)
+    ...
+        st = cuda.local.array(1, dtype=STATE)
+        st[0] = states[i]                                # copied in once
+        v = random.normal4(st[0])                        # ... drawn from, as often as needed
+        states[i] = st[0]                                # stored back: a next kernel continues the sequence
+
 Generators: ``StatesXORWOW``, ``StatesPhilox4_32_10``, ``StatesMRG32k3a`` (pseudo-random: ``init(seed,
 subsequence, offset, state)``), ``StatesSobol32``/``StatesSobol64`` (``init(direction_vectors, offset, state)``)
 and ``StatesScrambledSobol32``/``StatesScrambledSobol64`` (``init(direction_vectors, scramble_c, offset, state)``),
@@ -35,13 +45,13 @@ import importlib
 from ._functions import DEVICE_FUNCTIONS
 
 __all__ = ["Compile", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "StatesSobol32", "StatesSobol64",
-           "StatesScrambledSobol32", "StatesScrambledSobol64", "random_helpers", *DEVICE_FUNCTIONS]
+           "StatesScrambledSobol32", "StatesScrambledSobol64", "state_dtype", "random_helpers", *DEVICE_FUNCTIONS]
 
 globals().update(DEVICE_FUNCTIONS)
 
 _LAZY = {"Compile": "._compile", "StatesXORWOW": "._states", "StatesPhilox4_32_10": "._states",
          "StatesMRG32k3a": "._states", "StatesSobol32": "._states", "StatesSobol64": "._states",
-         "StatesScrambledSobol32": "._states", "StatesScrambledSobol64": "._states"}
+         "StatesScrambledSobol32": "._states", "StatesScrambledSobol64": "._states", "state_dtype": "._states"}
 
 
 def __getattr__(name):

@@ -13,13 +13,23 @@ __all__ = ["States", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "S
 FIELD_PREFIX = "cumath_curand_"
 
 
-def state_dtype(generator: str):
-    """The NumPy record dtype of one state of ``generator`` (one opaque field; its name identifies it)."""
+def state_dtype(generator):
+    """The NumPy record dtype of one state (one opaque field; its name identifies the generator).
+
+    ``generator``: a States class or array (``random.StatesPhilox4_32_10``) or a generator name ("philox"). Inside
+    a kernel, ``cuda.local.array(1, dtype=state_dtype(...))`` holds a private copy of a thread's state: copied in
+    once (``st[0] = states[i]``), drawn from (``random.normal4(st[0])``) and stored back (``states[i] = st[0]``),
+    it stays in registers instead of going through global memory on every draw."""
     import numpy as np
 
     from ._compile import state_layouts
 
-    size, align = state_layouts()[generator]
+    if isinstance(generator, States) or (isinstance(generator, type) and issubclass(generator, States)):
+        generator = generator.generator
+    layouts = state_layouts()
+    if generator not in layouts:
+        raise ValueError(f"unknown generator {generator!r}; expected a States class or one of {sorted(layouts)}")
+    size, align = layouts[generator]
     word = {16: "<u8", 8: "<u8", 4: "<u4"}.get(align, "u1")
     n = size // np.dtype(word).itemsize
     return np.dtype([(FIELD_PREFIX + generator, word, (n,))])
