@@ -204,22 +204,41 @@ def bench_gbm(cp, cuda, quick):
 
 # ------------------------------------------------------------------------------------------------------ FFT
 
-def fft_kernels(cuda, fwd, inv):
+def fft_kernels(cuda, fwd, inv, vector_access=True):
+    """The block FFT of rows and the FFT convolution of rows, in one kernel each. Global memory is read and written
+    with cumath.device.load/store (one 8-byte access per complex64; numba's x[i] issues two 4-byte ones) unless
+    ``vector_access`` is False."""
+    from cumath.device import load, store
+
     fpb, stride, ept, storage, n = fwd.ffts_per_block, fwd.stride, fwd.elements_per_thread, fwd.storage_size, fwd.size
     vt = fwd.value_type
 
-    @cuda.jit(link=fwd.files)
-    def fft_rows(x, y):
-        row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
-        td = cuda.local.array(storage, dtype=vt)
-        smem = cuda.shared.array(0, dtype=vt)
-        if row < x.shape[0]:  # every thread takes part in the FFT (it synchronises the block)
-            for i in range(ept):
-                td[i] = x[row, cuda.threadIdx.x + i * stride]
-        fwd(td, smem)
-        if row < x.shape[0]:
-            for i in range(ept):
-                y[row, cuda.threadIdx.x + i * stride] = td[i]
+    if vector_access:
+        @cuda.jit(link=fwd.files)
+        def fft_rows(x, y):
+            row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+            td = cuda.local.array(storage, dtype=vt)
+            smem = cuda.shared.array(0, dtype=vt)
+            if row < x.shape[0]:  # every thread takes part in the FFT (it synchronises the block)
+                for i in range(ept):
+                    td[i] = load(x, (row, cuda.threadIdx.x + i * stride))
+            fwd(td, smem)
+            if row < x.shape[0]:
+                for i in range(ept):
+                    store(y, (row, cuda.threadIdx.x + i * stride), td[i])
+    else:
+        @cuda.jit(link=fwd.files)
+        def fft_rows(x, y):
+            row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+            td = cuda.local.array(storage, dtype=vt)
+            smem = cuda.shared.array(0, dtype=vt)
+            if row < x.shape[0]:
+                for i in range(ept):
+                    td[i] = x[row, cuda.threadIdx.x + i * stride]
+            fwd(td, smem)
+            if row < x.shape[0]:
+                for i in range(ept):
+                    y[row, cuda.threadIdx.x + i * stride] = td[i]
 
     @cuda.jit(link=fwd.files + inv.files)
     def convolve_rows(x, h, y):
@@ -228,14 +247,14 @@ def fft_kernels(cuda, fwd, inv):
         smem = cuda.shared.array(0, dtype=vt)
         if row < x.shape[0]:
             for i in range(ept):
-                td[i] = x[row, cuda.threadIdx.x + i * stride]
+                td[i] = load(x, (row, cuda.threadIdx.x + i * stride))
         fwd(td, smem)
         for i in range(ept):
-            td[i] = td[i] * h[cuda.threadIdx.x + i * stride]
+            td[i] = td[i] * load(h, cuda.threadIdx.x + i * stride)
         inv(td, smem)
         if row < x.shape[0]:
             for i in range(ept):
-                y[row, cuda.threadIdx.x + i * stride] = td[i] / n
+                store(y, (row, cuda.threadIdx.x + i * stride), td[i] / n)
 
     return fft_rows, convolve_rows
 
@@ -254,6 +273,7 @@ def bench_fft(cp, cuda, quick):
     fwd.files, inv.files  # generate (or read from the cache) both LTO-IRs now
     report("fft", "descriptors + code (first use in this process)", time.perf_counter() - t0)
     fft_rows, convolve_rows = fft_kernels(cuda, fwd, inv)
+    fft_rows_indexed = fft_kernels(cuda, fwd, inv, vector_access=False)[0]
     rng = cp.random.default_rng(0)
     x = rng.standard_normal((batch, n), dtype=cp.float32) + 1j * rng.standard_normal((batch, n), dtype=cp.float32)
     x = x.astype(cp.complex64)
@@ -264,11 +284,18 @@ def bench_fft(cp, cuda, quick):
     conv_launch = convolve_rows[grid, fwd.block_dim, 0, fwd.shared_memory_size]
     fft_launch(x, y)
     err = float(cp.linalg.norm(y - cp.fft.fft(x, axis=-1)) / cp.linalg.norm(y))
-    t = timed({"cumath": lambda: fft_launch(x, y), "cupy": lambda: cp.fft.fft(x, axis=-1)}, cuda.synchronize,
-              5 if quick else 20, 7 if quick else 15)
+    indexed_launch = fft_rows_indexed[grid, fwd.block_dim, 0, fwd.shared_memory_size]
+    y2, y3 = cp.empty_like(x), cp.empty_like(x)
+    t = timed({"cumath": lambda: fft_launch(x, y), "indexed": lambda: indexed_launch(x, y3),
+               "cupy": lambda: cp.fft.fft(x, axis=-1), "copy": lambda: cp.copyto(y2, x)}, cuda.synchronize,
+              5 if quick else 20, 7 if quick else 21)
     gbs = 2 * x.nbytes / t["cumath"] / 1e9
     report("fft", f"cumath block FFT ({batch} x {n})", t["cumath"], rel_err=err, GBps=gbs)
+    report("fft", "same, numba's x[i] indexing instead of load/store", t["indexed"],
+           ratio_to_load_store=t["indexed"] / t["cumath"],
+           same_result=bool(cp.array_equal(y3, y)))
     report("fft", "cuFFT through cupy.fft.fft", t["cupy"], ratio=t["cupy"] / t["cumath"])
+    report("fft", "copy of the same bytes (cupy.copyto), the floor", t["copy"], ratio=t["copy"] / t["cumath"])
     conv_launch(x, h, y)
     ref = cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)
     err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))

@@ -128,7 +128,7 @@ def fft_data(cp, batch, n):
 
 
 def fft_kernel(cuda, f):
-    return fft_kernels(cuda, f, f)[0]
+    return fft_kernels(cuda, f, f, vector_access=False)[0]
 
 
 def fft_persistent_kernel(cuda, f, max_registers=None):
@@ -211,6 +211,105 @@ def fft_staged_kernel(cuda, f, wide):
     return rows
 
 
+def c64_access(load_op: str, store_op: str):
+    """numba intrinsics (load(a, row, col) -> complex64, store(a, row, col, value)) for 2-D complex64 arrays as
+    one 8-byte vector access with a PTX cache operator (ld.global.<op>.v2.f32 / st.global.<op>.v2.f32; "" for the
+    default), indexed without numba's wrap-around of negative indices."""
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    ld = "ld.global" + (f".{load_op}" if load_op else "") + ".v2.f32 {$0, $1}, [$2];"
+    st = "st.global" + (f".{store_op}" if store_op else "") + ".v2.f32 [$0], {$1, $2};"
+
+    def pointer(context, builder, sig, args):
+        aty = sig.args[0]
+        arr = context.make_array(aty)(context, builder, value=args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], sig.args[1:3])]
+        return cgutils.get_item_pointer(context, builder, aty, arr, idx, wraparound=False)
+
+    @intrinsic
+    def load(typingctx, array, row, col):
+        def codegen(context, builder, sig, args):
+            ptr = pointer(context, builder, sig, args)
+            f32 = ir.FloatType()
+            fnty = ir.FunctionType(ir.LiteralStructType([f32, f32]), [ptr.type])
+            pair = builder.call(ir.InlineAsm(fnty, ld, "=f,=f,l", side_effect=False), [ptr])
+            z = cgutils.create_struct_proxy(types.complex64)(context, builder)
+            z.real, z.imag = builder.extract_value(pair, 0), builder.extract_value(pair, 1)
+            return z._getvalue()
+
+        return types.complex64(array, row, col), codegen
+
+    @intrinsic
+    def store(typingctx, array, row, col, value):
+        def codegen(context, builder, sig, args):
+            ptr = pointer(context, builder, sig, args)
+            f32 = ir.FloatType()
+            z = cgutils.create_struct_proxy(types.complex64)(context, builder, value=args[3])
+            fnty = ir.FunctionType(ir.VoidType(), [ptr.type, f32, f32])
+            builder.call(ir.InlineAsm(fnty, st, "l,f,f", side_effect=True), [ptr, z.real, z.imag])
+            return context.get_dummy_value()
+
+        return types.void(array, row, col, value), codegen
+
+    return load, store
+
+
+def fft_hinted_kernel(cuda, f, load_op, store_op):
+    """The plain kernel with its global accesses through c64_access(load_op, store_op)."""
+    fpb, stride, ept, storage, vt = f.ffts_per_block, f.stride, f.elements_per_thread, f.storage_size, f.value_type
+    load, store = c64_access(load_op, store_op)
+
+    @cuda.jit(link=f.files)
+    def rows(x, y):
+        row = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+        td = cuda.local.array(storage, dtype=vt)
+        smem = cuda.shared.array(0, dtype=vt)
+        if row < x.shape[0]:
+            for i in range(ept):
+                td[i] = load(x, row, cuda.threadIdx.x + i * stride)
+        f(td, smem)
+        if row < x.shape[0]:
+            for i in range(ept):
+                store(y, row, cuda.threadIdx.x + i * stride, td[i])
+
+    return rows
+
+
+FFT4_CONFIGS = [(16, 4), (16, 8)]
+FFT4_HINTS = [("", ""), ("cs", "cs"), ("", "cs"), ("cs", ""), ("nc", "cs")]
+
+
+def sweep_fft4(cp, cuda):
+    """Cache operators on the block FFT's global accesses (streaming: evict first) against cuFFT and a copy."""
+    n, batch = 128, 1 << 20
+    print("Block FFT 2^20 x 128 complex64, cache operators", flush=True)
+    x, ref = fft_data(cp, batch, n)
+    y, y2 = cp.empty_like(x), cp.empty_like(x)
+    fns, errs = {"cupy": lambda: cp.fft.fft(x, axis=-1), "copy": lambda: cp.copyto(y2, x)}, {}
+    for cfg in FFT4_CONFIGS:
+        f = fft_object(cfg, None)
+        grid = -(-batch // f.ffts_per_block)
+        kernels = {f"plain ept={cfg[0]} fpb={cfg[1]}": fft_kernel(cuda, f)}
+        for lo, so in FFT4_HINTS:
+            kernels[f"ld.{lo or 'default'} st.{so or 'default'} ept={cfg[0]} fpb={cfg[1]}"] = \
+                fft_hinted_kernel(cuda, f, lo, so)
+        for name, k in kernels.items():
+            launch = k[grid, f.block_dim, 0, f.shared_memory_size]
+            y.fill(0)
+            launch(x, y)
+            errs[name] = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+            fns[name] = (lambda launch=launch: launch(x, y))
+    t = medians(fns, cuda.synchronize, number=20, rounds=21)
+    report("fft4", "cuFFT (cupy.fft.fft)", t["cupy"])
+    report("fft4", "copy (cupy.copyto)", t["copy"], vs_cufft=t["copy"] / t["cupy"])
+    for name in fns:
+        if name not in ("cupy", "copy"):
+            report("fft4", name, t[name], vs_cufft=t[name] / t["cupy"], rel_err=errs[name])
+
+
 FFT2_CONFIGS = [(16, 4), (16, 8), (8, 8)]
 FFT3_CONFIGS = [(16, 4), (16, 8), (16, 16), (8, 8)]
 
@@ -253,7 +352,10 @@ def compile_fft(cuda, cfg):
     from numba import types
 
     arr = types.Array(types.complex64, 2, "C")
-    if cfg[0] == "staged":
+    if cfg[0] == "hinted":
+        _, ept, fpb, lo, so = cfg
+        compile_only(fft_hinted_kernel(cuda, fft_object((ept, fpb), CC), lo, so), (arr, arr))
+    elif cfg[0] == "staged":
         _, ept, fpb, wide = cfg
         dt = types.complex128 if wide else types.complex64
         compile_only(fft_staged_kernel(cuda, fft_object((ept, fpb), CC), wide), (types.Array(dt, 2, "C"),) * 2)
@@ -459,7 +561,7 @@ def _compile_one(job):
     cuda = import_numba_cuda()
     section, name = job
     t0 = time.perf_counter()
-    {"gemm": compile_gemm, "fft": compile_fft, "fft2": compile_fft, "fft3": compile_fft, "gbm": compile_gbm}[section](cuda, name)
+    {"gemm": compile_gemm, "fft": compile_fft, "fft2": compile_fft, "fft3": compile_fft, "fft4": compile_fft, "gbm": compile_gbm}[section](cuda, name)
     return f"compiled {section} {name} in {time.perf_counter() - t0:.1f} s"
 
 
@@ -470,6 +572,7 @@ def compile_all(sections, jobs):
     work = [("gbm", n) for n in GBM_NAMES] + [("fft", c) for c in FFT_CONFIGS]
     work += [("fft2", ("persistent", *c, r)) for c in FFT2_CONFIGS for r in FFT2_REGS]
     work += [("fft3", ("staged", *c, w)) for c in FFT3_CONFIGS for w in (False, True)]
+    work += [("fft4", ("hinted", *c, *h)) for c in FFT4_CONFIGS for h in FFT4_HINTS]
     work += [("gemm", f"{v} bs={bs}") for bs in GEMM_BLOCKS for v in ("loop", "unrolled", "tensor")]
     work = [w for w in work if not sections or w[0] in sections]
     with ProcessPoolExecutor(jobs) as pool:
@@ -480,7 +583,7 @@ def compile_all(sections, jobs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
-    parser.add_argument("--only", choices=("gbm", "fft", "fft2", "fft3", "gemm"), action="append")
+    parser.add_argument("--only", choices=("gbm", "fft", "fft2", "fft3", "fft4", "gemm"), action="append")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     args = parser.parse_args()
@@ -493,7 +596,7 @@ def main():
     import cupy as cp
 
     sections = (("gemm", sweep_gemm), ("fft", sweep_fft), ("fft2", sweep_fft2), ("fft3", sweep_fft3),
-                ("gbm", sweep_gbm))
+                ("fft4", sweep_fft4), ("gbm", sweep_gbm))
     run_sections(sections, args.only, args.json, ROWS, lambda fn: fn(cp, cuda))
 
 

@@ -8,7 +8,9 @@
 - :mod:`cumath.device.random`: cuRAND's device generators and distributions;
 - :data:`float16x2`, :data:`float16x4`: the half-precision vector types of half-precision FFTs;
 - :func:`make_tensor`, :func:`copy`, :func:`copy_fragment`, :func:`clear`, :func:`axpby`, :func:`copy_wait`:
-  cuBLASDx's tensor API for :class:`Matmul` (register-fragment accumulators, see ``Matmul.suggest_partitioner``).
+  cuBLASDx's tensor API for :class:`Matmul` (register-fragment accumulators, see ``Matmul.suggest_partitioner``);
+- :func:`load`, :func:`store`: one vector access per element of a global array (complex64 in one 8-byte load,
+  where numba's ``x[i]`` issues two 4-byte ones).
 
 The device code is generated on the host (libmathdx for the Dx libraries, NVRTC for the cuRAND shim) as
 LTO-IR, cached in memory and on disk, and linked into the kernel by numba-cuda through nvJitLink. Needs the
@@ -25,7 +27,7 @@ __all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolv
            "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",
            "ComputeCapability", "CodeType", "Dim3", "LeadingDimension", "TransposeMode", "clear_cache",
            "unavailable_reason", "float16x2", "float16x4", "make_tensor", "copy", "copy_fragment", "clear", "axpby",
-           "copy_wait", "OpaqueTensor", "Layout", "Partitioner", "Accumulator"]
+           "copy_wait", "OpaqueTensor", "Layout", "Partitioner", "Accumulator", "load", "store"]
 
 _LAZY = {
     "FFT": "._fft", "fft": "._fft",
@@ -35,6 +37,7 @@ _LAZY = {
     "TriangularSolver": "._solver", "LeastSquaresSolver": "._solver",
     "ComputeCapability": "._common", "CodeType": "._common", "Dim3": "._common", "LeadingDimension": "._common",
     "TransposeMode": "._common", "float16x2": "._vector", "float16x4": "._vector",
+    "load": "._access", "store": "._access",
     "make_tensor": "._tensors", "copy": "._tensors", "copy_fragment": "._tensors", "clear": "._tensors",
     "axpby": "._tensors", "copy_wait": "._tensors", "OpaqueTensor": "._tensors", "Layout": "._tensors",
     "Partitioner": "._tensors", "Accumulator": "._tensors",

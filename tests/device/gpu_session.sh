@@ -44,7 +44,7 @@ echo "pregenerate rc=${PIPESTATUS[0]}"
 # 2. the GPU tests (the CPU-side tests of tests/device pass on the CPU machine)
 timeout 200 python3 -m pytest -q -p no:cacheprovider -rs --durations=25 --junitxml="$OUT/device-tests.xml" \
   tests/device/test_device_gpu.py tests/device/test_device_gpu_more.py tests/device/test_mathdx_binding.py \
-  tests/device/test_device_import.py 2>&1 | tee "$OUT/device-tests.txt" | tail -70
+  tests/device/test_device_import.py tests/device/test_access.py 2>&1 | tee "$OUT/device-tests.txt" | tail -70
 echo "device tests rc=${PIPESTATUS[0]}"
 
 # 3. the benchmark (issue 5's figures)
