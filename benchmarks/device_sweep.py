@@ -3,12 +3,14 @@ the figures. Exploration, not the figures themselves; what it showed is in bench
 
 - GBM: the state used in place in global memory (``states[i]`` on every draw) against a copy in a local record
   (loaded once, stored back once), at 64/128/256 threads per block, with and without fastmath.
-- Block FFT (2^20 x 128 complex64): elements per thread x FFTs per block, each against cuFFT through CuPy.
+- Block FFT (2^20 x 128 complex64): elements per thread x FFTs per block, each against cuFFT through CuPy
+  ("fft"); persistent blocks with prefetch ("fft2"); rows staged through shared memory ("fft3"); one vector
+  access per element with PTX cache operators ("fft4").
 - Block GEMM (65536 x 32^3 float32): element loops with a run-time trip count (the first benchmark), loops with a
   constant trip count (each thread's loads in flight together), 64/128/256 threads, and the tensor API
   (cooperative copies into the suggested shared layouts, register accumulator stored straight to global memory).
 
-    python benchmarks/device_sweep.py [--json out.json] [--only gbm|fft|gemm]
+    python benchmarks/device_sweep.py [--json out.json] [--only gbm|fft|fft2|fft3|fft4|gemm]
     python benchmarks/device_sweep.py --compile-only [--jobs N]
 
 ``--compile-only`` builds every kernel for sm_90 without a GPU (numba-cuda + nvJitLink), N processes at a time,

@@ -11,25 +11,13 @@ like numba's own indexing). Global memory only (device arrays passed to the kern
 
 from __future__ import annotations
 
+from ._common import KernelOnlyFunction
+
 __all__ = ["load", "store"]
 
 
-class _Access:
-    def __init__(self, name: str, doc: str):
-        self.__name__ = self.__qualname__ = name
-        self.__doc__ = doc
-
-    def __call__(self, *args, **kwargs):
-        raise TypeError(f"{self.__name__}() is called inside numba-cuda kernels; it has no host implementation")
-
-    def __repr__(self):
-        return f"cumath.device.{self.__name__}"
-
-    def __reduce__(self):
-        return self.__name__
-
-    @property
-    def _numba_type_(self):
+class _Access(KernelOnlyFunction):
+    def _typing(self):
         from ._numba_access import access_type
 
         return access_type(self)

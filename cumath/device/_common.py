@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-__all__ = ["ComputeCapability", "Dim3", "LeadingDimension", "TransposeMode", "CodeType", "normalize_cc",
+__all__ = ["KernelOnlyFunction", "ComputeCapability", "Dim3", "LeadingDimension", "TransposeMode", "CodeType", "normalize_cc",
            "current_cc", "normalize_precision", "choice", "function_form_sm", "positive_int", "int_triple",
            "VALUE_TYPES", "DeviceFunction", "HOST_CALL_MESSAGE"]
 
@@ -255,3 +255,33 @@ class DeviceFunction:
     def _numba_constants(self) -> dict:
         """Attribute name -> value usable inside kernels (ints, tuples of ints, dtypes)."""
         raise NotImplementedError
+
+
+class KernelOnlyFunction:
+    """A function that exists only inside numba-cuda kernels: on the host, a named stub whose numba type
+    (``_numba_type_``, from the subclass's ``_typing()``) carries its typing and lowering. ``hint`` ends the
+    TypeError that calling it on the host raises."""
+
+    hint = ""
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.__name__}() is called inside numba-cuda kernels{self.hint}; it has no host "
+                        f"implementation")
+
+    def __repr__(self):
+        return f"cumath.device.{self.__name__}"
+
+    def __reduce__(self):
+        return self.__name__
+
+    @property
+    def _numba_type_(self):
+        return self._typing()
+
+    def _typing(self):
+        raise NotImplementedError
+

@@ -11,10 +11,8 @@ import_numba_cuda(feature="cumath.device")
 from llvmlite import ir  # noqa: E402
 from numba.cuda import cgutils, types  # noqa: E402
 from numba.cuda.core.errors import TypingError  # noqa: E402
-from numba.cuda.extending import lower_builtin  # noqa: E402
-from numba.cuda.typing.templates import AbstractTemplate, signature  # noqa: E402
 
-from ._numba_support import refresh_contexts  # noqa: E402
+from ._numba_support import stub_function_type  # noqa: E402
 
 __all__ = ["access_type"]
 
@@ -89,23 +87,5 @@ def _lower(name):
     return impl
 
 
-_types: dict = {}
-
-
 def access_type(stub):
-    t = _types.get(stub.__name__)
-    if t is None:
-        name = stub.__name__
-
-        class _Template(AbstractTemplate):
-            key = stub
-
-            def generic(self, args, kws):
-                if kws:
-                    raise TypingError(f"{name}() takes positional arguments only")
-                return signature(_check(name, args), *args)
-
-        t = _types[name] = types.Function(_Template)
-        lower_builtin(stub, types.VarArg(types.Any))(_lower(name))
-        refresh_contexts()
-    return t
+    return stub_function_type(stub, stub.__name__, lambda args: _check(stub.__name__, args), _lower(stub.__name__))

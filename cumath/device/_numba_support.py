@@ -39,6 +39,7 @@ from numba.cuda.typing.templates import AttributeTemplate  # noqa: E402
 from numba.cuda.core.errors import TypingError  # noqa: E402
 
 __all__ = ["Param", "MethodSpec", "DeviceFunctionType", "device_function_type", "pointer_of", "numba_dtype",
+           "stub_function_type",
            "call_c", "refresh_contexts", "METHOD_NAMES"]
 
 
@@ -303,6 +304,33 @@ for _m in METHOD_NAMES:
     else:
         lower_builtin(f"cumath.device.{_m}", DeviceFunctionType, types.VarArg(types.Any))(_lower_method(_m))
 del _m
+
+
+_stub_types: dict = {}
+
+
+def stub_function_type(stub, label: str, return_type, lower):
+    """The numba type of a host stub of a kernel-only function, registered once per stub: calls are typed by
+    ``return_type(args) -> numba type`` (raising TypingError for wrong calls; keywords are refused) and lowered by
+    ``lower`` (a lower_builtin implementation). ``label`` names the function in messages."""
+    t = _stub_types.get(id(stub))
+    if t is not None:
+        return t[1]
+    from numba.cuda.typing.templates import AbstractTemplate, signature
+
+    class _Template(AbstractTemplate):
+        key = stub
+
+        def generic(self, args, kws):
+            if kws:
+                raise TypingError(f"{label}() takes positional arguments only")
+            return signature(return_type(args), *args)
+
+    lower_builtin(stub, types.VarArg(types.Any))(lower)
+    t = types.Function(_Template)
+    _stub_types[id(stub)] = (stub, t)  # the stub is kept alive with its id
+    refresh_contexts()
+    return t
 
 
 def refresh_contexts() -> None:

@@ -28,7 +28,7 @@ from numba.cuda.extending import (  # noqa: E402
 )
 from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, signature  # noqa: E402
 
-from ._numba_support import call_c, numba_dtype, pointer_of, refresh_contexts  # noqa: E402
+from ._numba_support import call_c, numba_dtype, pointer_of, refresh_contexts, stub_function_type  # noqa: E402
 from ._tensors import Accumulator, Layout, Partitioner, tensor_function  # noqa: E402
 
 __all__ = ["LayoutType", "TensorType", "PartitionerType", "AccumulatorType", "layout_type", "partitioner_type",
@@ -202,26 +202,9 @@ def _check_helper(name, args):
     raise AssertionError(name)
 
 
-_helper_types: dict = {}
-
-
 def helper_type(helper):
-    t = _helper_types.get(helper.__name__)
-    if t is None:
-        name = helper.__name__
-
-        class _Helper(AbstractTemplate):
-            key = helper
-
-            def generic(self, args, kws):
-                if kws:
-                    raise TypingError(f"{name}() takes positional arguments only")
-                return signature(_check_helper(name, args), *args)
-
-        t = _helper_types[name] = types.Function(_Helper)
-        lower_builtin(helper, types.VarArg(types.Any))(_lower_helper(name))
-        refresh_contexts()
-    return t
+    name = helper.__name__
+    return stub_function_type(helper, name, lambda args: _check_helper(name, args), _lower_helper(name))
 
 
 def _alloca_fragment(context, builder, layout):

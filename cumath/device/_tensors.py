@@ -39,6 +39,7 @@ import time
 
 from .._core.disk_cache import digest
 from ._codegen import STORE, toolchain, write_link_file
+from ._common import KernelOnlyFunction
 
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
            "axpby", "copy_wait", "TENSOR_KINDS", "tensor_traits", "tensor_function", "bundle_specs"]
@@ -175,23 +176,10 @@ class OpaqueTensor:
 
 # ----------------------------------------------------------------------------------- device-only helpers
 
-class _DeviceOnly:
-    def __init__(self, name: str, doc: str):
-        self.__name__ = self.__qualname__ = name
-        self.__doc__ = doc
+class _DeviceOnly(KernelOnlyFunction):
+    hint = " (with tensors made by make_tensor)"
 
-    def __call__(self, *args, **kwargs):
-        raise TypeError(f"{self.__name__}() is called inside numba-cuda kernels (with tensors made by "
-                        f"make_tensor); it has no host implementation")
-
-    def __repr__(self):
-        return f"cumath.device.{self.__name__}"
-
-    def __reduce__(self):
-        return self.__name__
-
-    @property
-    def _numba_type_(self):
+    def _typing(self):
         from ._numba_tensors import helper_type
 
         return helper_type(self)

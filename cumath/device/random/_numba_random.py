@@ -9,14 +9,12 @@ numba-cuda vector type such as ``float32x4`` for vector results).
 from __future__ import annotations
 
 from ..._bindings.curand_device import FUNCTIONS, symbol
-from .._numba_support import call_c, pointer_of, refresh_contexts
+from .._numba_support import call_c, pointer_of, stub_function_type
 from ._functions import STATE_POSITION
 from ._states import FIELD_PREFIX
 
 from numba.cuda import types  # noqa: E402
 from numba.cuda.core.errors import TypingError  # noqa: E402
-from numba.cuda.extending import lower_builtin  # noqa: E402
-from numba.cuda.typing.templates import AbstractTemplate, signature  # noqa: E402
 
 __all__ = ["function_type", "generator_of"]
 
@@ -118,24 +116,6 @@ def _lower(stub):
     return impl
 
 
-_function_types: dict = {}
-
-
 def function_type(stub):
-    t = _function_types.get(stub.__name__)
-    if t is not None:
-        return t
-
-    class _Template(AbstractTemplate):
-        key = stub
-
-        def generic(self, args, kws):
-            if kws:
-                raise TypingError(f"random.{stub.__name__}() takes positional arguments only")
-            f, _ = _resolve(stub, args)
-            return signature(_result_type(f), *args)
-
-    lower_builtin(stub, types.VarArg(types.Any))(_lower(stub))
-    t = _function_types[stub.__name__] = types.Function(_Template)
-    refresh_contexts()
-    return t
+    return stub_function_type(stub, f"random.{stub.__name__}", lambda args: _result_type(_resolve(stub, args)[0]),
+                              _lower(stub))
