@@ -280,7 +280,10 @@ class KernelOnlyFunction:
 
     @property
     def _numba_type_(self):
-        return self._typing()
+        try:
+            return self._typing()
+        except AttributeError as exc:  # numba hides AttributeErrors raised here; make them visible
+            raise RuntimeError(f"could not make the numba type of {self!r}: {exc}") from exc
 
     def _typing(self):
         raise NotImplementedError

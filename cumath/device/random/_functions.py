@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..._bindings.curand_device import FUNCTIONS
+from .._common import KernelOnlyFunction
 
 __all__ = ["DeviceStub", "DEVICE_FUNCTIONS", "STATE_POSITION"]
 
@@ -19,13 +20,12 @@ _SIGNATURES = {
 }
 
 
-class DeviceStub:
+class DeviceStub(KernelOnlyFunction):
     """A cuRAND device function usable inside numba-cuda kernels."""
 
     def __init__(self, name: str, generators: tuple, doc: str):
-        self.__name__ = self.__qualname__ = name
+        super().__init__(name, doc)
         self.generators = generators
-        self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"cumath.device.random.{self.__name__} is a device function: call it inside a numba-cuda "
@@ -34,14 +34,10 @@ class DeviceStub:
     def __repr__(self):
         return f"<cumath.device.random.{self.__name__}>"
 
-    @property
-    def _numba_type_(self):
-        try:
-            from ._numba_random import function_type
+    def _typing(self):
+        from ._numba_random import function_type
 
-            return function_type(self)
-        except AttributeError as exc:  # numba hides AttributeErrors raised here; make them visible
-            raise RuntimeError(f"could not make the numba type of random.{self.__name__}: {exc}") from exc
+        return function_type(self)
 
 
 def _make() -> dict:
