@@ -207,7 +207,6 @@ def _entry(rule, x):
 
 
 def _torch_rule():
-    pytest.importorskip("torch")
     rule = _executor.recycling_rule("torch")
     if rule is None:
         pytest.skip("this PyTorch has no TensorImpl/storage use counts")
@@ -215,8 +214,7 @@ def _torch_rule():
 
 
 def test_torch_rule_sees_every_reference():
-    import torch
-
+    torch = pytest.importorskip("torch")
     rule = _torch_rule()
     e = _entry(rule, torch.empty(6, 5))
     assert rule[1](e)
@@ -242,8 +240,7 @@ def test_torch_rule_sees_every_reference():
 
 def test_torch_rule_sees_metadata_changed_in_place():
     """A dropped result whose shape, strides or storage the caller changed in place is not handed out again."""
-    import torch
-
+    torch = pytest.importorskip("torch")
     rule = _torch_rule()
     for name, change in (("t_", lambda t: t.t_()), ("resize_ smaller", lambda t: t.resize_(3, 5)),
                          ("resize_ larger", lambda t: t.resize_(60, 50)), ("unsqueeze_", lambda t: t.unsqueeze_(0)),
@@ -257,8 +254,7 @@ def test_torch_rule_sees_metadata_changed_in_place():
 
 
 def test_torch_rule_for_permuted_results():
-    import torch
-
+    torch = pytest.importorskip("torch")
     rule = _torch_rule()
     e = _entry(rule, torch.empty(5, 6).permute(1, 0))  # a column-major result is a view of its allocation
     v = e[0][:, 1]
