@@ -75,3 +75,17 @@ def check_execution(execution, device_id):
             f"move the operand or leave device_id unset"
         )
     return execution
+
+
+def names_threads(execution) -> bool:
+    """Whether the caller's ``execution`` (before check_execution) names a thread count."""
+    if isinstance(execution, dict):
+        return execution.get("num_threads") is not None
+    return getattr(execution, "num_threads", None) is not None
+
+
+def execution_key(execution):
+    """``execution`` as the caller gave it, hashable (a dict becomes its sorted items), for plan-cache keys."""
+    if isinstance(execution, dict):
+        return tuple(sorted(execution.items()))
+    return execution

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from . import cuda
 from .operand import adapter
 
-__all__ = ["stream_handle", "default_stream"]
+__all__ = ["stream_handle", "default_stream", "stream_key"]
 
 
 def stream_handle(stream) -> int:
@@ -32,6 +33,16 @@ def default_stream(package: str, device_id: int) -> int:
     return 0
 
 
+def stream_key(stream, op):
+    """The stream part of a plan-cache key for operand ``op``: the caller's stream handle, else the current stream
+    of the operand's package when the operand is on a GPU, else None (host operands)."""
+    if stream is not None:
+        return stream_handle(stream)
+    if op.device_id is not None:
+        return default_stream(op.package, op.device_id)
+    return None
+
+
 def run_ordered(op, stream: int, explicit: bool, blocking: bool, fn, *args):
     """``fn(*args)`` ordered on ``stream`` for operand ``op``: inside the package's stream context when the caller
     named a stream other than the package's current one (so the package's own allocations and copies are ordered
@@ -43,7 +54,5 @@ def run_ordered(op, stream: int, explicit: bool, blocking: bool, fn, *args):
     else:
         result = fn(*args)
     if blocking and op.device_id is not None:
-        from .cuda import synchronize
-
-        synchronize(stream)
+        cuda.synchronize(stream)  # looked up per call (tests replace cuda.synchronize)
     return result

@@ -5,10 +5,11 @@ from __future__ import annotations
 from .._core.cache import plan_cache
 from .._core.operand import wrap_operand
 from .._core.options import check_options
-from .._core.streams import default_stream, stream_handle
+from .._core.execution import execution_key
+from .._core.streams import stream_key
 from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
-from ._planner import FFT, _execution_key
+from ._planner import FFT
 
 __all__ = ["fft", "ifft", "rfft", "irfft"]
 
@@ -21,19 +22,14 @@ def _run(fft_type, operand, axes, direction, options, execution, prolog, epilog,
             return f.execute(direction=direction)
     if options is not None and type(options) is not FFTOptions:
         options = check_options(options, FFTOptions, "FFT options")
-    if stream is not None:
-        skey = stream_handle(stream)
-    elif op.device_id is not None:
-        skey = default_stream(op.package, op.device_id)
-    else:
-        skey = None
+    skey = stream_key(stream, op)
     if prolog is not None:  # bytes or a DeviceCallable (hashable, equal by content and data pointer)
         prolog = callback_key(prolog)
     if epilog is not None:
         epilog = callback_key(epilog)
     key = (fft_type, op.package, op.device_id, op.shape, op.strides, op.dtype, op.readonly,
            axes if axes is None or type(axes) is tuple else _axes_key(axes), options,
-           execution if type(execution) is not dict else _execution_key(execution), skey, prolog, epilog)
+           execution if type(execution) is not dict else execution_key(execution), skey, prolog, epilog)
     f = plan_cache.get(key)
     if f is None:
         f = FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type)

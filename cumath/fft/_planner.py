@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from .._core.execution import ExecutionCUDA, check_execution
+from .._core.execution import ExecutionCUDA, check_execution, execution_key, names_threads
 from .._core.lifecycle import Stateful, requires_alive
 from .._core.operand import Operand, wrap_operand
 from .._core.options import check_options
@@ -79,7 +79,7 @@ class FFT(Stateful):
             execution = ExecutionCUDA(device_id=opts.device_id)
         self._execution = check_execution(execution, op.device_id)
         # threads chosen by cumath (per problem size) unless the caller named a number
-        self._auto_threads = not _names_threads(execution)
+        self._auto_threads = not names_threads(execution)
         self._on_gpu = self._execution.name == "cuda"
         fft_type = opts.fft_type
         if _fft_type is not None:
@@ -134,7 +134,7 @@ class FFT(Stateful):
 
     @requires_alive
     def get_key(self, *, prolog=None, epilog=None):
-        return (self._signature, self._axes_arg, self._options, _execution_key(self._execution),
+        return (self._signature, self._axes_arg, self._options, execution_key(self._execution),
                 callback_key(prolog), callback_key(epilog))
 
     # ------------------------------------------------------------------------------------------- layouts
@@ -307,15 +307,3 @@ class FFT(Stateful):
     def nbytes(self) -> int:
         """Bytes the plan holds (workspace and staging buffers)."""
         return self._executor.nbytes if self._executor is not None else 0
-
-
-def _names_threads(execution) -> bool:
-    if isinstance(execution, dict):
-        return execution.get("num_threads") is not None
-    return getattr(execution, "num_threads", None) is not None
-
-
-def _execution_key(execution):
-    if isinstance(execution, dict):
-        return tuple(sorted(execution.items()))
-    return execution

@@ -160,9 +160,6 @@ class HostExecutor:
         finally:
             self.engine.exit(token)
 
-    def release_workspace(self):
-        self._last = None
-
     def free(self):
         self._last = None
         self.engine.free()
@@ -266,9 +263,6 @@ class DeviceExecutor:
             self.adapter.copy_into(c.obj, d)
             return c.obj
         return d
-
-    def release_workspace(self):
-        pass
 
     def free(self):
         for buf in self._buffers:
@@ -383,9 +377,6 @@ class HostToDeviceExecutor:
             return c.obj
         return target
 
-    def release_workspace(self):
-        pass
-
     def free(self):
         for buf in self._buffers.values():
             buf.free()
@@ -436,9 +427,6 @@ class DeviceToHostExecutor:
         out = A.empty(self.geom.result_shape, self.geom.dtype, self.device_id, perm)
         cuda.copy(A.pointer(out), _ptr(res), res.nbytes, cuda.H2D, stream, "matmul result")
         return out
-
-    def release_workspace(self):
-        self.host.release_workspace()
 
     def free(self):
         self.host.free()

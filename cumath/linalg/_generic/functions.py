@@ -7,9 +7,10 @@ import numpy as np
 from ..._core.cache import plan_cache
 from ..._core.operand import wrap_operand
 from ..._core.options import check_options
-from ..._core.streams import default_stream, stream_handle
+from ..._core.execution import execution_key
+from ..._core.streams import stream_key
 from .options import MatmulOptions
-from .planner import Matmul, _execution_key, _is_sequence
+from .planner import Matmul, _is_sequence
 
 __all__ = ["matmul"]
 
@@ -50,14 +51,9 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=N
     C = None if c is None else wrap_operand(c, "c")
     if options is not None and type(options) is not MatmulOptions:
         options = check_options(options, MatmulOptions, "matmul options")
-    if stream is not None:
-        skey = stream_handle(stream)
-    elif A.device_id is not None:
-        skey = default_stream(A.package, A.device_id)
-    else:
-        skey = None
+    skey = stream_key(stream, A)
     key = ("linalg.matmul", A.signature, A.readonly, B.signature, None if C is None else (C.signature, C.readonly),
-           qkey, options, _execution_key(execution), skey)
+           qkey, options, execution_key(execution), skey)
     mm = plan_cache.get(key)
     if mm is None:
         mm = Matmul(A, B, C, alpha=alpha, beta=beta, qualifiers=qualifiers, options=options, execution=execution,

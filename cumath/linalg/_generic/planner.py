@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from ..._core.execution import check_execution
+from ..._core.execution import check_execution, names_threads
 from ..._core.layout import dense_strides
 from ..._core.lifecycle import Stateful, requires_alive
 from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
@@ -108,7 +108,7 @@ class Matmul(Stateful):
         self._beta = _scalar(beta if C is not None else None, 0, g.dtype, "beta")
         first = ops["a"]
         self._execution = check_execution(execution, first.device_id)
-        self._user_threads = _named_threads(execution)
+        self._user_threads = names_threads(execution)
         self._on_gpu = self._execution.name == "cuda"
         if self._on_gpu:
             from ..._core.cuda import require_device
@@ -443,15 +443,3 @@ class Matmul(Stateful):
     def layout(self):
         """The plan's layout decisions (copies, result layout, BLAS steps); None before plan()."""
         return getattr(self, "_layout", None)
-
-
-def _named_threads(execution) -> bool:
-    if isinstance(execution, dict):
-        return execution.get("num_threads") is not None
-    return getattr(execution, "num_threads", None) is not None
-
-
-def _execution_key(execution):
-    if isinstance(execution, dict):
-        return tuple(sorted(execution.items()))
-    return execution

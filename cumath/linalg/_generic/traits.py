@@ -71,14 +71,6 @@ class Geometry:
     def is_complex(self) -> bool:
         return self.dtype.startswith("complex")
 
-    @property
-    def batch_count(self) -> int:
-        return math.prod(self.batch_shape)
-
-    @property
-    def flop_count(self) -> int:
-        return 2 * self.M * self.N * self.K * self.batch_count
-
 
 def geometry(a_shape, b_shape, c_shape, dtypes, qualifiers, inplace: bool) -> Geometry:
     """Check shapes and dtypes (ValueError/TypeError naming the culprits) and return the problem geometry."""
@@ -245,11 +237,6 @@ def _view(g: Geometry, which: str, shape, strides) -> _View:
         cs = 0 if g.b_vec else inner.pop(0)
         return _View(g.M, g.N, rs, cs, _align(shape[:nb], strides[:nb], g.batch_shape))
     return _View(shape[-2], shape[-1], strides[-2], strides[-1], _align(shape[:-2], strides[:-2], g.batch_shape))
-
-
-def _prep(mode, shape, order, why="") -> OperandPrep:
-    perm = orient_perm(len(shape), order)
-    return OperandPrep(mode, perm, dense_strides(shape, perm), why)
 
 
 def _self_overlaps(shape, strides) -> bool:
@@ -507,13 +494,8 @@ def _offsets_dims(dims) -> tuple:
 
 
 def _offsets(batch_shape, stride_lists) -> tuple:
-    dims = [(n, tuple(s[i] for s in stride_lists)) for i, n in enumerate(batch_shape) if n != 1]
-    if not dims:
-        return (tuple(0 for _ in stride_lists),)
-    out = []
-    for idx in itertools.product(*[range(n) for n, _ in dims]):
-        out.append(tuple(sum(i * ss[j] for i, (_, ss) in zip(idx, dims)) for j in range(len(stride_lists))))
-    return tuple(out)
+    """The batch offsets of a step's three pointers (one stride list each), size-1 dims dropped, none merged."""
+    return _offsets_dims([(n, tuple(s[i] for s in stride_lists)) for i, n in enumerate(batch_shape) if n != 1])
 
 
 def _check_ints(layout: MatmulLayout, caps: Caps) -> None:
