@@ -13,11 +13,11 @@ import math
 import platform
 import sys
 
+from ..._core.dtypes import ITEMSIZE
 from ..._core.logging import format_bytes
 from ...memory import allocate
 from ._backends.cublaslt import LtProblem, raw_matmul
 from ._epilogs import aux_outputs, lt_epilog
-from ._traits import itemsize
 
 __all__ = ["Variant", "alignment", "recycling_rule"]
 
@@ -204,7 +204,7 @@ class Variant:
         self.raw = raw_matmul()
         self.ptr = mm._pkg.pointer
         self.slots = ()
-        nbytes = math.prod(g.result_shape) * itemsize(mm._dt.d)
+        nbytes = math.prod(g.result_shape) * ITEMSIZE[mm._dt.d]
         self.rule = recycling_rule(mm._package) if RECYCLE_RESULTS and self.fast and nbytes <= RECYCLE_MAX_BYTES \
             else None
         self.slot_bytes = nbytes if self.rule is not None else 0

@@ -60,27 +60,28 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     skey = stream_handle(stream) if stream is not None else _current_stream(A.package, A.device_id)
     inputs = epilog_inputs
     ikey = None
-    if inputs:
-        ikey = tuple(sorted((k, _sig(_wrap(x, k))) for k, x in inputs.items()))
+    if inputs:  # wrapped once: the plan takes the Operands as they are
+        inputs = {k: _wrap(x, k) for k, x in inputs.items()}
+        ikey = tuple(sorted((k, _sig(op)) for k, op in inputs.items()))
     key = ("linalg.advanced.matmul", A.package, A.device_id, A.shape, A.strides, A.dtype, B.shape, B.strides, B.dtype,
            None if C is None else (C.shape, C.strides, C.dtype), epilog, ikey, options, preferences, skey)
     mm = plan_cache.get(key)
     if mm is None:
         mm = Matmul(A, B, C, alpha=alpha, beta=beta, options=options, stream=stream)
         try:
-            mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs)
+            mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=inputs)
             result = mm.execute()
         except BaseException:
             mm.free()
             raise
-        mm._a = mm._b = mm._c = None
+        mm._forget_operands()
         plan_cache.put(key, mm, mm.nbytes)  # after executing: put() may evict (and free) this very plan
         return result
     mm._rebind(A, B, C, alpha, beta, inputs)
     try:
         return mm.execute()
     finally:
-        mm._a = mm._b = mm._c = None
+        mm._forget_operands()
 
 
 def _sig(op) -> tuple:

@@ -340,6 +340,3 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(name)
-
-
-NARROW = ("float8_e4m3fn", "float8_e5m2")

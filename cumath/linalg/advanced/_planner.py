@@ -8,6 +8,7 @@ import math
 import numbers
 
 from ..._core.cuda import D2H, H2D, copy as cuda_copy, require_device, set_device, synchronize
+from ..._core.dtypes import ITEMSIZE
 from ..._core.layout import dense_strides, natural_perm
 from ..._core.lifecycle import Stateful, requires_alive
 from ..._core.logging import format_bytes
@@ -20,7 +21,7 @@ from . import _scales
 from ._epilogs import check_epilog_inputs, epilog_spec, no_formulation
 from ._executor import Variant, alignment, describe
 from ._options import MatmulOptions, MatmulPlanPreferences, conjugations, data_type_name, parse_memory_limit
-from ._traits import Matrix, dtype_plan, formulations, itemsize, matmul_geometry, target_order
+from ._traits import Matrix, dtype_plan, formulations, matmul_geometry, target_order
 
 __all__ = ["Matmul"]
 
@@ -31,6 +32,7 @@ _WORKSPACE_CAP = 32 << 20  # cuBLASLt's recommended workspace on Hopper
 # when the library has no kernel for a problem there, the column-major formulation is used instead.
 ROW_ORDER_EPILOGS = True
 _UNSUPPORTED: set = set()  # (formulation kind, epilog, dtypes, compute type, SM) the library had no kernel for
+_RELEASED = "the operands were released; call reset_operands(a=..., b=...) with all of them before {}()"
 
 
 class Matmul(Stateful):
@@ -135,10 +137,8 @@ class Matmul(Stateful):
                     self._host_full.add(name)
                 ops[name] = self._mirror(name, op, full)
         self._a, self._b, self._c = ops["a"], ops["b"], ops.get("c")
-        self._shapes = {k: (v.shape, v.dtype) for k, v in ops.items()}
-        self._geom0 = matmul_geometry(self._a.shape, self._a.strides, self._b.shape, self._b.strides,
-                                      self._c.shape if self._c else None, self._c.strides if self._c else None,
-                                      inplace=opts.inplace)
+        self._shapes = {k: (v.shape, v.dtype) for k, v in ops.items()}  # the planned operands (c or not)
+        self._released = False
         self._variants = {}
         self._v = None
         self._epilog_inputs = {}
@@ -161,6 +161,8 @@ class Matmul(Stateful):
         as the epilog needs. ``algorithms``: Algorithm objects to use instead of the heuristic's (checked against
         this problem). With the persistent autotune cache on, a stored best algorithm is used first.
         """
+        if self._released:
+            raise InvalidStateError(_RELEASED.format("plan"))
         if stream is not None:
             self._stream = stream_handle(stream)
             self._explicit_stream = True
@@ -252,7 +254,7 @@ class Matmul(Stateful):
             log.info("the result is %s-major although the inputs are %s-major: cuBLASLt has no %s-major kernel for "
                      "epilog %s", form.d_order, target, target, spec.epilog.name)
         if self._host and self._d_buf is None:
-            nbytes = math.prod(geom.result_shape) * itemsize(dt.d)
+            nbytes = math.prod(geom.result_shape) * ITEMSIZE[dt.d]
             self._d_buf = allocate(self._allocator, nbytes, self._stream)
         return v
 
@@ -325,8 +327,8 @@ class Matmul(Stateful):
         """Time the planned algorithms (CUDA events) and use the fastest; returns them fastest first. With the
         persistent autotune cache on, the winner is stored for later processes."""
         v = self._v
-        if v is None:
-            raise InvalidStateError("Matmul.autotune() needs a plan: call plan() first")
+        if v is None or self._released:
+            self._not_ready("autotune")
         from ._algorithms import autotune as core
 
         s = stream_handle(stream) if stream is not None else self._stream
@@ -336,7 +338,7 @@ class Matmul(Stateful):
         if self._host:
             self._upload(s)
         dt, geom = self._dt, v.geom
-        scratch = allocate(self._allocator, max(1, math.prod(geom.result_shape) * itemsize(dt.d)), s)
+        scratch = allocate(self._allocator, max(1, math.prod(geom.result_shape) * ITEMSIZE[dt.d]), s)
         outs = []
         try:
             if v.form.c_in_d:
@@ -369,7 +371,7 @@ class Matmul(Stateful):
         A = _attrs()
         bufs = []
         for name, (shape, _strides, dtype, _ld, _bs) in v.aux.items():
-            buf = allocate(self._allocator, max(1, math.prod(shape) * itemsize(dtype)), stream)
+            buf = allocate(self._allocator, max(1, math.prod(shape) * ITEMSIZE[dtype]), stream)
             bufs.append(buf)
             attr = A.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER if name.endswith("_aux") else \
                 A.CUBLASLT_MATMUL_DESC_BIAS_POINTER
@@ -384,7 +386,7 @@ class Matmul(Stateful):
         view, storage, DLPack or autograd reference) is reused instead of allocating a new one."""
         v = self._v
         if v is not None and v.hot and algorithm is None and stream is None and not release_workspace and \
-                self._a is not None and (not self._explicit_stream or self._stream == default_stream(
+                not self._released and (not self._explicit_stream or self._stream == default_stream(
                     self._package, self._device)):  # the hot path: one (recycled) result, one library call
             d, p = v.take()  # a new result comes from the package's current stream: the plan's, checked above
             args = v.args
@@ -399,7 +401,7 @@ class Matmul(Stateful):
             if self._blocking:
                 synchronize(self._stream)
             return d
-        if v is None or self._a is None:
+        if v is None or self._released:
             self._not_ready("execute")
         if v.fast and v.kernel is not None and algorithm is None and stream is None and not release_workspace:
             d = v.run_kernel(self._alpha, self._beta, self._stream)
@@ -443,7 +445,7 @@ class Matmul(Stateful):
 
     def _new_aux(self, name, shape, strides, dtype):
         if self._host:
-            buf = allocate(self._allocator, max(1, math.prod(shape) * itemsize(dtype)), self._stream)
+            buf = allocate(self._allocator, max(1, math.prod(shape) * ITEMSIZE[dtype]), self._stream)
             return (buf, shape, strides, dtype), buf.device_ptr
         obj = self._pkg.empty(shape, dtype, self._device, natural_perm(strides))
         return obj, self._pkg.pointer(obj)
@@ -470,14 +472,14 @@ class Matmul(Stateful):
         if self._host:
             tmp = self._pkg.empty(shape, dt.d, None, v.d_perm)
             self._pkg.copy_into(tmp, host_c.obj)
-            cuda_copy(d_ptr, self._pkg.pointer(tmp), math.prod(shape) * itemsize(dt.d), H2D, stream, "matmul c")
+            cuda_copy(d_ptr, self._pkg.pointer(tmp), math.prod(shape) * ITEMSIZE[dt.d], H2D, stream, "matmul c")
             synchronize(stream)
         else:  # autotuning scratch of a GPU problem
             tmp = self._pkg.empty(shape, dt.d, self._device, v.d_perm)
             self._pkg.copy_into(tmp, self._c.obj)
             from ..._core.cuda import D2D
 
-            cuda_copy(d_ptr, self._pkg.pointer(tmp), math.prod(shape) * itemsize(dt.d), D2D, stream)
+            cuda_copy(d_ptr, self._pkg.pointer(tmp), math.prod(shape) * ITEMSIZE[dt.d], D2D, stream)
             synchronize(stream)
 
     def _c_mirrored(self, ops):
@@ -489,10 +491,10 @@ class Matmul(Stateful):
         """A device buffer for a host operand (dense, in the operand's own memory order, or its full broadcast
         batch when ``full``); uploaded per execute."""
         perm = natural_perm(op.strides)
-        nbytes = max(1, op.size * itemsize(op.dtype))
+        nbytes = max(1, op.nbytes)
         if full is not None:
             perm = ("full",) + full
-            nbytes = max(1, math.prod(full[0]) * itemsize(op.dtype))
+            nbytes = max(1, math.prod(full[0]) * ITEMSIZE[op.dtype])
         buf = allocate(self._allocator, nbytes, self._stream)
         self._mirrors[name] = (buf, perm, op)
         self._host_ops[name] = op
@@ -508,7 +510,7 @@ class Matmul(Stateful):
                 keep = self._pkg.empty(perm[1], op.dtype, None, None)
                 self._pkg.copy_into(keep, op.obj.reshape(perm[2]))
                 cuda_copy(buf.device_ptr, self._pkg.pointer(keep), keep.nbytes if hasattr(keep, "nbytes") else
-                          math.prod(perm[1]) * itemsize(op.dtype), H2D, stream, f"matmul {name}")
+                          math.prod(perm[1]) * ITEMSIZE[op.dtype], H2D, stream, f"matmul {name}")
                 synchronize(stream)
                 continue
             if op.is_dense_in(perm) and all(s >= 0 for s in op.strides):
@@ -517,7 +519,7 @@ class Matmul(Stateful):
                 keep = self._pkg.empty(op.shape, op.dtype, None, perm)
                 self._pkg.copy_into(keep, op.obj)
                 src = self._pkg.pointer(keep)
-            cuda_copy(buf.device_ptr, src, op.size * itemsize(op.dtype), H2D, stream, f"matmul {name}")
+            cuda_copy(buf.device_ptr, src, op.nbytes, H2D, stream, f"matmul {name}")
             if keep is not None:
                 synchronize(stream)
 
@@ -529,17 +531,17 @@ class Matmul(Stateful):
             res = c.obj
             buf = self._mirrors["c"][0]
             tmp = pkg.empty(c.shape, c.dtype, None, self._mirrors["c"][1])
-            cuda_copy(pkg.pointer(tmp), buf.device_ptr, c.size * itemsize(c.dtype), D2H, stream, "matmul result")
+            cuda_copy(pkg.pointer(tmp), buf.device_ptr, c.nbytes, D2H, stream, "matmul result")
             synchronize(stream)
             pkg.copy_into(res, tmp)
         else:
             res = pkg.empty(geom.result_shape, dt.d, None, v.d_perm)
-            cuda_copy(pkg.pointer(res), self._d_buf.device_ptr, math.prod(geom.result_shape) * itemsize(dt.d), D2H,
+            cuda_copy(pkg.pointer(res), self._d_buf.device_ptr, math.prod(geom.result_shape) * ITEMSIZE[dt.d], D2H,
                       stream, "matmul result")
         aux = {}
         for name, ((buf, shape, strides, dtype), _p) in outputs.items():
             host = pkg.empty(shape, dtype, None, natural_perm(strides))
-            cuda_copy(pkg.pointer(host), buf.device_ptr, math.prod(shape) * itemsize(dtype), D2H, stream, name)
+            cuda_copy(pkg.pointer(host), buf.device_ptr, math.prod(shape) * ITEMSIZE[dtype], D2H, stream, name)
             aux[name] = host
         synchronize(stream)
         for (buf, *_), _p in outputs.values():
@@ -583,7 +585,7 @@ class Matmul(Stateful):
         for name, x in (("a", a), ("b", b), ("c", c)):
             if x is None:
                 continue
-            if name == "c" and self._c is None and "c" not in self._host_ops:
+            if name == "c" and "c" not in self._shapes:
                 raise ValueError("c was not given when the Matmul was created; it cannot be reset")
             op = _wrap(x, name)
             want_shape, want_dtype = self._shapes[name]
@@ -615,33 +617,37 @@ class Matmul(Stateful):
         self._reset(new, alpha, beta, epilog_inputs, quantization_scales, stream, checked=False)
 
     def _reset(self, new, alpha, beta, epilog_inputs, scales, stream, checked):
-        if self._host:
+        if self._released and (missing := [k for k in self._shapes if k not in new]):  # a, b (, c)
+            raise ValueError(f"after release_operands(), reset_operands() needs all operands; missing "
+                             f"{', '.join(missing)}")
+        if beta is not None and "c" not in self._shapes:
+            raise ValueError("beta applies to c, which this Matmul does not have")
+        if self._host:  # a and b (and c, unless broadcast) are staged through the plan's device mirrors
             for name, op in new.items():
                 if name in self._mirrors:
                     buf, perm, _ = self._mirrors[name]
                     self._mirrors[name] = (buf, perm, op)
-                    self._host_ops[name] = op
-                else:
-                    self._host_ops[name] = op
+                elif name == "c":  # not mirrored: copied into the result from the host array per execute
+                    self._c = op
+                self._host_ops[name] = op
         else:
             a = new.get("a", self._a)
             b = new.get("b", self._b)
             c = new.get("c", self._c)
             self._a, self._b, self._c = a, b, c
             v = self._v
-            if v is not None and a is not None and b is not None:
+            if v is not None:
                 key = (a.strides, b.strides, c.strides if c is not None else None)
                 mask = v.align_mask
                 if key != v.layout or (a.ptr | b.ptr | (c.ptr if c is not None else 0)) & mask:
                     self._switch_variant(a, b, c, key)
                 else:
                     v.bind(a, b, c)
+        self._released = False
         if alpha is not None:
             self._alpha = alpha
             self._put_alpha(alpha)
         if beta is not None:
-            if self._c is None and "c" not in self._host_ops:
-                raise ValueError("beta applies to c, which this Matmul does not have")
             self._beta = beta
             self._put_beta(beta)
         if epilog_inputs is not None:
@@ -658,6 +664,7 @@ class Matmul(Stateful):
         """The stateless call's reset: operands (layout checked), alpha/beta, epilog inputs."""
         v = self._v
         self._a, self._b, self._c = a, b, c
+        self._released = False
         if (a.strides, b.strides, c.strides if c is not None else None) != v.layout or (
                 a.ptr | b.ptr | (c.ptr if c is not None else 0)) & v.align_mask:
             self._switch_variant(a, b, c, (a.strides, b.strides, c.strides if c is not None else None))
@@ -701,6 +708,7 @@ class Matmul(Stateful):
                 self._mirrors[key] = (buf, perm, _wrap(x, f"epilog input {k!r}"))
             return
         ops = dict(old)
+        moved = False
         for k, x in epilog_inputs.items():
             if k not in old:
                 raise ValueError(f"epilog input {k!r} was not planned; the epilog {spec.epilog.name} takes "
@@ -712,9 +720,11 @@ class Matmul(Stateful):
                                  f"and dtype {op.dtype}; the plan is for {list(old[k].shape)}, "
                                  f"{list(old[k].strides)} and {old[k].dtype}")
             ops[k] = op
+            moved = moved or op.ptr != old[k].ptr
         self._epilog_inputs = ops
-        for v in self._variants.values():
-            self._rebind_epilog_pointers(v)
+        # the current variant holds the old inputs' pointers; another one gets the new ones when switched to
+        if moved and self._v is not None:
+            self._rebind_epilog_pointers(self._v)
 
     def _rebind_epilog_pointers(self, v):
         from ._executor import _attrs
@@ -727,19 +737,31 @@ class Matmul(Stateful):
 
     @requires_alive
     def release_operands(self):
-        """Drop the references to the operands and epilog inputs; reset_operands() before the next execute()."""
+        """Drop the references to the operands (so their memory can be freed); reset_operands() with all of
+        them (a, b, and c if the Matmul has one) before the next execute(). The epilog inputs stay bound."""
+        self._released = True
+        if self._host:  # the device mirrors are the plan's; the host arrays are dropped
+            for k in ("a", "b", "c"):
+                self._host_ops.pop(k, None)
+                if k in self._mirrors:
+                    buf, perm, _ = self._mirrors[k]
+                    self._mirrors[k] = (buf, perm, None)
+            if "c" in self._shapes and "c" not in self._mirrors:
+                self._c = None
+        else:
+            self._a = self._b = self._c = None
+
+    def _forget_operands(self):
+        """The plan cache's release between calls (the next call rebinds all operands)."""
         self._a = self._b = self._c = None
-        if self._host:
-            self._mirrors = {k: (buf, perm, None) for k, (buf, perm, _) in self._mirrors.items()}
-            self._host_ops = {}
-            self._a = None
+        self._released = True
 
     def _not_ready(self, what):
         if self._freed:
             raise InvalidStateError(f"Matmul.{what}() was called after free(); create a new object")
         if self._v is None:
             raise InvalidStateError(f"Matmul.{what}() needs a plan: call plan() first")
-        raise InvalidStateError("the operands were released; call reset_operands(a=..., b=...) before execute()")
+        raise InvalidStateError(_RELEASED.format(what))
 
     # ------------------------------------------------------------------------------------------ lifetime
     def _release_variants(self):

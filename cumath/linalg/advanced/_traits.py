@@ -29,8 +29,6 @@ __all__ = ["Matrix", "Geometry", "Slot", "Formulation", "matmul_geometry", "form
 OP_N, OP_T, OP_C = 0, 1, 2
 ORDER_COL, ORDER_ROW = 0, 1
 NARROW = ("float8_e4m3fn", "float8_e5m2")
-_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
-             "float8_e4m3fn": 1, "float8_e5m2": 1, "uint8": 1}
 
 
 # ------------------------------------------------------------------------------------------- geometry
@@ -527,7 +525,3 @@ def dtype_plan(a: str, b: str, c: str | None, *, result_type=None, compute_type=
         raise ValueError(f"scale_type {scale_type} does not match compute type {CT(compute).name} with {a} "
                          f"operands; it must be {scale}")
     return DtypePlan(a, b, c, d, int(compute), scale, narrow)
-
-
-def itemsize(dtype: str) -> int:
-    return _ITEMSIZE[dtype]
