@@ -7,9 +7,11 @@ from __future__ import annotations
 __all__ = ["parse_compute_capability", "current_compute_capability"]
 
 
-def parse_compute_capability(cc, *, what: str = "compute_capability", min_major: int = 5) -> tuple[int, int]:
+def parse_compute_capability(cc, *, what: str = "compute_capability", min_major: int = 5,
+                             oldest: str = "") -> tuple[int, int]:
     """``(major, minor)``; ValueError naming ``what`` when ``cc`` is not a compute capability or is older than
-    ``min_major``.0. Integers of 300 and more are libmathdx's spelling (900 for 9.0), smaller ones nvcc's (90)."""
+    ``min_major``.0 (``oldest`` names that generation in the message). Integers of 300 and more are libmathdx's
+    spelling (900 for 9.0), smaller ones nvcc's (90)."""
     if hasattr(cc, "major") and hasattr(cc, "minor"):
         cc = (cc.major, cc.minor)
     try:
@@ -29,7 +31,7 @@ def parse_compute_capability(cc, *, what: str = "compute_capability", min_major:
     except (TypeError, ValueError):
         raise ValueError(f"{what}={cc!r} is not a compute capability; pass e.g. 90, '90', '9.0' or (9, 0)") from None
     if not (min_major <= major <= 30 and 0 <= minor <= 9):
-        raise ValueError(f"{what}={cc!r} is out of range: compute capability {min_major}.0 and newer")
+        raise ValueError(f"{what}={cc!r} is out of range: compute capability {min_major}.0{oldest} and newer")
     return major, minor
 
 

@@ -96,14 +96,9 @@ def unavailable_reason(*needs: str) -> str | None:
 
 def clear_cache(*, disk: bool = False) -> None:
     """Forget generated device code held in memory (and on disk with ``disk=True``)."""
-    import sys
-
     from . import _codegen
 
     _codegen.clear_memory_cache()
-    tensors = sys.modules.get(__name__ + "._tensors")
-    if tensors is not None:
-        tensors._codes.clear()
     if disk:
         import shutil
 

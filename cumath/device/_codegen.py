@@ -88,9 +88,21 @@ def toolchain() -> tuple:
     return _toolchain
 
 
+_MEMOS: list[dict] = []
+
+
+def memory_cache() -> dict:
+    """A module's dict of generated code (or of paths to it) that ``clear_memory_cache()`` empties too."""
+    memo: dict = {}
+    _MEMOS.append(memo)
+    return memo
+
+
 def clear_memory_cache() -> None:
     """Forget generated code and traits held in memory (the disk cache stays)."""
     STORE.clear_memory()
+    for memo in _MEMOS:
+        memo.clear()
 
 
 # ----------------------------------------------------------------------------------------- libmathdx calls

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from .._core.compute_capability import current_compute_capability, parse_compute_capability
+
 __all__ = ["KernelOnlyFunction", "ComputeCapability", "Dim3", "LeadingDimension", "TransposeMode", "CodeType", "normalize_cc",
            "current_cc", "normalize_precision", "choice", "function_form_sm", "positive_int", "int_triple",
            "VALUE_TYPES", "DeviceFunction", "HOST_CALL_MESSAGE"]
@@ -54,50 +56,19 @@ class CodeType(NamedTuple):
 
 
 def normalize_cc(cc, *, what: str = "sm") -> ComputeCapability:
-    """(major, minor) from 90, '90', '9.0', 'sm_90', (9, 0), a ComputeCapability or a CodeType; None: the GPU's."""
+    """(major, minor) from 90, '90', '9.0', 'sm_90', (9, 0), a ComputeCapability or a CodeType; None: the GPU's.
+    The device libraries start at 7.0."""
     if cc is None:
         return current_cc(what)
     if isinstance(cc, CodeType):
         return cc.cc
-    if hasattr(cc, "major") and hasattr(cc, "minor"):
-        cc = (cc.major, cc.minor)
-    try:
-        if isinstance(cc, (tuple, list)):
-            major, minor = (int(v) for v in cc)
-        elif isinstance(cc, int) and not isinstance(cc, bool):
-            if cc >= 300:  # libmathdx's spelling: 900 for 9.0, 1200 for 12.0
-                major, minor = cc // 100, (cc % 100) // 10
-            else:  # 90 for 9.0, 120 for 12.0
-                major, minor = divmod(cc, 10)
-        elif isinstance(cc, str):
-            s = cc.strip().lower()
-            for prefix in ("sm_", "compute_", "sm", "compute"):
-                if s.startswith(prefix):
-                    s = s[len(prefix):]
-                    break
-            if "." in s:
-                major, minor = (int(v) for v in s.split("."))
-            else:
-                major, minor = int(s[:-1]), int(s[-1])
-        else:
-            raise TypeError
-    except (TypeError, ValueError):
-        raise ValueError(f"{what}={cc!r} is not a compute capability; pass e.g. 90, '90', '9.0' or (9, 0)") from None
-    if not (7 <= major <= 30 and 0 <= minor <= 9):
-        raise ValueError(f"{what}={cc!r} is out of range: the device libraries support compute capability 7.0 "
-                         f"(Volta) and newer")
-    return ComputeCapability(major, minor)
+    return ComputeCapability(*parse_compute_capability(cc, what=what, min_major=7, oldest=" (Volta)"))
 
 
 def current_cc(what: str = "sm") -> ComputeCapability:
     """The compute capability of the current GPU; ValueError naming ``what`` to pass when there is none."""
-    from .._bindings import cudart
-
     try:
-        dev = cudart.cudaGetDevice()
-        attr = cudart.cudaDeviceAttr
-        return ComputeCapability(cudart.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMajor, dev),
-                                 cudart.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMinor, dev))
+        return ComputeCapability(*current_compute_capability())
     except Exception as exc:
         raise ValueError(f"no CUDA GPU to generate device code for ({exc}); pass {what}= (e.g. {what}=(9, 0)) "
                          f"to generate it without one") from exc
@@ -203,6 +174,21 @@ HOST_CALL_MESSAGE = ("{name} is a device function: call it inside a numba-cuda k
                      "on the GPU; from the host, read its traits and pass .files to cuda.jit(link=...)")
 
 
+def np_dtype(name: str):
+    """The NumPy dtype of a libmathdx value type name (the half-precision vectors included)."""
+    from ._vector import VECTORS
+
+    if name in VECTORS:
+        return VECTORS[name]
+    import numpy as np
+
+    return np.dtype(name)
+
+
+def is_suggested(value) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "suggested"
+
+
 class DeviceFunction:
     """Base of the objects that stand for generated device functions (FFT, Matmul, solvers).
 
@@ -235,6 +221,14 @@ class DeviceFunction:
     @property
     def symbol(self) -> str:
         return self._generator.symbols()[0]
+
+    @property
+    def _numba_key(self) -> str:
+        """What identifies the generated code (one numba type per key)."""
+        return "+".join(self._generator.symbols())
+
+    def _trait(self, name, index=0):
+        return self._generator.traits(index)[name]
 
     # ---------------------------------------------------------------------------------------- numba hook
     @property

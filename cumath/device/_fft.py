@@ -11,13 +11,15 @@ from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
     VALUE_TYPES,
+    choice,
     CodeType,
     DeviceFunction,
     Dim3,
-    choice,
     function_form_sm,
+    is_suggested,
     normalize_cc,
     normalize_precision,
+    np_dtype,
     positive_int,
     precision_enum,
 )
@@ -34,7 +36,7 @@ _MODES = {"normal": "CUFFTDX_REAL_MODE_NORMAL", "folded": "CUFFTDX_REAL_MODE_FOL
 
 
 def _knob(value, what: str):
-    if value is None or (isinstance(value, str) and value.strip().lower() == "suggested"):
+    if value is None or is_suggested(value):
         return None if value is None else "suggested"
     if isinstance(value, str):
         raise ValueError(f"{what}={value!r} is not supported; pass a positive integer, 'suggested' or None")
@@ -149,13 +151,6 @@ class FFT(DeviceFunction):
             self._gen = Generator([self._descriptor(self._operators(fpb, self._elements_per_thread))], self._sm)
         return self._gen
 
-    @property
-    def _numba_key(self) -> str:
-        return self._generator.descriptors[0].symbol
-
-    def _trait(self, name):
-        return self._generator.traits()[name]
-
     # ----------------------------------------------------------------------------------------- description
     size = property(lambda self: self._size, doc="Length of the FFT.")
     precision = property(lambda self: self._precision, doc="'float16', 'float32' or 'float64'.")
@@ -172,15 +167,15 @@ class FFT(DeviceFunction):
     def value_type(self):
         """The complex type the FFT computes in: NumPy complex64 or complex128, or
         :data:`~cumath.device.float16x4` for half precision (a pair of FFTs)."""
-        return _np_dtype(VALUE_TYPES[self._trait("value_type")])
+        return np_dtype(VALUE_TYPES[self._trait("value_type")])
 
     @property
     def input_type(self):
-        return _np_dtype(VALUE_TYPES[self._trait("input_type")])
+        return np_dtype(VALUE_TYPES[self._trait("input_type")])
 
     @property
     def output_type(self):
-        return _np_dtype(VALUE_TYPES[self._trait("output_type")])
+        return np_dtype(VALUE_TYPES[self._trait("output_type")])
 
     storage_size = property(lambda self: self._trait("storage_size"),
                             doc="Elements of value_type each thread's thread_data array must hold.")
@@ -231,16 +226,6 @@ class FFT(DeviceFunction):
             params = (Param("thread_data", "ptr", data_dtype),)
         spec = MethodSpec(self.symbol, params, tuple(self.files))
         return {"execute": spec, "__call__": spec}
-
-
-def _np_dtype(name: str):
-    from ._vector import VECTORS
-
-    if name in VECTORS:
-        return VECTORS[name]
-    import numpy as np
-
-    return np.dtype(name)
 
 
 def fft(*, compiler=None, code_type=None, execute_api=None, **kwargs) -> FFT:

@@ -13,17 +13,19 @@ from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
     VALUE_TYPES,
+    choice,
     CodeType,
     DeviceFunction,
     Dim3,
-    LeadingDimension,
-    TransposeMode,
-    choice,
     function_form_sm,
     int_triple,
+    is_suggested,
+    LeadingDimension,
     normalize_cc,
     normalize_precision,
+    np_dtype,
     precision_enum,
+    TransposeMode,
     value_type_enum,
 )
 
@@ -39,10 +41,6 @@ _APIS = {"static_leading_dimensions": "CUBLASDX_API_SMEM", "dynamic_leading_dime
 _TENSOR_TYPES = ("suggested_smem_a", "suggested_smem_b", "suggested_smem_c", "smem_a", "smem_b", "smem_c",
                  "suggested_rmem_c", "rmem_c")
 _PRECISIONS = ("float16", "float32", "float64")
-
-
-def _suggested(value) -> bool:
-    return isinstance(value, str) and value.strip().lower() == "suggested"
 
 
 class Matmul(DeviceFunction):
@@ -100,11 +98,11 @@ class Matmul(DeviceFunction):
         self._execution = choice(execution, ("Block",), "execution")
         if block_size is not None and block_dim is not None:
             raise ValueError("pass block_size or block_dim, not both")
-        if block_size is not None and not _suggested(block_size):
+        if block_size is not None and not is_suggested(block_size):
             self._block_dim = int_triple(block_size, "block_size")
             if isinstance(block_size, (tuple, list)):
                 raise TypeError("block_size must be an integer (use block_dim for a 2-D or 3-D block)")
-        elif block_dim is not None and not _suggested(block_dim):
+        elif block_dim is not None and not is_suggested(block_dim):
             self._block_dim = int_triple(block_dim, "block_dim")
         else:
             self._block_dim = None
@@ -123,7 +121,7 @@ class Matmul(DeviceFunction):
             if isinstance(arr, str) or len(arr) != 3:
                 raise ValueError(f"arrangement={arrangement!r} must be a triple (a, b, c)")
             self._arrangement = tuple(choice(a, tuple(_ARRANGEMENTS), "arrangement") for a in arr)
-        if leading_dimension is None or _suggested(leading_dimension):
+        if leading_dimension is None or is_suggested(leading_dimension):
             self._ld = None if leading_dimension is None else "suggested"
         else:
             self._ld = LeadingDimension(*int_triple(leading_dimension, "leading_dimension"))
@@ -222,10 +220,10 @@ class Matmul(DeviceFunction):
 
     @property
     def _numba_key(self) -> str:
-        return self._generator.descriptors[0].symbol
-
-    def _trait(self, name):
-        return self._generator.traits()[name]
+        # the tensor API's code depends on the global-memory alignment, which is not one of the descriptor's
+        # operators: two Matmuls that differ only there are two numba types
+        key = "+".join(self._generator.symbols())
+        return key if self._gmem_alignment is None else key + "_ga%d_%d_%d" % self._gmem_alignment
 
     # -------------------------------------------------------------------------------------- description
     size = property(lambda self: self._size, doc="(m, n, k).")
@@ -259,11 +257,11 @@ class Matmul(DeviceFunction):
         if not a == b == c:
             raise AttributeError("A, B and C have different value types: read a_value_type, b_value_type and "
                                  "c_value_type")
-        return _np_dtype(c)
+        return np_dtype(c)
 
-    a_value_type = property(lambda self: _np_dtype(self._value_types()[0]))
-    b_value_type = property(lambda self: _np_dtype(self._value_types()[1]))
-    c_value_type = property(lambda self: _np_dtype(self._value_types()[2]))
+    a_value_type = property(lambda self: np_dtype(self._value_types()[0]))
+    b_value_type = property(lambda self: np_dtype(self._value_types()[1]))
+    c_value_type = property(lambda self: np_dtype(self._value_types()[2]))
 
     @property
     def leading_dimension(self) -> LeadingDimension:
@@ -438,12 +436,6 @@ class Matmul(DeviceFunction):
                       Param("c", "ptr", c), Param("ldc", "ref", "uint32"))
         spec = MethodSpec(self.symbol, params, lambda: tuple(self.files))
         return {"execute": spec, "__call__": spec}
-
-
-def _np_dtype(name: str):
-    import numpy as np
-
-    return np.dtype(name)
 
 
 def matmul(*, compiler=None, code_type=None, execute_api=None, tensor_types=None, global_memory_alignment=None,

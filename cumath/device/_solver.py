@@ -13,10 +13,11 @@ from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
     VALUE_TYPES,
+    choice,
     DeviceFunction,
     Dim3,
-    choice,
     int_triple,
+    is_suggested,
     normalize_cc,
     normalize_precision,
     positive_int,
@@ -89,10 +90,6 @@ _SQUARE = ("potrf", "potrs", "posv", "getrs_no_pivot", "gesv_no_pivot", "getrs_p
            "heev", "hegst", "hegv")
 _REAL_ONLY = ("bdsvd",)
 _FIXED_LD = ("gtsv_no_pivot", "htev", "bdsvd", "gesvd")  # leading dimensions: the matrices' extents
-
-
-def _is_suggested(v) -> bool:
-    return isinstance(v, str) and v.strip().lower() == "suggested"
 
 
 def _matrices(function: str, m: int, n: int, k: int, side: str | None, jobs=()) -> dict:
@@ -174,7 +171,6 @@ class Solver(DeviceFunction):
     all in shared memory except ``info``, which may be anywhere.
     """
 
-    _functions: tuple = ()  # adapters: the functions they bundle, first one's traits describe the launch
     _methods: dict = {}  # adapters: method name -> function
 
     def __init__(self, function, size, precision, execution, *, sm=None, arrangement=None, transpose_mode=None,
@@ -225,14 +221,14 @@ class Solver(DeviceFunction):
         self._arrangement = tuple(choice(a, tuple(_ARRANGEMENTS), "arrangement") for a in arr)
         if batches_per_block is None:
             self._bpb = 1
-        elif _is_suggested(batches_per_block):
+        elif is_suggested(batches_per_block):
             self._bpb = "suggested"
         else:
             self._bpb = positive_int(batches_per_block, "batches_per_block")
         if self._execution == "Thread" and self._bpb != 1:
             raise ValueError("batches_per_block applies to Block execution only")
         self._block_dim = None
-        if block_dim is not None and not _is_suggested(block_dim):
+        if block_dim is not None and not is_suggested(block_dim):
             if self._execution == "Thread":
                 raise ValueError("block_dim applies to Block execution only")
             self._block_dim = int_triple(block_dim, "block_dim")
@@ -349,13 +345,6 @@ class Solver(DeviceFunction):
                     block_dim = tuple(probe.traits()["block_dim"])
             self._gen = Generator([self._descriptor(f, bpb, block_dim) for f in self._function_names], self._sm)
         return self._gen
-
-    @property
-    def _numba_key(self) -> str:
-        return "+".join(self._generator.symbols())
-
-    def _trait(self, name, index=0):
-        return self._generator.traits(index)[name]
 
     # -------------------------------------------------------------------------------------- description
     function = property(lambda self: self._function_names[0] if len(self._function_names) == 1
@@ -531,7 +520,7 @@ def _adapter(name: str, functions: tuple, methods: dict, doc: str, *, fill: bool
                     kwargs.get("side"), kwargs.get("diag"), fill_mode, batches_per_block, data_type,
                     leading_dimensions, block_dim)
 
-    return type(name, (Solver,), {"__init__": __init__, "__doc__": doc, "_functions": functions, "_methods": methods,
+    return type(name, (Solver,), {"__init__": __init__, "__doc__": doc, "_methods": methods,
                                   "__module__": __name__})
 
 

@@ -38,7 +38,7 @@ import threading
 import time
 
 from .._core.disk_cache import digest
-from ._codegen import STORE, toolchain, write_link_file
+from ._codegen import STORE, memory_cache, toolchain, write_link_file
 from ._common import KernelOnlyFunction
 
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
@@ -283,7 +283,7 @@ def bundle_specs() -> tuple:
 
 
 _BUNDLE = bundle_specs()
-_codes: dict[str, tuple] = {}
+_codes: dict[str, tuple] = memory_cache()
 
 
 def _generate(ops, specs, align, cc, prefix) -> tuple[list[bytes], list[str]]:

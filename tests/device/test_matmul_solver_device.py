@@ -58,6 +58,15 @@ def test_matmul_function_form():
     assert isinstance(mm, dev.Matmul) and mm.sm == (9, 0) and mm.precision == "float64"
 
 
+def test_matmul_numba_key_includes_the_global_memory_alignment():
+    """The tensor API's code depends on the alignment, which is not a descriptor operator: one numba type each."""
+    kw = dict(size=(16, 8, 8), precision=np.float32, data_type="real", sm=90, block_size=64,
+              execute_api="tensors")
+    plain, aligned = dev.Matmul(**kw), dev.Matmul(**kw, global_memory_alignment=(16, 16, 16))
+    assert plain.symbol == aligned.symbol and plain._numba_key != aligned._numba_key
+    assert dev.Matmul(**kw, global_memory_alignment=(16, 16, 16))._numba_key == aligned._numba_key
+
+
 def test_matmul_layout_arithmetic():
     mm = dev.Matmul(**dict(MM, transpose_mode=("non_transposed", "transposed")))
     assert (mm.a_dim, mm.b_dim, mm.c_dim) == ((32, 64), (16, 64), (32, 16))

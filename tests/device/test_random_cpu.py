@@ -89,6 +89,30 @@ def test_compile_validation_and_files(curand_headers):
     assert ext.prepare_args("ty", 5) == ("ty", 5)
 
 
+def test_clear_cache_forgets_the_shim_files(curand_headers, tmp_path):
+    """After clear_cache(disk=True) the shim is generated again: no link file that the clearing removed."""
+    code = textwrap.dedent("""
+        import os, cumath.device as dev
+        from cumath.device import random
+        before = random.Compile(cc=90).files
+        dev.clear_cache(disk=True)
+        assert not any(os.path.exists(f) for f in before)
+        after = random.Compile(cc=90).files
+        assert all(os.path.isfile(f) for f in after), after
+        print("ok")
+    """)
+    env = dict(os.environ, CUMATH_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+def test_device_functions_pickle_by_name():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(random.normal4)) is random.normal4
+
+
 _CHILD = textwrap.dedent("""
     import json, sys, time
     from cumath._bindings import curand_device

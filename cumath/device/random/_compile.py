@@ -9,7 +9,7 @@ import threading
 import time
 
 from ..._core.disk_cache import digest
-from .._codegen import STORE, write_link_file
+from .._codegen import STORE, memory_cache, write_link_file
 from .._common import normalize_cc
 
 __all__ = ["Compile", "state_layouts", "shim_files"]
@@ -20,7 +20,7 @@ _KEY_VERSION = 1
 _LAYOUT_CC = (7, 5)  # state layouts do not depend on the target; read them once, compiled for this one
 _lock = threading.RLock()
 _layouts: dict | None = None
-_shims: dict = {}
+_shims: dict = memory_cache()  # cc -> link files (emptied by cumath.device.clear_cache)
 _active_files: list = []  # files of the most recent Compile (linked into kernels that did not name them)
 
 

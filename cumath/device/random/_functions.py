@@ -26,6 +26,7 @@ class DeviceStub(KernelOnlyFunction):
     def __init__(self, name: str, generators: tuple, doc: str):
         super().__init__(name, doc)
         self.generators = generators
+        self.__module__ = "cumath.device.random"  # where pickle finds it by name
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"cumath.device.random.{self.__name__} is a device function: call it inside a numba-cuda "
