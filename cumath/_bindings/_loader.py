@@ -144,13 +144,7 @@ def _companion_candidates(spec: LibrarySpec):
         for soname in spec.sonames:  # the owner came from the system: so does its companion
             yield soname, "system loader"
         return
-    for pattern in spec.preload:
-        for path in sorted(glob.glob(os.path.join(folder, pattern))):
-            try:
-                _preloaded.append(ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL))
-                break
-            except OSError as exc:
-                logger.debug("could not preload %s: %s", path, exc)
+    _preload_next_to(owner, spec.preload, ctypes.RTLD_LOCAL)
     for pattern in spec.wheel_globs + spec.sonames:
         for path in sorted(glob.glob(os.path.join(folder, pattern))):
             yield path, f"next to {os.path.basename(owner)}"
@@ -216,15 +210,15 @@ def load_library(name: str) -> ctypes.CDLL:
         )
 
 
-def _preload_next_to(path: str, patterns: tuple[str, ...]) -> None:
-    """Load the first match of each glob found in the folder of ``path`` (RTLD_GLOBAL, kept for the process)."""
+def _preload_next_to(path: str, patterns: tuple[str, ...], mode: int = ctypes.RTLD_GLOBAL) -> None:
+    """Load the first match of each glob found in the folder of ``path`` (kept for the process)."""
     folder = os.path.dirname(path)
     if not folder:
         return
     for pattern in patterns:
         for candidate in sorted(glob.glob(os.path.join(folder, pattern))):
             try:
-                _preloaded.append(ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL))
+                _preloaded.append(ctypes.CDLL(candidate, mode=mode))
                 break
             except OSError as exc:
                 logger.debug("could not preload %s: %s", candidate, exc)
