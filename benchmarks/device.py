@@ -1,25 +1,25 @@
-"""Device APIs benchmark (issue 5's figures), on a GPU: numba-cuda kernels calling cumath.device against peers.
+"""Device APIs benchmark: numba-cuda kernels calling cumath.device, against their peers, on a GPU.
 
-- GBM: 524,288 paths x 252 steps, float32, Philox4_32_10 with normal4, one path per thread, against CuPy's
-  standard_normal + cumsum + exp on the same problem, and nvmath-python's device-RNG kernel (894 us, measured
-  2026-11-29 on the H200; quoted, not run). The kernel keeps the thread's state in registers (a local copy);
-  the form that draws from states[i] in memory is timed beside it. Also the time to a first result in a fresh
-  process (the cuRAND shim compiled) and in a second process (read from the disk cache), by phase.
-- Block FFT: 2^20 FFTs of size 128 complex64 in one kernel (16 elements per thread, 4 FFTs per block: the best
-  shape of benchmarks/device_sweep.py) against cuFFT through CuPy (cupy.fft.fft, plan
-  cached); an FFT convolution (forward, multiply, inverse) in one kernel against CuPy's fft * h -> ifft.
-  Also the first-use time of the two FFT descriptors (libmathdx code generation) and from the cache.
-- Block GEMM: batched 32 x 32 x 32 float32 GEMMs, one per block (tiles loaded with constant trip counts), against
-  cuBLAS batched through cupy.matmul.
+Groups (``--list`` shows every case):
+  gbm    geometric Brownian motion, 524,288 paths x 252 steps float32, Philox4_32_10 normal4, one path per
+         thread: the thread's state kept in registers (a local copy, as in examples/device_gbm_monte_carlo.py)
+         and drawn from states[i] in memory, against CuPy's standard_normal + cumsum + exp and, where
+         installed, nvmath-python's device random module in the same kernel; the time to a first result in a
+         fresh process (the cuRAND shim compiled) and in a second one (read from the disk cache).
+  fft    2^20 FFTs of size 128 complex64 in one kernel (16 elements per thread, 4 FFTs per block) against cuFFT
+         through cupy.fft and a copy of the same bytes; an FFT convolution in one kernel against CuPy's
+         fft * h -> ifft.
+  gemm   batched 32 x 32 x 32 float32 GEMMs, one per block, against cuBLAS batched through cupy.matmul.
+  sweep  (optional, only with --case sweep) the launch shapes behind the figures: block FFT elements per thread x
+         FFTs per block, and GBM threads per block, each against the same peers.
 
-Per-call medians of interleaved rounds (cumath._core.timing.time_interleaved), ratios, and --json output.
-
-    python benchmarks/device.py [--json out.json] [--quick]
+    python benchmarks/device.py [--quick] [--json out.json]
+    python benchmarks/device.py --case gbm --case fft
+    python benchmarks/device.py --case sweep
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -32,35 +32,34 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
 
-from cumath._core.timing import time_interleaved  # noqa: E402
+from harness import ROOT, Bench, Skip, need, optional  # noqa: E402
 
-NVMATH_GBM_US = 894.0  # nvmath-python's device-RNG GBM kernel on the H200 (issue 5)
-CUPY_GBM_US = 8577.0  # CuPy standard_normal + cumsum + exp, as measured for the issue
-ROWS: list[dict] = []
+bench = Bench("device", __doc__, fresh_cache=False)  # the user's cache: generated device code is reused
+NVMATH_GBM_US = 894.0  # nvmath-python's device-RNG GBM example kernel, measured on an H200 on 2026-11-29
 
 
-def report(section, name, seconds, **extra):
-    row = {"section": section, "name": name, "us": seconds * 1e6, **extra}
-    ROWS.append(row)
-    more = "".join(f"  {k}={v:.3g}" if isinstance(v, float) else f"  {k}={v}" for k, v in extra.items())
-    print(f"  {name:<48s} {seconds * 1e6:10.1f} us{more}", flush=True)
+def setup(*needs):
+    """(cupy, numba.cuda) once cumath.device can run ``needs`` here; Skip naming what is missing."""
+    import cumath.device as dev
 
+    reason = dev.unavailable_reason(*needs)
+    if reason:
+        raise Skip(reason)
+    cp = need("cupy")
+    from numba import cuda
 
-def timed(fns, sync, number, rounds):
-    return {k: v.median for k, v in time_interleaved(fns, sync=sync, number=number, rounds=rounds).items()}
+    return cp, cuda
 
 
 # ------------------------------------------------------------------------------------------------------ GBM
-
 _FIRST_USE = textwrap.dedent("""
     import json, sys, time
     t0 = time.perf_counter()
     import numpy as np
     from cumath._core.numba_compat import import_numba_cuda
-    cuda = import_numba_cuda()  # the NumPy 2.5 compatibility step before numba-cuda compiles anything
+    cuda = import_numba_cuda()  # the NumPy compatibility step before numba-cuda compiles anything
     from cumath.device import random
     cuda.current_context()
     t1 = time.perf_counter()
@@ -96,36 +95,16 @@ def first_use(code: str, cache: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def gbm_kernels(cuda, compiled, fastmath=False) -> dict:
+def gbm_kernels(cuda, random, compiled, fastmath=False) -> dict:
     """init, and the GBM kernel in two forms: "register" (the thread's state copied to a local record once, kept
-    in registers, stored back; as in examples/device_gbm_monte_carlo.py) and "in_place" (every draw reads and
-    writes states[i] in global memory, the form of nvmath-python's examples)."""
-    from cumath.device import random
-
-    state_dt = random.state_dtype(random.StatesPhilox4_32_10)
+    in registers, stored back; needs ``random.state_dtype``) and "in_place" (every draw reads and writes
+    states[i] in global memory, the form of nvmath-python's examples). ``random``: cumath's or nvmath's module."""
     jit = cuda.jit(link=compiled.files, extensions=compiled.extension, fastmath=fastmath)
 
     def init(states, seed):
         i = cuda.grid(1)
         if i < states.shape[0]:
             random.init(seed, i, 0, states[i])
-
-    def register(states, paths, nsteps, mu, sigma, s0):
-        i = cuda.grid(1)
-        if i >= paths.shape[0]:
-            return
-        st = cuda.local.array(1, dtype=state_dt)
-        st[0] = states[i]
-        s = s0
-        paths[i, 0] = s
-        for t in range(1, nsteps, 4):
-            v = random.normal4(st[0])
-            z = (v.x, v.y, v.z, v.w)
-            for j in range(4):
-                if t + j < nsteps:
-                    s = s * math.exp(mu + sigma * z[j])
-                    paths[i, t + j] = s
-        states[i] = st[0]
 
     def in_place(states, paths, nsteps, mu, sigma, s0):
         i = cuda.grid(1)
@@ -141,71 +120,119 @@ def gbm_kernels(cuda, compiled, fastmath=False) -> dict:
                     s = s * math.exp(mu + sigma * z[j])
                     paths[i, t + j] = s
 
-    return {"init": jit(init), "register": jit(register), "in_place": jit(in_place)}
+    out = {"init": jit(init), "in_place": jit(in_place)}
+    if hasattr(random, "state_dtype"):
+        state_dt = random.state_dtype(random.StatesPhilox4_32_10)
+
+        def register(states, paths, nsteps, mu, sigma, s0):
+            i = cuda.grid(1)
+            if i >= paths.shape[0]:
+                return
+            st = cuda.local.array(1, dtype=state_dt)
+            st[0] = states[i]
+            s = s0
+            paths[i, 0] = s
+            for t in range(1, nsteps, 4):
+                v = random.normal4(st[0])
+                z = (v.x, v.y, v.z, v.w)
+                for j in range(4):
+                    if t + j < nsteps:
+                        s = s * math.exp(mu + sigma * z[j])
+                        paths[i, t + j] = s
+            states[i] = st[0]
+
+        out["register"] = jit(register)
+    return out
 
 
-def bench_gbm(cp, cuda, quick):
+GBM = dict(nsteps=252, mu=np.float32(0.0003), sigma=np.float32(0.012), s0=np.float32(100.0))
+
+
+def gbm_launches(cp, random, kernels, npaths, threads=128):
+    """name -> launch() for each GBM kernel form over one set of states and paths, and the paths array."""
+    states = random.StatesPhilox4_32_10(npaths)
+    paths = cp.empty((npaths, GBM["nsteps"]), dtype=cp.float32, order="F")
+    kernels["init"][npaths // 128, 128](states, 7777)
+    out = {}
+    for form in ("register", "in_place"):
+        if form in kernels:
+            k = kernels[form][npaths // threads, threads]
+            out[form] = (lambda k=k: k(states, paths, GBM["nsteps"], GBM["mu"], GBM["sigma"], GBM["s0"]))
+    return out, paths, states
+
+
+@bench.case("gbm/kernel", "GBM 524,288 paths x 252 steps float32, Philox4_32_10 normal4", gpu=True)
+def gbm_kernel(case):
+    cp, cuda = setup("gpu", "numba", "curand")
     from cumath.device import random
 
-    print("GBM: Philox4_32_10 normal4, one path per thread, float32", flush=True)
-    npaths, nsteps, mu, sigma, s0 = (65536 if quick else 524288), 252, 0.0003, 0.012, 100.0
-    with tempfile.TemporaryDirectory() as cache:
-        cold = first_use(_FIRST_USE, cache)
-        warm = first_use(_FIRST_USE, cache)
-    report("gbm", "first result, fresh process (shim compiled)", cold["seconds"],
-           **{k: v for k, v in cold.items() if k != "seconds"})
-    report("gbm", "first result, second process (disk cache)", warm["seconds"], ratio_to_fresh=warm["seconds"] /
-           cold["seconds"], **{k: v for k, v in warm.items() if k != "seconds"})
-    report("gbm", "cuRAND shim: compiled (fresh process)", cold["shim"])
-    report("gbm", "cuRAND shim: from the disk cache (second process)", warm["shim"],
-           ratio_to_fresh=warm["shim"] / cold["shim"])
+    npaths = 65536 if case.quick else 524288
     compiled = random.Compile()
-    kernels = gbm_kernels(cuda, compiled)
-    init, gbm, gbm_in_place = kernels["init"], kernels["register"], kernels["in_place"]
-
-    states = random.StatesPhilox4_32_10(npaths)
-    paths = cp.empty((npaths, nsteps), dtype=cp.float32, order="F")
-    blocks = npaths // 128
-    launch, launch_in_place = gbm[blocks, 128], gbm_in_place[blocks, 128]
-    mu32, sigma32, s032 = np.float32(mu), np.float32(sigma), np.float32(s0)
-    init[blocks, 128](states, 7777)
-    launch_in_place(states, paths, nsteps, mu32, sigma32, s032)
-    in_place_last = cp.asnumpy(paths[:, -1])
-    init[blocks, 128](states, 7777)
-    launch(states, paths, nsteps, mu32, sigma32, s032)
-    same = bool(np.array_equal(in_place_last, cp.asnumpy(paths[:, -1])))
-
-    def cumath_gbm():
-        launch(states, paths, nsteps, mu32, sigma32, s032)
-
-    def cumath_gbm_in_place():
-        launch_in_place(states, paths, nsteps, mu32, sigma32, s032)
+    kernels = gbm_kernels(cuda, random, compiled)
+    runs, paths, states = gbm_launches(cp, random, kernels, npaths)
+    runs["in_place"]()
+    last = cp.asnumpy(paths[:, -1])
+    kernels["init"][npaths // 128, 128](states, 7777)
+    runs["register"]()
+    same = bool(np.array_equal(last, cp.asnumpy(paths[:, -1])))
+    mu, sigma, s0 = float(GBM["mu"]), float(GBM["sigma"]), float(GBM["s0"])
 
     def cupy_gbm():
-        z = cp.random.standard_normal((npaths, nsteps - 1), dtype=cp.float32) * sigma + mu
-        out = cp.empty((npaths, nsteps), dtype=cp.float32)
+        z = cp.random.standard_normal((npaths, GBM["nsteps"] - 1), dtype=cp.float32) * sigma + mu
+        out = cp.empty((npaths, GBM["nsteps"]), dtype=cp.float32)
         out[:, 0] = s0
         out[:, 1:] = s0 * cp.exp(cp.cumsum(z, axis=1))
         return out
 
-    t = timed({"cumath": cumath_gbm, "in_place": cumath_gbm_in_place, "cupy": cupy_gbm}, cuda.synchronize,
-              3 if quick else 10, 7 if quick else 15)
+    fns = {"cumath kernel, state in registers": runs["register"],
+           "cumath kernel, states[i] drawn from in memory": runs["in_place"],
+           "cupy standard_normal + cumsum + exp": cupy_gbm}
+    nvrandom = None
+    if optional("nvmath") is not None:
+        try:
+            from nvmath.device import random as nvrandom
+
+            nk = gbm_kernels(cuda, nvrandom, nvrandom.Compile())
+            nruns, _, _ = gbm_launches(cp, nvrandom, nk, npaths)
+            for fn in nruns.values():  # compiled here, so that a failure leaves the other rows
+                fn()
+            cuda.synchronize()
+            for form, fn in nruns.items():
+                fns[f"nvmath-python random, {'state in registers' if form == 'register' else 'states[i] in memory'}"] = fn
+        except Exception as exc:  # noqa: BLE001
+            case.note(f"nvmath-python's device random module not measured: {type(exc).__name__}: {exc}")
+    case.time(fns, sync=cuda.synchronize, rounds=case.rounds(7, 3), target=0.05,
+              extra={"cumath kernel, states[i] drawn from in memory": {"same_paths_as_registers": same}})
     lr = np.log(cp.asnumpy(paths[:, -1]).astype(np.float64) / s0)
-    report("gbm", f"cumath kernel ({npaths} x {nsteps})", t["cumath"], mean_log_return=float(lr.mean()),
-           vs_nvmath=t["cumath"] * 1e6 / NVMATH_GBM_US)
-    report("gbm", "cumath kernel, states[i] drawn from in memory", t["in_place"],
-           vs_nvmath=t["in_place"] * 1e6 / NVMATH_GBM_US, same_paths_as_register_copy=same)
-    report("gbm", "CuPy standard_normal + cumsum + exp", t["cupy"], speedup=t["cupy"] / t["cumath"],
-           issue_cupy_us=CUPY_GBM_US)
-    print(f"  -> figure: kernel {t['cumath'] * 1e6:.0f} us = {t['cumath'] * 1e6 / NVMATH_GBM_US:.2f}x nvmath "
-          f"(target <= 1.0x; states[i] in memory: {t['in_place'] * 1e6 / NVMATH_GBM_US:.2f}x); "
-          f"{t['cupy'] / t['cumath']:.1f}x faster than CuPy (target >= 9x)", flush=True)
+    case.note(f"mean log return of the last paths: {lr.mean():.4g} (expected {(GBM['nsteps'] - 1) * mu:.4g})")
+    for name in fns:
+        if name.startswith("cumath"):
+            case.ratio(name, "cupy standard_normal + cumsum + exp")
+            if nvrandom is not None:
+                case.ratio(name, "nvmath-python random, states[i] in memory")
+    if npaths == 524288:
+        case.value("reference: nvmath-python's device-RNG GBM example, H200, 2026-11-29", NVMATH_GBM_US, "us")
+        st = case.stats("cumath kernel, state in registers")
+        case.note(f"cumath kernel, state in registers / that reference: {st.median * 1e6 / NVMATH_GBM_US:.3f}")
+
+
+@bench.case("gbm/first-use", "GBM: time to a first result in a fresh process and in a second one", gpu=True)
+def gbm_first_use(case):
+    setup("gpu", "numba", "curand")
+    with tempfile.TemporaryDirectory() as cache:
+        cold = first_use(_FIRST_USE, cache)
+        warm = first_use(_FIRST_USE, cache)
+    for label, r in (("fresh process (shim compiled)", cold), ("second process (disk cache)", warm)):
+        case.value(f"{label}: first result", r["seconds"], "s")
+        for k in ("imports_and_context", "shim", "kernels_compiled_and_run"):
+            case.value(f"{label}: {k.replace('_', ' ')}", r[k], "s")
+    case.note(f"second process / fresh process: whole {warm['seconds'] / cold['seconds']:.3f}, "
+              f"cuRAND shim {warm['shim'] / cold['shim']:.3f}")
 
 
 # ------------------------------------------------------------------------------------------------------ FFT
-
 def fft_kernels(cuda, fwd, inv, vector_access=True):
-    """The block FFT of rows and the FFT convolution of rows, in one kernel each. Global memory is read and written
+    """The block FFT of rows and the FFT convolution of rows, one kernel each. Global memory is read and written
     with cumath.device.load/store (one 8-byte access per complex64; numba's x[i] issues two 4-byte ones) unless
     ``vector_access`` is False."""
     from cumath.device import load, store
@@ -259,55 +286,77 @@ def fft_kernels(cuda, fwd, inv, vector_access=True):
     return fft_rows, convolve_rows
 
 
-def bench_fft(cp, cuda, quick):
+def fft_descriptors(ept=16, fpb=4, n=128):
     import cumath.device as dev
 
-    print("Block FFT: batches of size-128 complex64 FFTs in one kernel", flush=True)
-    n, batch = 128, (1 << 16 if quick else 1 << 20)
-    t0 = time.perf_counter()
-    # 16 elements per thread and 4 FFTs per block: the fastest shape of benchmarks/device_sweep.py (libmathdx's
-    # suggestion, 8 x 12 at 8 elements per thread, is 1.10x cuFFT here)
-    kw = dict(size=n, precision=np.float32, fft_type="c2c", execution="Block", ffts_per_block=4,
-              elements_per_thread=16)
-    fwd, inv = dev.FFT(direction="forward", **kw), dev.FFT(direction="inverse", **kw)
-    fwd.files, inv.files  # generate (or read from the cache) both LTO-IRs now
-    report("fft", "descriptors + code (first use in this process)", time.perf_counter() - t0)
-    fft_rows, convolve_rows = fft_kernels(cuda, fwd, inv)
-    fft_rows_indexed = fft_kernels(cuda, fwd, inv, vector_access=False)[0]
+    kw = dict(size=n, precision=np.float32, fft_type="c2c", execution="Block", ffts_per_block=fpb,
+              elements_per_thread=ept)
+    return dev.FFT(direction="forward", **kw), dev.FFT(direction="inverse", **kw)
+
+
+def fft_rows_data(cp, batch, n=128):
     rng = cp.random.default_rng(0)
-    x = rng.standard_normal((batch, n), dtype=cp.float32) + 1j * rng.standard_normal((batch, n), dtype=cp.float32)
-    x = x.astype(cp.complex64)
+    x = (rng.standard_normal((batch, n), dtype=cp.float32)
+         + 1j * rng.standard_normal((batch, n), dtype=cp.float32)).astype(cp.complex64)
+    return x, cp.fft.fft(x, axis=-1)
+
+
+def launch_rows(kernel, f, batch):
+    return kernel[-(-batch // f.ffts_per_block), f.block_dim, 0, f.shared_memory_size]
+
+
+@bench.case("fft/rows", "block FFT: 2^20 rows of size 128 complex64 in one kernel", gpu=True)
+def fft_rows_case(case):
+    cp, cuda = setup("gpu", "numba", "mathdx")
+    batch = 1 << 16 if case.quick else 1 << 20
+    t0 = time.perf_counter()
+    # 16 elements per thread, 4 FFTs per block: the fastest shape of the sweep group on the H200 (libmathdx's
+    # suggestion, 8 x 12, was 1.10x cuFFT's time there)
+    fwd, inv = fft_descriptors()
+    fwd.files, inv.files  # generate (or read from the cache) both LTO-IRs now
+    case.value("descriptors + code (first use in this process)", time.perf_counter() - t0, "s")
+    fft_rows, _ = fft_kernels(cuda, fwd, inv)
+    fft_indexed = fft_kernels(cuda, fwd, inv, vector_access=False)[0]
+    x, ref = fft_rows_data(cp, batch)
+    y, y2, y3 = cp.zeros_like(x), cp.empty_like(x), cp.empty_like(x)
+    run, indexed = launch_rows(fft_rows, fwd, batch), launch_rows(fft_indexed, fwd, batch)
+    run(x, y)
+    indexed(x, y3)
+    err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+    fns = {"cumath block FFT (load/store)": lambda: run(x, y), "same, numba's x[i] indexing": lambda: indexed(x, y3),
+           "cuFFT through cupy.fft.fft": lambda: cp.fft.fft(x, axis=-1),
+           "copy of the same bytes (cupy.copyto)": lambda: cp.copyto(y2, x)}
+    t = case.time(fns, sync=cuda.synchronize, rounds=case.rounds(10, 3), target=0.05,
+                  extra={"cumath block FFT (load/store)": {"rel_err": err},
+                         "same, numba's x[i] indexing": {"same_result": bool(cp.array_equal(y3, y))}})
+    for r in case.rows:
+        if "stats" in r:
+            r["GBps"] = 2 * x.nbytes / t[r["contender"]].median / 1e9
+    for peer in list(fns)[1:]:
+        case.ratio("cumath block FFT (load/store)", peer)
+
+
+@bench.case("fft/convolution", "block FFT convolution of 2^20 rows of size 128 complex64 in one kernel", gpu=True)
+def fft_convolution_case(case):
+    cp, cuda = setup("gpu", "numba", "mathdx")
+    batch, n = (1 << 16 if case.quick else 1 << 20), 128
+    fwd, inv = fft_descriptors()
+    _, convolve = fft_kernels(cuda, fwd, inv)
+    x, _ = fft_rows_data(cp, batch)
     h = cp.fft.fft(cp.exp(-cp.arange(n, dtype=cp.float32) / 8)).astype(cp.complex64)
     y = cp.zeros_like(x)
-    grid = -(-batch // fwd.ffts_per_block)
-    fft_launch = fft_rows[grid, fwd.block_dim, 0, fwd.shared_memory_size]
-    conv_launch = convolve_rows[grid, fwd.block_dim, 0, fwd.shared_memory_size]
-    fft_launch(x, y)
-    err = float(cp.linalg.norm(y - cp.fft.fft(x, axis=-1)) / cp.linalg.norm(y))
-    indexed_launch = fft_rows_indexed[grid, fwd.block_dim, 0, fwd.shared_memory_size]
-    y2, y3 = cp.empty_like(x), cp.empty_like(x)
-    t = timed({"cumath": lambda: fft_launch(x, y), "indexed": lambda: indexed_launch(x, y3),
-               "cupy": lambda: cp.fft.fft(x, axis=-1), "copy": lambda: cp.copyto(y2, x)}, cuda.synchronize,
-              5 if quick else 20, 7 if quick else 21)
-    gbs = 2 * x.nbytes / t["cumath"] / 1e9
-    report("fft", f"cumath block FFT ({batch} x {n})", t["cumath"], rel_err=err, GBps=gbs)
-    report("fft", "same, numba's x[i] indexing instead of load/store", t["indexed"],
-           ratio_to_load_store=t["indexed"] / t["cumath"],
-           same_result=bool(cp.array_equal(y3, y)))
-    report("fft", "cuFFT through cupy.fft.fft", t["cupy"], ratio=t["cupy"] / t["cumath"])
-    report("fft", "copy of the same bytes (cupy.copyto), the floor", t["copy"], ratio=t["copy"] / t["cumath"])
-    conv_launch(x, h, y)
+    run = launch_rows(convolve, fwd, batch)
+    run(x, h, y)
     ref = cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)
     err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
-    t = timed({"cumath": lambda: conv_launch(x, h, y),
-               "cupy": lambda: cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)},
-              cuda.synchronize, 5 if quick else 20, 7 if quick else 15)
-    report("fft", "cumath FFT convolution in one kernel", t["cumath"], rel_err=err)
-    report("fft", "CuPy fft * h -> ifft", t["cupy"], ratio=t["cupy"] / t["cumath"])
+    fns = {"cumath FFT convolution in one kernel": lambda: run(x, h, y),
+           "cupy ifft(fft(x) * h)": lambda: cp.fft.ifft(cp.fft.fft(x, axis=-1) * h, axis=-1)}
+    case.time(fns, sync=cuda.synchronize, rounds=case.rounds(7, 3), target=0.05,
+              extra={"cumath FFT convolution in one kernel": {"rel_err": err}})
+    case.ratio("cumath FFT convolution in one kernel", "cupy ifft(fft(x) * h)")
 
 
 # ----------------------------------------------------------------------------------------------------- GEMM
-
 def gemm_kernel(cuda, MM):
     """One GEMM per block, c[b] = a[b] @ b[b], over flat (batch, rows * cols) views of C-order batches of dense
     row-major tiles; the tile loops have constant trip counts, so each thread's loads are in flight together."""
@@ -339,71 +388,82 @@ def gemm_kernel(cuda, MM):
     return gemm
 
 
-def bench_gemm(cp, cuda, quick):
+@bench.case("gemm/batched", "block GEMM: batched 32 x 32 x 32 float32, one GEMM per block", gpu=True)
+def gemm_case(case):
+    cp, cuda = setup("gpu", "numba", "mathdx")
     import cumath.device as dev
 
-    print("Block GEMM: batched 32 x 32 x 32 float32, one GEMM per block", flush=True)
     m = n = k = 32
-    batch = 4096 if quick else 65536
+    batch = 4096 if case.quick else 65536
     MM = dev.Matmul(size=(m, n, k), precision=np.float32, data_type="real", block_size=128,
                     arrangement=("row_major", "row_major", "row_major"))
-    gemm = gemm_kernel(cuda, MM)
-
+    launch = gemm_kernel(cuda, MM)[batch, MM.block_dim]
     rng = cp.random.default_rng(1)
     a = rng.standard_normal((batch, m, k), dtype=cp.float32)
     b = rng.standard_normal((batch, k, n), dtype=cp.float32)
     c = cp.empty((batch, m, n), dtype=cp.float32)
-    launch = gemm[batch, MM.block_dim]
     af, bf, cf = a.reshape(batch, -1), b.reshape(batch, -1), c.reshape(batch, -1)
     launch(af, bf, cf)
     err = float(cp.linalg.norm(c - cp.matmul(a, b)) / cp.linalg.norm(c))
-    t = timed({"cumath": lambda: launch(af, bf, cf), "cupy": lambda: cp.matmul(a, b)}, cuda.synchronize,
-              5 if quick else 20, 7 if quick else 15)
-    flops = 2 * m * n * k * batch
-    report("gemm", f"cumath block GEMM ({batch} x {m}x{n}x{k})", t["cumath"], rel_err=err,
-           TFLOPs=flops / t["cumath"] / 1e12)
-    report("gemm", "cuBLAS batched through cupy.matmul", t["cupy"], ratio=t["cupy"] / t["cumath"])
+    fns = {"cumath block GEMM": lambda: launch(af, bf, cf), "cuBLAS batched through cupy.matmul": lambda: cp.matmul(a, b)}
+    t = case.time(fns, sync=cuda.synchronize, rounds=case.rounds(7, 3), target=0.05,
+                  extra={"cumath block GEMM": {"rel_err": err}})
+    for r in case.rows:
+        if "stats" in r:
+            r["TFLOPs"] = 2 * m * n * k * batch / t[r["contender"]].median / 1e12
+    case.ratio("cumath block GEMM", "cuBLAS batched through cupy.matmul")
 
 
-def run_sections(sections, only, json_path, rows, call):
-    """Run each (name, fn) of ``sections`` that ``only`` selects; one failing leaves the others' rows; ``rows``
-    are written to ``json_path`` after each."""
-    for name, fn in sections:
-        if only and name not in only:
-            continue
+# ---------------------------------------------------------------------------------------------------- sweep
+FFT_SHAPES = [(4, 2), (4, 8), (8, 2), (8, 4), (8, 8), (8, 12), (8, 16), (16, 1), (16, 2), (16, 4), (16, 8),
+              (16, 16), (32, 2), (32, 4), (32, 8)]
+
+
+@bench.case("sweep/fft-shapes", "block FFT 2^20 x 128 complex64: elements per thread x FFTs per block", gpu=True,
+            default=False)
+def sweep_fft(case):
+    cp, cuda = setup("gpu", "numba", "mathdx")
+    batch = 1 << 20
+    x, ref = fft_rows_data(cp, batch)
+    y, y2 = cp.empty_like(x), cp.empty_like(x)
+    fns = {"cuFFT through cupy.fft.fft": lambda: cp.fft.fft(x, axis=-1),
+           "copy of the same bytes (cupy.copyto)": lambda: cp.copyto(y2, x)}
+    errs = {}
+    for ept, fpb in FFT_SHAPES:
         try:
-            call(fn)
-        except Exception as exc:
-            import traceback
+            f, inv = fft_descriptors(ept, fpb)
+            run = launch_rows(fft_kernels(cuda, f, inv)[0], f, batch)
+            y.fill(0)
+            run(x, y)
+        except Exception as exc:  # noqa: BLE001 - a shape libmathdx does not offer
+            case.note(f"{ept} elements per thread x {fpb} FFTs per block: {type(exc).__name__}: {exc}")
+            continue
+        name = f"{ept} elements per thread x {fpb} FFTs per block"
+        errs[name] = {"rel_err": float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))}
+        fns[name] = lambda run=run: run(x, y)
+    case.time(fns, sync=cuda.synchronize, rounds=case.rounds(5, 2), target=0.03, extra=errs)
+    for name in errs:
+        case.ratio(name, "cuFFT through cupy.fft.fft")
 
-            traceback.print_exc()
-            print(f"  {name} FAILED: {type(exc).__name__}: {exc}", flush=True)
-            rows.append({"section": name, "error": f"{type(exc).__name__}: {exc}"})
-        if json_path:
-            with open(json_path, "w") as f:
-                json.dump(rows, f, indent=1)
 
+@bench.case("sweep/gbm-threads", "GBM: threads per block, state in registers and in memory", gpu=True, default=False)
+def sweep_gbm(case):
+    cp, cuda = setup("gpu", "numba", "curand")
+    from cumath.device import random
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", help="write the measurements here")
-    parser.add_argument("--quick", action="store_true", help="smaller problems, fewer rounds")
-    parser.add_argument("--only", choices=("gbm", "fft", "gemm"), action="append")
-    args = parser.parse_args()
-    import cumath.device as dev
-
-    reason = dev.unavailable_reason()
-    if reason:
-        print(f"skipped: {reason}")
-        return
-    import cupy as cp
-    from numba import cuda
-
-    name = cuda.get_current_device().name
-    print(f"GPU: {name.decode() if isinstance(name, bytes) else name}")
-    sections = (("gbm", bench_gbm), ("fft", bench_fft), ("gemm", bench_gemm))
-    run_sections(sections, args.only, args.json, ROWS, lambda fn: fn(cp, cuda, args.quick))
+    compiled = random.Compile()
+    fns = {}
+    for fastmath in (False, True):
+        kernels = gbm_kernels(cuda, random, compiled, fastmath)
+        for threads in (64, 128, 256):
+            runs, _, _ = gbm_launches(cp, random, kernels, 524288, threads)
+            for form, fn in runs.items():
+                fns[f"{form}, {threads} threads{', fastmath' if fastmath else ''}"] = fn
+    case.time(fns, sync=cuda.synchronize, rounds=case.rounds(5, 2), target=0.03)
+    for name in fns:
+        if name != "register, 128 threads":
+            case.ratio(name, "register, 128 threads")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench.main())

@@ -1,101 +1,81 @@
-"""Generic matmul benchmark (CPU): cumath.linalg against NumPy and SciPy's BLAS, in one process, on the same data.
+"""Matmul benchmark: cumath.linalg (generic) and cumath.linalg.advanced against their peers, in one process,
+on the same data.
 
-Cases (issue 3, CPU figures):
-- float64 and float32 2048^3: cumath (stateful Matmul.execute and the stateless matmul) against numpy's a @ b;
-  figure: at most 1.03x numpy.
-- tall-skinny D = alpha A@B + beta C (A 1,000,000 x 10, B 10 x 40, C 1,000,000 x 40), float64 and float32:
-  cumath in place (options={"inplace": True}) against SciPy's in-place BLAS call (dgemm/sgemm with
-  overwrite_c=True on transposed views); figures: at most 1.05x SciPy and at least 4x faster than NumPy's
-  alpha*(a@b)+beta*c; out of place (c untouched): at least 1.5x faster than NumPy's expression.
+Groups (``--list`` shows every case):
+  cpu       generic matmul on the CPU: 2048^3 float64/float32 against NumPy's a @ b (the same BLAS); the
+            tall-skinny D = 1.5 A@B + 0.5 C (A 1e6 x 10, B 10 x 40) in place against SciPy's in-place gemm and
+            NumPy's expression, and out of place.
+  percall   the cost of one small call (64^3): CPU generic matmul (stateless, Matmul.execute, NumPy); GPU
+            advanced matmul (stateless, Matmul.execute, torch.mm, CuPy, nvmath-python), GPU generic matmul, and
+            advanced matmul with NumPy operands (staged to the GPU and back).
+  gpu       generic matmul on the GPU (cuBLAS): 4096^3 float32/float64 against CuPy and PyTorch, the
+            tall-skinny product in place (1e7 x 10 x 40), an explicit batch of 1,000 64^3 products.
+  advanced  cumath.linalg.advanced (cuBLASLt) on the GPU: batched RELU_BIAS 256 x 1024^3 float32 (and TF32),
+            bf16 8192^3, and the tall-skinny 1.5 A@B + 0.5 C (1e7 x 10 x 40 float32; cumath's memory-bound kernel
+            against cuBLASLt, PyTorch and CuPy, against the memory floor).
 
-Contenders run interleaved (rounds of A B C ...), each ``--number`` calls per round after a short idle
-pause, so that drift of this shared machine falls on all alike and the previous contender's BLAS threads have
-gone to sleep before the next one is timed. Prints medians, spreads (max-min over median) and ratios;
---json writes everything.
-
-    python benchmarks/matmul.py [--quick] [--json out.json]
-
-GPU cases live in benchmarks/matmul_gpu.py (cumath.linalg.advanced against PyTorch and CuPy). HOOK for the
-lead: ``--gpu`` runs that script in this process after the CPU cases (its own --json is written next to ours).
-``--generic-gpu``: a short GPU timing of cumath.linalg; ``--explicit-batch``: 1,000 products of 64^3 given as a
-list (one grouped cuBLAS launch against the per-member path and Python loops of torch.mm / cupy.matmul).
+    python benchmarks/matmul.py                            # every case; GPU cases skip without a GPU
+    python benchmarks/matmul.py --quick
+    python benchmarks/matmul.py --case percall --json matmul-percall.json
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import functools
 import os
-import runpy
+import subprocess
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Bench, Skip, device_sync, event_time, need, optional  # noqa: E402
 
 import cumath  # noqa: E402
-from cumath._core.execution import available_cpus  # noqa: E402
-from cumath._core.timing import Timing, time_interleaved  # noqa: E402
+import cumath.linalg  # noqa: E402
 
+bench = Bench("matmul", __doc__)
 RNG = np.random.default_rng(11)
-SETTLE = 0.3  # seconds of idling before each timed contender (see interleaved())
-ROWS: list[dict] = []
-FIGURES: list[dict] = []
+# NumPy and SciPy each bring an OpenBLAS whose idle workers spin for a while after a call: idling this long
+# before each CPU sample lets the last contender's threads go to sleep (benchmarks/NOTES.md, "two OpenBLAS
+# thread pools").
+SETTLE = 0.3
 
 
-def record(case, impl, timing, **extra):
-    row = {"case": case, "impl": impl, "median_ms": timing.median * 1e3, "best_ms": timing.best * 1e3,
-           "spread": timing.spread, **extra}
-    ROWS.append(row)
-    print(f"  {impl:44s} {row['median_ms']:10.2f} ms   (spread {100 * timing.spread:4.1f}%)", flush=True)
-    return row
+def blas_info(case):
+    try:  # which BLAS the CPU path found (informational only)
+        from cumath._bindings import blas
+
+        lib = blas.find_blas("auto")
+        case.note(f"cumath's CPU BLAS: {lib.provider.description} ({lib.config or ''}); numpy {np.__version__}")
+    except Exception:  # noqa: BLE001
+        pass
 
 
-def figure(case, what, value, limit, kind="max"):
-    ok = value <= limit if kind == "max" else value >= limit
-    FIGURES.append({"case": case, "what": what, "ratio": value, "limit": limit, "kind": kind, "ok": ok})
-
-
-def interleaved(fns: dict, number: int, rounds: int, settle: float) -> dict:
-    """Rounds of A B C ...: before each contender the machine idles ``settle`` seconds, so that the worker
-    threads of the previous contender's BLAS (NumPy and SciPy each bring their own OpenBLAS, whose idle
-    threads spin for a while after a call) have gone to sleep and do not compete with the next one."""
-    for fn in fns.values():
-        fn()
-    samples = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            time.sleep(settle)
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            samples[k].append((time.perf_counter() - t0) / number)
-    return {k: Timing(v) for k, v in samples.items()}
-
-
-def run(case, fns, number, rounds, settle=SETTLE):
-    print(f"\n== {case} ==", flush=True)
-    timings = interleaved(fns, number=number, rounds=rounds, settle=settle)
-    return {k: record(case, k, t)["median_ms"] for k, t in timings.items()}
-
-
-def square(dtype, number, rounds):
+# ------------------------------------------------------------------------------------------------ CPU
+def cpu_square(case, dtype):
     n = 2048
     a = RNG.standard_normal((n, n)).astype(dtype)
     b = RNG.standard_normal((n, n)).astype(dtype)
+    blas_info(case)
     mm = cumath.linalg.Matmul(a, b)
     mm.plan()
     np.testing.assert_allclose(mm.execute(), a @ b, rtol=1e-3 if dtype == np.float32 else 1e-10, atol=1e-2)
-    case = f"{np.dtype(dtype).name} 2048^3"
-    t = run(case, {"numpy a @ b": lambda: a @ b, "cumath Matmul.execute": mm.execute,
-                   "cumath matmul (stateless)": lambda: cumath.linalg.matmul(a, b)}, number, rounds)
-    figure(case, "Matmul.execute / numpy", t["cumath Matmul.execute"] / t["numpy a @ b"], 1.03)
-    figure(case, "stateless matmul / numpy", t["cumath matmul (stateless)"] / t["numpy a @ b"], 1.03)
+    flops = 2 * n ** 3
+    fns = {"numpy a @ b": lambda: a @ b, "cumath Matmul.execute": mm.execute,
+           "cumath.linalg.matmul (stateless)": lambda: cumath.linalg.matmul(a, b)}
+    t = case.time(fns, rounds=case.rounds(5, 2), target=0.2, settle=SETTLE)
+    for r in case.rows:
+        if "stats" in r:
+            r["GFLOPs"] = flops / t[r["contender"]].median / 1e9
+    case.ratio("cumath Matmul.execute", "numpy a @ b")
+    case.ratio("cumath.linalg.matmul (stateless)", "numpy a @ b")
     mm.free()
 
 
-def tall_skinny(dtype, number, rounds):
+def cpu_tall_skinny(case, dtype):
     import scipy.linalg.blas as sblas
 
     m, n, k = 1_000_000, 40, 10
@@ -109,190 +89,492 @@ def tall_skinny(dtype, number, rounds):
     inplace.plan()
     outofplace = cumath.linalg.Matmul(a, b, c, alpha=alpha, beta=beta)
     outofplace.plan()
-    expected = alpha * (a @ b) + beta * c
-    np.testing.assert_allclose(outofplace.execute(), expected, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(outofplace.execute(), alpha * (a @ b) + beta * c, rtol=1e-4, atol=1e-3)
 
     def scipy_inplace():
-        # C^T (n x m, column-major view of row-major C) = alpha B^T A^T + beta C^T, written into C
+        # C^T (n x m, the column-major view of row-major C) = alpha B^T A^T + beta C^T, written into C
         gemm(alpha, b.T, a.T, beta, c_scipy.T, overwrite_c=True)
 
-    def stateless_inplace():
-        cumath.linalg.matmul(a, b, c_stateless, alpha=alpha, beta=beta, options={"inplace": True})
-
-    case = f"{np.dtype(dtype).name} tall-skinny 1e6x40x10"
-    t = run(case, {"scipy gemm in place (overwrite_c)": scipy_inplace,
-                   "cumath Matmul in place": inplace.execute,
-                   "cumath matmul in place (stateless)": stateless_inplace,
-                   "cumath Matmul out of place": outofplace.execute,
-                   "numpy alpha*(a@b)+beta*c": lambda: alpha * (a @ b) + beta * c}, number, rounds)
-    sc, ours, st = (t["scipy gemm in place (overwrite_c)"], t["cumath Matmul in place"],
-                    t["cumath matmul in place (stateless)"])
-    npx, oop = t["numpy alpha*(a@b)+beta*c"], t["cumath Matmul out of place"]
-    figure(case, "in place / scipy in place", ours / sc, 1.05)
-    figure(case, "stateless in place / scipy in place", st / sc, 1.05)
-    figure(case, "numpy expression / in place (speed-up)", npx / ours, 4.0, "min")
-    figure(case, "numpy expression / out of place (speed-up)", npx / oop, 1.5, "min")
+    fns = {"scipy gemm in place (overwrite_c)": scipy_inplace, "cumath Matmul.execute in place": inplace.execute,
+           "cumath.linalg.matmul in place (stateless)":
+               lambda: cumath.linalg.matmul(a, b, c_stateless, alpha=alpha, beta=beta, options={"inplace": True}),
+           "cumath Matmul.execute out of place": outofplace.execute,
+           "numpy alpha*(a@b) + beta*c": lambda: alpha * (a @ b) + beta * c}
+    case.time(fns, rounds=case.rounds(5, 2), target=0.1, settle=SETTLE)
+    for mine in ("cumath Matmul.execute in place", "cumath.linalg.matmul in place (stateless)"):
+        case.ratio(mine, "scipy gemm in place (overwrite_c)")
+        case.ratio(mine, "numpy alpha*(a@b) + beta*c")
+    case.ratio("cumath Matmul.execute out of place", "numpy alpha*(a@b) + beta*c")
     inplace.free()
     outofplace.free()
 
 
-def generic_gpu(rounds):
-    """A short GPU timing of the generic matmul (cuBLAS) against CuPy and PyTorch, interleaved, synchronised
-    per loop: 4096^3 float32/float64 and the tall-skinny in-place product (float32, 10,000,000 x 40 x 10)."""
-    import cupy as cp
-    import torch
+for _dt in (np.float64, np.float32):
+    _name = np.dtype(_dt).name
+    bench.case(f"cpu/square-{_name}", f"{_name} 2048 x 2048 x 2048")(functools.partial(cpu_square, dtype=_dt))
+for _dt in (np.float64, np.float32):
+    _name = np.dtype(_dt).name
+    bench.case(f"cpu/tall-skinny-{_name}", f"{_name} D = 1.5 A@B + 0.5 C, A 1e6 x 10, B 10 x 40")(
+        functools.partial(cpu_tall_skinny, dtype=_dt))
 
-    sync = torch.cuda.synchronize
-    out = {}
-    for dtype in ("float32", "float64"):
-        n = 4096
-        a = cp.random.standard_normal((n, n), dtype=dtype)
-        b = cp.random.standard_normal((n, n), dtype=dtype)
-        ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
-        mm = cumath.linalg.Matmul(a, b)
-        mm.plan()
-        case = f"GPU {dtype} 4096^3"
-        print(f"\n== {case} ==", flush=True)
-        t = time_interleaved({"cupy a @ b": lambda: a @ b, "torch.mm": lambda: torch.mm(ta, tb),
-                              "cumath Matmul.execute": mm.execute,
-                              "cumath matmul (stateless)": lambda: cumath.linalg.matmul(a, b)},
-                             sync=sync, number=5, rounds=rounds)
-        flops = 2 * n ** 3
-        for k, v in t.items():
-            record(case, k, v, tflops=flops / v.median / 1e12)
-        figure(case, "Matmul.execute / faster peer", t["cumath Matmul.execute"].median /
-               min(t["cupy a @ b"].median, t["torch.mm"].median), 1.03)
-        mm.free()
-        out[case] = t
-    m, n, k = 10_000_000, 40, 10
-    a = cp.random.standard_normal((m, k), dtype="float32")
-    b = cp.random.standard_normal((k, n), dtype="float32")
-    c = cp.random.standard_normal((m, n), dtype="float32")
-    ta, tb, tc = (torch.as_tensor(x, device="cuda") for x in (a, b, c))
-    mm = cumath.linalg.Matmul(a, b, c, alpha=1.5, beta=0.5, options={"inplace": True})
+
+# ------------------------------------------------------------------------------------------- per call
+@bench.case("percall/cpu-generic-64", "CPU generic matmul 64 x 64 x 64 float64, one call")
+def percall_cpu(case):
+    a, b = RNG.standard_normal((64, 64)), RNG.standard_normal((64, 64))
+    mm = cumath.linalg.Matmul(a, b)
     mm.plan()
-    case = "GPU float32 tall-skinny 1e7x40x10 in place"
-    print(f"\n== {case} ==", flush=True)
-    t = time_interleaved({"torch.addmm(out=c)": lambda: torch.addmm(tc, ta, tb, beta=0.5, alpha=1.5, out=tc),
-                          "cupy 1.5*(a@b)+0.5*c": lambda: 1.5 * (a @ b) + 0.5 * c,
-                          "cumath Matmul in place": mm.execute}, sync=sync, number=20, rounds=rounds)
-    floor_us = (m * k + m * n * 2) * 4 / 4.2e12 * 1e6
-    for kk, v in t.items():
-        record(case, kk, v, floor_ratio=v.median * 1e6 / floor_us)
-    print(f"  (memory floor at 4.2 TB/s: {floor_us:.0f} us)")
+    np.testing.assert_allclose(cumath.linalg.matmul(a, b), a @ b, rtol=1e-12)
+    fns = {"cumath.linalg.matmul (stateless)": lambda: cumath.linalg.matmul(a, b),
+           "cumath Matmul.execute (stateful)": mm.execute, "numpy a @ b": lambda: a @ b}
+    case.time(fns, rounds=case.rounds(12, 4), target=0.02 if case.quick else 0.05)
+    case.ratio("cumath.linalg.matmul (stateless)", "cumath Matmul.execute (stateful)")
+    case.ratio("cumath Matmul.execute (stateful)", "numpy a @ b")
+    case.ratio("cumath.linalg.matmul (stateless)", "numpy a @ b")
     mm.free()
 
 
-def explicit_batch_gpu(rounds, members=1000, n=64):
-    """An explicit batch on the GPU: ``members`` products of n x n x n as a list (issue 3: grouped-batched).
-    cumath Matmul(list).execute (one handle, one grouped cuBLAS launch) against the per-member path it
-    replaces (a planned Matmul per member, each with its own handle, executed one after the other), Python
-    loops of torch.mm and cupy.matmul, and torch.bmm on the stacked batch (what equal shapes allow)."""
-    import cupy as cp
-    import torch
+def cuda_torch():
+    torch = need("torch")
+    if not torch.cuda.is_available():
+        raise Skip("needs a CUDA PyTorch")
+    return torch
 
-    sync = torch.cuda.synchronize
 
-    def rand(dtype):
+def percall_target(case):
+    return dict(rounds=case.rounds(12, 4), target=0.02 if case.quick else 0.05)
+
+
+@bench.case("percall/gpu-advanced-64", "GPU cumath.linalg.advanced matmul 64 x 64 x 64 float32, one call", gpu=True)
+def percall_gpu_advanced(case):
+    import cumath.linalg.advanced as la
+
+    torch = cuda_torch()
+    cp = optional("cupy")
+    a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    mm = la.Matmul(a, b)
+    mm.plan()
+    err = float(((mm.execute() - torch.mm(a, b)).norm() / torch.mm(a, b).norm()).item())
+    held = [None]
+
+    def kept():
+        held[0] = mm.execute()
+
+    fns = {"torch.mm": lambda: torch.mm(a, b), "cumath advanced matmul (stateless)": lambda: la.matmul(a, b),
+           "cumath advanced Matmul.execute": mm.execute,
+           "cumath advanced Matmul.execute, result kept (d = mm.execute())": kept}
+    plans = [mm]
+    try:  # the same plan without result recycling (a module switch of the executor; skipped if it is gone)
+        from cumath.linalg.advanced import _executor
+
+        if hasattr(_executor, "RECYCLE_RESULTS"):
+            _executor.RECYCLE_RESULTS = False
+            try:
+                plain = la.Matmul(a, b)
+                plain.plan()
+            finally:
+                _executor.RECYCLE_RESULTS = True
+            plans.append(plain)
+            fns["cumath advanced Matmul.execute, no result recycling"] = plain.execute
+        else:
+            case.note("no switch for result recycling found: no row without it")
+    except ImportError:
+        case.note("no switch for result recycling found: no row without it")
+    if cp is not None:
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        fns["cupy a @ b"] = lambda: ca @ cb
+        fns["cumath advanced matmul (stateless, cupy)"] = lambda: la.matmul(ca, cb)
+    nvmath = optional("nvmath")
+    if nvmath is not None:
+        try:
+            import nvmath.linalg.advanced as nla
+
+            nmm = nla.Matmul(a, b)
+            nmm.plan()
+            plans.append(nmm)
+            nmm.execute()
+            fns["nvmath advanced matmul (stateless)"] = lambda: nla.matmul(a, b)
+            fns["nvmath advanced Matmul.execute"] = nmm.execute
+        except Exception as exc:  # noqa: BLE001
+            case.note(f"nvmath-python not measured: {type(exc).__name__}: {exc}")
+    else:
+        case.note("nvmath-python not installed: no nvmath rows")
+    case.time(fns, sync=device_sync(), extra={"cumath advanced Matmul.execute": {"rel_err_vs_torch": err}},
+              **percall_target(case))
+    for name in fns:
+        if name.startswith("cumath"):
+            case.ratio(name, "torch.mm")
+    case.ratio("cumath advanced matmul (stateless)", "cumath advanced Matmul.execute")
+    case.ratio("cumath advanced matmul (stateless)", "nvmath advanced matmul (stateless)")
+    case.ratio("cumath advanced Matmul.execute", "nvmath advanced Matmul.execute")
+    for name, fn in (("cumath advanced Matmul.execute", mm.execute), ("torch.mm", lambda: torch.mm(a, b))):
+        case.value(f"GPU time per call, CUDA events: {name}", event_time(fn, 200) * 1e6, "us")
+    for p in plans:
+        p.free()
+
+
+@bench.case("percall/gpu-generic-64", "GPU generic cumath.linalg.matmul 64 x 64 x 64 float32, one call", gpu=True)
+def percall_gpu_generic(case):
+    torch = cuda_torch()
+    cp = optional("cupy")
+    a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    mm = cumath.linalg.Matmul(a, b)
+    mm.plan()
+    fns = {"torch.mm": lambda: torch.mm(a, b), "cumath.linalg.matmul (stateless)": lambda: cumath.linalg.matmul(a, b),
+           "cumath Matmul.execute (stateful)": mm.execute}
+    if cp is not None:
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        fns["cupy a @ b"] = lambda: ca @ cb
+        fns["cumath.linalg.matmul (stateless, cupy)"] = lambda: cumath.linalg.matmul(ca, cb)
+    nvmath = optional("nvmath")
+    generic = getattr(getattr(nvmath, "linalg", None), "matmul", None) if nvmath is not None else None
+    if generic is not None:
+        try:
+            generic(a, b)
+            fns["nvmath.linalg.matmul (stateless)"] = lambda: generic(a, b)
+        except Exception as exc:  # noqa: BLE001
+            case.note(f"nvmath-python's generic matmul not measured: {type(exc).__name__}: {exc}")
+    case.time(fns, sync=device_sync(), **percall_target(case))
+    for name in fns:
+        if name.startswith("cumath"):
+            case.ratio(name, "torch.mm")
+    case.ratio("cumath.linalg.matmul (stateless)", "cumath Matmul.execute (stateful)")
+    case.ratio("cumath.linalg.matmul (stateless)", "nvmath.linalg.matmul (stateless)")
+    mm.free()
+
+
+@bench.case("percall/gpu-advanced-numpy-64", "GPU advanced matmul of NumPy operands 64^3 float32 (staged), one call",
+            gpu=True)
+def percall_gpu_numpy(case):
+    import cumath.linalg.advanced as la
+
+    a = RNG.standard_normal((64, 64)).astype(np.float32)
+    b = RNG.standard_normal((64, 64)).astype(np.float32)
+    mm = la.Matmul(a, b)
+    mm.plan()
+    np.testing.assert_allclose(mm.execute(), a @ b, rtol=1e-4, atol=1e-4)
+    fns = {"cumath advanced matmul (stateless, NumPy)": lambda: la.matmul(a, b),
+           "cumath advanced Matmul.execute (NumPy)": mm.execute, "numpy a @ b (on the host)": lambda: a @ b}
+    plans = [mm]
+    if optional("nvmath") is not None:
+        try:
+            import nvmath.linalg.advanced as nla
+
+            nmm = nla.Matmul(a, b)
+            nmm.plan()
+            plans.append(nmm)
+            nmm.execute()
+            fns["nvmath advanced matmul (stateless, NumPy)"] = lambda: nla.matmul(a, b)
+            fns["nvmath advanced Matmul.execute (NumPy)"] = nmm.execute
+        except Exception as exc:  # noqa: BLE001
+            case.note(f"nvmath-python not measured: {type(exc).__name__}: {exc}")
+    case.time(fns, sync=device_sync(), **percall_target(case))
+    case.ratio("cumath advanced matmul (stateless, NumPy)", "cumath advanced Matmul.execute (NumPy)")
+    case.ratio("cumath advanced matmul (stateless, NumPy)", "nvmath advanced matmul (stateless, NumPy)")
+    case.ratio("cumath advanced Matmul.execute (NumPy)", "nvmath advanced Matmul.execute (NumPy)")
+    for p in plans:
+        p.free()
+
+
+# ------------------------------------------------------------------------------------ GPU, generic
+def gpu_pair():
+    cp = need("cupy")
+    return cp, cuda_torch()
+
+
+def copy_bandwidth(torch, nbytes: int) -> float:
+    """Device-to-device copy bandwidth (bytes read + written per second) of ``nbytes`` buffers, measured now."""
+    x = torch.empty(nbytes // 4, device="cuda")
+    y = torch.empty_like(x)
+    bw = 2 * nbytes / event_time(lambda: y.copy_(x), 10)
+    x = y = None  # (not `del`: the lambda above refers to them)
+    torch.cuda.empty_cache()
+    return bw
+
+
+def generic_square(case, dtype):
+    cp, torch = gpu_pair()
+    n = 4096
+    a, b = cp.random.standard_normal((n, n), dtype=dtype), cp.random.standard_normal((n, n), dtype=dtype)
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    mm = cumath.linalg.Matmul(a, b)
+    mm.plan()
+    fns = {"cupy a @ b": lambda: a @ b, "torch.mm": lambda: torch.mm(ta, tb), "cumath Matmul.execute": mm.execute,
+           "cumath.linalg.matmul (stateless)": lambda: cumath.linalg.matmul(a, b)}
+    t = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.1)
+    for r in case.rows:
+        if "stats" in r:
+            r["TFLOPs"] = 2 * n ** 3 / t[r["contender"]].median / 1e12
+    for mine in ("cumath Matmul.execute", "cumath.linalg.matmul (stateless)"):
+        case.ratio(mine, "cupy a @ b")
+        case.ratio(mine, "torch.mm")
+    mm.free()
+
+
+for _dt in ("float32", "float64"):
+    bench.case(f"gpu/square-{_dt}", f"GPU generic matmul 4096^3 {_dt}", gpu=True)(
+        functools.partial(generic_square, dtype=_dt))
+
+
+@bench.case("gpu/tall-skinny-inplace", "GPU generic matmul in place: C = 1.5 A@B + 0.5 C, A 1e7 x 10, B 10 x 40, "
+            "float32", gpu=True)
+def generic_tall_skinny(case):
+    cp, torch = gpu_pair()
+    m, n, k = 10_000_000, 40, 10
+    a, b, c = (cp.random.standard_normal(s, dtype="float32") for s in ((m, k), (k, n), (m, n)))
+    ta, tb, tc = (torch.as_tensor(x, device="cuda") for x in (a, b, c))
+    mm = cumath.linalg.Matmul(a, b, c, alpha=1.5, beta=0.5, options={"inplace": True})
+    mm.plan()
+    fns = {"torch.addmm(out=c)": lambda: torch.addmm(tc, ta, tb, beta=0.5, alpha=1.5, out=tc),
+           "cupy 1.5*(a@b) + 0.5*c": lambda: 1.5 * (a @ b) + 0.5 * c, "cumath Matmul.execute in place": mm.execute}
+    t = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.1)
+    floor = (m * k + 2 * m * n) * 4 / copy_bandwidth(torch, m * n * 4)
+    case.value("memory floor (bytes moved / copy bandwidth)", floor * 1e6, "us")
+    for r in case.rows:
+        if "stats" in r:
+            r["x_floor"] = t[r["contender"]].median / floor
+    case.ratio("cumath Matmul.execute in place", "torch.addmm(out=c)")
+    case.ratio("cumath Matmul.execute in place", "cupy 1.5*(a@b) + 0.5*c")
+    mm.free()
+
+
+def explicit_batch(case, dtype, members=1000, n=64):
+    """``members`` products of n x n x n given as lists: one grouped cuBLAS launch against one plan per member,
+    Python loops of torch.mm and cupy.matmul, and torch.bmm of the stacked batch (what equal shapes allow)."""
+    cp, torch = gpu_pair()
+
+    def rand():
         x = cp.random.standard_normal((n, n), dtype="float32")
         return x if dtype == "float32" else (x + 1j * cp.random.standard_normal((n, n), dtype="float32")).astype(dtype)
 
-    for dtype in ("float32", "complex64"):
-        a = [rand(dtype) for _ in range(members)]
-        b = [rand(dtype) for _ in range(members)]
-        ta = [torch.as_tensor(x, device="cuda") for x in a]
-        tb = [torch.as_tensor(y, device="cuda") for y in b]
-        sa, sb = torch.stack(ta), torch.stack(tb)
-        t0 = time.perf_counter()
-        grouped = cumath.linalg.Matmul(a, b)
-        grouped.plan()
-        plan_grouped = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        singles = [cumath.linalg.Matmul(x, y) for x, y in zip(a, b)]
-        for m in singles:
-            m.plan()
-        plan_singles = time.perf_counter() - t0
-        out = grouped.execute()
-        for i in (0, members // 2, members - 1):
-            ref = (ta[i].to(torch.complex128 if dtype == "complex64" else torch.float64) @
-                   tb[i].to(torch.complex128 if dtype == "complex64" else torch.float64))
-            err = float(torch.linalg.norm(torch.as_tensor(out[i], device="cuda") - ref) / torch.linalg.norm(ref))
-            assert err < 1e-5, f"explicit batch result {i}: relative error {err:.2e}"
-        case = f"GPU {dtype} explicit batch {members} x {n}^3"
-        print(f"\n== {case} ==  (plan: grouped {plan_grouped * 1e3:.0f} ms, {members} single plans "
-              f"{plan_singles * 1e3:.0f} ms)", flush=True)
-        t = time_interleaved({"cumath Matmul(list).execute (grouped)": grouped.execute,
-                              "cumath per-member loop (previous)": lambda: [m.execute() for m in singles],
-                              "torch.mm loop": lambda: [torch.mm(x, y) for x, y in zip(ta, tb)],
-                              "cupy.matmul loop": lambda: [cp.matmul(x, y) for x, y in zip(a, b)],
-                              "torch.bmm stacked (equal shapes only)": lambda: torch.bmm(sa, sb)},
-                             sync=sync, number=3, rounds=rounds)
-        flops = 8 * members * n ** 3 if dtype == "complex64" else 2 * members * n ** 3
-        for k, v in t.items():
-            record(case, k, v, tflops=flops / v.median / 1e12)
-        g = t["cumath Matmul(list).execute (grouped)"].median
-        print("  ratios (other / grouped): " + ", ".join(f"{k.split(' (')[0]} {v.median / g:.2f}x"
-                                                           for k, v in t.items() if not k.startswith("cumath Matmul")))
-        figure(case, "grouped / per-member loop", g / t["cumath per-member loop (previous)"].median, 1.0)
-        figure(case, "grouped / torch.mm loop", g / t["torch.mm loop"].median, 1.0)
-        figure(case, "grouped / cupy.matmul loop", g / t["cupy.matmul loop"].median, 1.0)
-        grouped.free()
-        for m in singles:
-            m.free()
+    a, b = [rand() for _ in range(members)], [rand() for _ in range(members)]
+    ta, tb = [torch.as_tensor(x, device="cuda") for x in a], [torch.as_tensor(y, device="cuda") for y in b]
+    sa, sb = torch.stack(ta), torch.stack(tb)
+    t0 = time.perf_counter()
+    grouped = cumath.linalg.Matmul(a, b)
+    grouped.plan()
+    case.value("plan: grouped Matmul(list)", (time.perf_counter() - t0) * 1e3, "ms")
+    t0 = time.perf_counter()
+    singles = [cumath.linalg.Matmul(x, y) for x, y in zip(a, b)]
+    for s in singles:
+        s.plan()
+    case.value(f"plan: {members} single Matmuls", (time.perf_counter() - t0) * 1e3, "ms")
+    out = grouped.execute()
+    wide = torch.complex128 if dtype == "complex64" else torch.float64
+    for i in (0, members // 2, members - 1):
+        ref = ta[i].to(wide) @ tb[i].to(wide)
+        err = float(torch.linalg.norm(torch.as_tensor(out[i], device="cuda") - ref) / torch.linalg.norm(ref))
+        assert err < 1e-5, f"explicit batch result {i}: relative error {err:.2e}"
+    fns = {"cumath Matmul(list).execute (grouped)": grouped.execute,
+           "cumath one Matmul per member, looped": lambda: [s.execute() for s in singles],
+           "torch.mm loop": lambda: [torch.mm(x, y) for x, y in zip(ta, tb)],
+           "cupy.matmul loop": lambda: [cp.matmul(x, y) for x, y in zip(a, b)],
+           "torch.bmm stacked (equal shapes only)": lambda: torch.bmm(sa, sb)}
+    case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.05)
+    for peer in list(fns)[1:]:
+        case.ratio("cumath Matmul(list).execute (grouped)", peer)
+    grouped.free()
+    for s in singles:
+        s.free()
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="fewer rounds")
-    ap.add_argument("--number", type=int, default=3, help="calls per contender per round")
-    ap.add_argument("--json", help="write the rows and figures to this file")
-    ap.add_argument("--gpu", action="store_true", help="then run benchmarks/matmul_gpu.py (the GPU cases)")
-    ap.add_argument("--generic-gpu", action="store_true", help="only a short GPU timing of the generic matmul")
-    ap.add_argument("--explicit-batch", action="store_true",
-                    help="only the GPU explicit batch (1,000 x 64^3 as a list: grouped vs loops)")
-    args = ap.parse_args()
-    rounds = 3 if args.quick else 7
-    if args.explicit_batch:
-        explicit_batch_gpu(rounds)
-        _report(args)
-        return
-    if args.generic_gpu:
-        generic_gpu(rounds)
-        _report(args)
-        return
-    from cumath._bindings import blas
-
-    lib = blas.find_blas("auto")
-    print(f"cumath {cumath.__version__}; {available_cpus()} cores; CPU BLAS: {lib.provider.description} "
-          f"({lib.config or ''}); numpy {np.__version__}", flush=True)
-    for dtype in (np.float64, np.float32):
-        square(dtype, max(1, args.number // 2), rounds)
-    for dtype in (np.float64, np.float32):
-        tall_skinny(dtype, args.number, rounds)
-    _report(args)
-    if args.gpu:  # the GPU cases (cumath.linalg.advanced) are written and maintained in matmul_gpu.py
-        gpu_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matmul_gpu.py")
-        argv = [gpu_script] + (["--quick"] if args.quick else [])
-        if args.json:
-            argv += ["--json", os.path.splitext(args.json)[0] + "-gpu.json"]
-        sys.argv = argv
-        runpy.run_path(gpu_script, run_name="__main__")
+for _dt in ("float32", "complex64"):
+    bench.case(f"gpu/explicit-batch-{_dt}", f"GPU explicit batch: 1,000 products of 64^3 {_dt} as lists", gpu=True)(
+        functools.partial(explicit_batch, dtype=_dt))
 
 
-def _report(args):
-    from cumath._bindings import blas
+# ---------------------------------------------------------------------------------- GPU, advanced
+def gpu_state(case, when):
+    """SM clock, power and temperature (nvidia-smi): a power-capped GPU's clock explains drifting rows."""
+    try:
+        query = "--query-gpu=clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu"
+        out = subprocess.run(["nvidia-smi", query, "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+    except Exception as exc:  # noqa: BLE001
+        out = f"unavailable: {exc}"
+    case.value(f"GPU state {when} (SM MHz, max MHz, W, W cap, C)", out)
 
-    print("\n== figures (ratios of medians from this run) ==")
-    for f in FIGURES:
-        bound = "<=" if f["kind"] == "max" else ">="
-        print(f"  {f['case']:30s} {f['what']:42s} {f['ratio']:7.3f}  ({bound} {f['limit']})  "
-              f"{'ok' if f['ok'] else 'MISSED'}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": available_cpus(),
-                       "blas": blas.find_blas("auto").provider.description, "rows": ROWS, "figures": FIGURES},
-                      fh, indent=1)
+
+def relu_bias(case, tf32):
+    """Batched RELU_BIAS 256 x 1024^3 float32 (TF32 compute with ``tf32``). With TF32 also: a workspace up to
+    the memory limit (as nvmath-python allows) instead of cumath's 32 MiB cap, and up to 32 heuristic algorithms
+    autotuned."""
+    import cumath.linalg.advanced as la
+
+    torch = cuda_torch()
+    cp = optional("cupy")
+    batch, n = 256, 1024
+    a, b = torch.randn(batch, n, n, device="cuda"), torch.randn(batch, n, n, device="cuda")
+    bias = torch.randn(n, device="cuda")
+    opts = {"compute_type": la.MatmulComputeType.COMPUTE_32F_FAST_TF32} if tf32 else None
+    epi = {"epilog": la.MatmulEpilog.RELU_BIAS, "epilog_inputs": {"bias": bias}}
+
+    def planned(prefs=None, autotune=False):
+        mm = la.Matmul(a, b, options=opts)
+        mm.plan(preferences=prefs, **epi)
+        if autotune:
+            mm.autotune(iterations=10)
+        algs = [(x.algorithm_id, x.workspace_size) for x in mm.algorithms]
+        return mm, algs
+
+    mm, algs = planned()
+    case.note(f"default plan (workspace <= 32 MiB): algorithms (id, workspace) {algs}")
+    fns = {"cumath Matmul.execute": mm.execute}
+    plans = [mm]
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    bias_col = bias[:, None]
+    fns["torch relu(baddbmm(bias, a, b))"] = lambda: torch.relu(torch.baddbmm(bias_col, a, b))
+    if not tf32 and cp is not None:
+        ca, cb, cbias = cp.asarray(a), cp.asarray(b), cp.asarray(bias)
+        fns["cupy maximum(a@b + bias, 0)"] = lambda: cp.maximum(ca @ cb + cbias[:, None], 0)
+    if tf32:
+        gpu_state(case, "before")
+        try:
+            import cumath.linalg.advanced._planner as planner
+
+            cap = planner._WORKSPACE_CAP
+            planner._WORKSPACE_CAP = 1 << 62  # the workspace limit is then the memory limit
+            try:
+                mm_ws, algs = planned()
+            finally:
+                planner._WORKSPACE_CAP = cap
+            case.note(f"workspace up to the memory limit: algorithms {algs}")
+            fns["cumath, workspace up to the memory limit"] = mm_ws.execute
+            plans.append(mm_ws)
+        except (ImportError, AttributeError) as exc:
+            case.note(f"workspace variant not measured: {exc}")
+        for limit in (8, 32):
+            m2, algs = planned({"limit": limit}, autotune=True)
+            case.note(f"{limit} algorithms autotuned (10 iterations): {algs[:4]}...")
+            fns[f"cumath, {limit} heuristic algorithms autotuned"] = m2.execute
+            plans.append(m2)
+    flops = 2.0 * batch * n ** 3
+    t = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.1)
+    for r in case.rows:
+        if "stats" in r:
+            r["TFLOPs"] = flops / t[r["contender"]].median / 1e12
+    for name in fns:
+        if name.startswith("cumath"):
+            case.ratio(name, "torch relu(baddbmm(bias, a, b))")
+    if tf32:
+        gpu_state(case, "after")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for p in plans:
+        p.free()
+    fns.clear()
+    torch.cuda.empty_cache()
+
+
+bench.case("advanced/relu-bias", "batched RELU_BIAS 256 x 1024^3 float32", gpu=True)(
+    functools.partial(relu_bias, tf32=False))
+bench.case("advanced/relu-bias-tf32", "batched RELU_BIAS 256 x 1024^3 float32, TF32 compute", gpu=True)(
+    functools.partial(relu_bias, tf32=True))
+
+
+@bench.case("advanced/bf16", "bfloat16 8192^3", gpu=True)
+def advanced_bf16(case):
+    import cumath.linalg.advanced as la
+
+    torch = cuda_torch()
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    mm = la.Matmul(a, b)
+    mm.plan()
+    tuned = la.Matmul(a, b)
+    tuned.plan()
+    tuned.autotune(iterations=5)
+    fns = {"cumath Matmul.execute": mm.execute, "cumath Matmul.execute, autotuned": tuned.execute,
+           "torch.mm": lambda: torch.mm(a, b)}
+    t = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.1)
+    for r in case.rows:
+        if "stats" in r:
+            r["TFLOPs"] = 2.0 * n ** 3 / t[r["contender"]].median / 1e12
+    case.ratio("cumath Matmul.execute", "torch.mm")
+    case.ratio("cumath Matmul.execute, autotuned", "torch.mm")
+    mm.free()
+    tuned.free()
+    torch.cuda.empty_cache()
+
+
+@bench.case("advanced/tall-skinny", "D = 1.5 A@B + 0.5 C, A 1e7 x 10, B 10 x 40, C 1e7 x 40, float32", gpu=True)
+def advanced_tall_skinny(case):
+    """cumath's memory-bound kernel (what Matmul selects for this shape) in row- and column-major layouts,
+    against cuBLASLt through cumath (the heuristic's algorithm, and the best of up to 32 after autotuning),
+    PyTorch (addmm, in-place addmm_ with cuBLAS and with cuBLASLt as its BLAS) and CuPy's expression; each
+    row also as a multiple of the memory floor (A, C read and D written at the copy bandwidth measured now)."""
+    import cumath.linalg.advanced as la
+
+    torch = cuda_torch()
+    cp = optional("cupy")
+    m, k, n = 10_000_000, 10, 40
+    alpha, beta = 1.5, 0.5
+    g = torch.Generator(device="cuda").manual_seed(0)
+    A, B, C = (torch.randn(*s, device="cuda", generator=g) for s in ((m, k), (k, n), (m, n)))
+    Ac, Bc, Cc = (x.t().contiguous().t() for x in (A, B, C))  # column-major
+    C2, Cc2 = C.clone(), Cc.clone()  # the in-place peers overwrite these
+    ref = torch.addmm(C.double(), A.double(), B.double(), beta=beta, alpha=alpha)
+
+    def err(d):
+        return float(((d.double() - ref).abs().max() / ref.abs().max()).item())
+
+    mm = la.Matmul(A, B, C, alpha=alpha, beta=beta)
+    mm.plan()
+    mmc = la.Matmul(Ac, Bc, Cc, alpha=alpha, beta=beta)
+    mmc.plan()
+    extra = {"cumath Matmul.execute (row-major)": {"rel_err": err(mm.execute())},
+             "cumath Matmul.execute (column-major)": {"rel_err": err(mmc.execute())}}
+    variant = getattr(mm, "_v", None)  # which path the plan chose (informational; internals may change)
+    if variant is not None and hasattr(variant, "kernel"):
+        case.note(f"row-major plan runs {'the memory-bound kernel' if variant.kernel is not None else 'cuBLASLt'}")
+    fns = {"cumath Matmul.execute (row-major)": mm.execute, "cumath Matmul.execute (column-major)": mmc.execute}
+    plans = [mm, mmc]
+    lt = la.Matmul(A, B, C, alpha=alpha, beta=beta)
+    lt.plan(algorithms=mm.algorithms)  # algorithms given: cuBLASLt only
+    fns["cumath, cuBLASLt only (heuristic's algorithm)"] = lt.execute
+    plans.append(lt)
+    try:
+        probe = la.Matmul(A, B, C, alpha=alpha, beta=beta)
+        offered = probe.plan(preferences={"limit": 32})
+        probe.free()
+        tuned = la.Matmul(A, B, C, alpha=alpha, beta=beta)
+        tuned.plan(algorithms=offered)
+        tuned.autotune(iterations=5)
+        case.note(f"cuBLASLt offered {len(offered)} algorithms for this shape")
+        fns["cumath, cuBLASLt only (best of its algorithms, autotuned)"] = tuned.execute
+        plans.append(tuned)
+    except Exception as exc:  # noqa: BLE001
+        case.note(f"autotuned cuBLASLt not measured: {type(exc).__name__}: {exc}")
+    fns["torch.addmm (row-major)"] = lambda: torch.addmm(C, A, B, beta=beta, alpha=alpha)
+    fns["torch C.addmm_ in place (row-major)"] = lambda: C2.addmm_(A, B, beta=beta, alpha=alpha)
+    fns["torch C.addmm_ in place (column-major)"] = lambda: Cc2.addmm_(Ac, Bc, beta=beta, alpha=alpha)
+    if hasattr(torch.backends.cuda, "preferred_blas_library"):
+        def with_lt():
+            torch.backends.cuda.preferred_blas_library("cublaslt")
+            try:
+                C2.addmm_(A, B, beta=beta, alpha=alpha)
+            finally:
+                torch.backends.cuda.preferred_blas_library("cublas")
+        fns["torch (cuBLASLt as its BLAS) C.addmm_ in place"] = with_lt
+    if cp is not None:
+        ca, cb, cc = cp.from_dlpack(A), cp.from_dlpack(B), cp.from_dlpack(C)
+        fns["cupy alpha*a@b + beta*c"] = lambda: alpha * (ca @ cb) + beta * cc
+    t = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.05, extra=extra)
+    floor = 4 * (m * k + k * n + 2 * m * n) / copy_bandwidth(torch, m * n * 4)
+    case.value("memory floor (bytes moved / copy bandwidth measured now)", floor * 1e6, "us")
+    for r in case.rows:
+        if "stats" in r:
+            r["x_floor"] = t[r["contender"]].median / floor
+    for mine in ("cumath Matmul.execute (row-major)", "cumath Matmul.execute (column-major)"):
+        case.ratio(mine, "torch.addmm (row-major)")
+        case.ratio(mine, "torch C.addmm_ in place (row-major)")
+        case.ratio(mine, "cumath, cuBLASLt only (best of its algorithms, autotuned)")
+    case.ratio("cumath Matmul.execute (row-major)", "cupy alpha*a@b + beta*c")
+    for p in plans:
+        p.free()
+    fns.clear()
+    torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(bench.main())
