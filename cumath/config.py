@@ -9,9 +9,8 @@ overrides it.
 
 from __future__ import annotations
 
-import os
-
-from ._core.cache import plan_cache
+from ._core.disk_cache import cache_dir
+from ._core.plan_cache import plan_cache
 
 __all__ = ["plan_cache", "cache_dir", "matmul_autotune_cache"]
 
@@ -23,12 +22,3 @@ __all__ = ["plan_cache", "cache_dir", "matmul_autotune_cache"]
 #: ``plan()``, across processes.
 matmul_autotune_cache: bool | None = None
 
-
-def cache_dir(*parts: str) -> str:
-    """The user cache folder of cumath (created on demand), or a sub-folder of it."""
-    base = os.environ.get("CUMATH_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cumath"
-    )
-    path = os.path.join(base, *parts)
-    os.makedirs(path, exist_ok=True)
-    return path

@@ -8,9 +8,8 @@ it is the CUDA runtime's stream-ordered pool (``cudaMallocAsync``), so no CuPy i
 
 from __future__ import annotations
 
-import logging
-import weakref
-from typing import Protocol, runtime_checkable
+from ._core.allocators import (BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, CudaRuntimeMemoryManager,
+                               MemoryPointer, allocate, default_allocator)
 
 __all__ = [
     "MemoryPointer",
@@ -20,97 +19,3 @@ __all__ = [
     "default_allocator",
     "allocate",
 ]
-
-logger = logging.getLogger(__name__)
-
-
-class MemoryPointer:
-    """An owned device allocation: ``device_ptr``, ``size``; ``free()`` is idempotent and also runs when the
-    object is collected."""
-
-    __slots__ = ("device_ptr", "size", "_finalizer", "__weakref__")
-
-    def __init__(self, device_ptr: int, size: int, finalizer=None):
-        self.device_ptr = int(device_ptr)
-        self.size = int(size)
-        self._finalizer = weakref.finalize(self, finalizer) if finalizer is not None else None
-
-    def free(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()
-
-
-@runtime_checkable
-class BaseCUDAMemoryManager(Protocol):
-    def memalloc(self, size: int) -> MemoryPointer: ...
-
-
-@runtime_checkable
-class BaseCUDAMemoryManagerAsync(Protocol):
-    def memalloc_async(self, size: int, stream: int) -> MemoryPointer: ...
-
-
-class CudaRuntimeMemoryManager:
-    """Stream-ordered allocations from the device's default memory pool (cudaMallocAsync/cudaFreeAsync)."""
-
-    def __init__(self, device_id: int = 0):
-        self.device_id = device_id
-
-    def memalloc_async(self, size: int, stream: int) -> MemoryPointer:
-        from ._bindings import cudart
-        from ._core.cuda import set_device
-
-        set_device(self.device_id)
-        ptr = cudart.cudaMallocAsync(size, stream) if size else 0
-        return MemoryPointer(ptr, size, (lambda: cudart.cudaFreeAsync(ptr, stream)) if ptr else None)
-
-    def memalloc(self, size: int) -> MemoryPointer:
-        return self.memalloc_async(size, 0)
-
-
-class _CupyMemoryManager:
-    def __init__(self, device_id: int):
-        self.device_id = device_id
-
-    def memalloc(self, size: int) -> MemoryPointer:
-        import cupy
-
-        with cupy.cuda.Device(self.device_id):
-            mem = cupy.cuda.alloc(size)
-        return MemoryPointer(mem.ptr, size, mem.mem.free if hasattr(mem.mem, "free") else (lambda: mem))
-
-
-class _TorchMemoryManager:
-    def __init__(self, device_id: int):
-        self.device_id = device_id
-
-    def memalloc_async(self, size: int, stream: int) -> MemoryPointer:
-        import torch
-
-        ptr = torch.cuda.caching_allocator_alloc(size, self.device_id, stream) if size else 0
-        return MemoryPointer(ptr, size, (lambda: torch.cuda.caching_allocator_delete(ptr)) if ptr else None)
-
-    def memalloc(self, size: int) -> MemoryPointer:
-        import torch
-
-        return self.memalloc_async(size, torch.cuda.current_stream(self.device_id).cuda_stream)
-
-
-def default_allocator(package: str, device_id: int):
-    """The allocator cumath uses for an operand of ``package`` on GPU ``device_id``."""
-    if package == "cupy":
-        return _CupyMemoryManager(device_id)
-    if package == "torch":
-        return _TorchMemoryManager(device_id)
-    return CudaRuntimeMemoryManager(device_id)
-
-
-def allocate(allocator, size: int, stream: int) -> MemoryPointer:
-    """Allocate ``size`` bytes with ``allocator``, stream-ordered where it can be."""
-    if hasattr(allocator, "memalloc_async"):
-        return allocator.memalloc_async(size, stream)
-    if hasattr(allocator, "memalloc"):
-        return allocator.memalloc(size)
-    raise TypeError(
-        f"allocator {type(allocator).__name__} has neither memalloc(size) nor memalloc_async(size, stream)"
-    )

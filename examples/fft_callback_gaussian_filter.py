@@ -3,7 +3,7 @@ numba-cuda) multiplies each frequency by exp(-2 pi^2 sigma^2 (fx^2 + fy^2)) / (h
 then a C2R FFT. The plan links the callback into cuFFT's kernels, or runs it as its own pass right after
 cuFFT's plain kernels where that measured faster (2-D R2C: cuFFT's callback kernels are ~2.5-3x slower than
 its plain ones); ``FFTOptions(callback_fusion="fused" | "separate")`` forces either. Needs a GPU, CuPy and
-numba-cuda (``pip install "cumath[dx]"``); exits cleanly without them. benchmarks/fft_callbacks.py times it on
+numba-cuda (``pip install "cumath[dx]"``); exits cleanly without them. benchmarks/fft.py --case callbacks times it on
 8192 x 8192."""
 import math
 import sys

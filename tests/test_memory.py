@@ -19,9 +19,11 @@ def test_an_object_without_memalloc_is_refused():
         allocate(object(), 64, 0)
 
 
-@pytest.mark.parametrize("package,name", [("cupy", "_CupyMemoryManager"), ("torch", "_TorchMemoryManager"),
+@pytest.mark.parametrize("package,name", [("cupy", "CupyMemoryManager"), ("torch", "TorchMemoryManager"),
                                           ("numpy", "CudaRuntimeMemoryManager")])
 def test_default_allocator_follows_the_package(package, name):
+    if package != "numpy":
+        pytest.importorskip(package)  # the package's own pool comes with its adapter
     assert type(default_allocator(package, 0)).__name__ == name
 
 

@@ -1,30 +1,52 @@
-"""A content-addressed store of compiled artefacts (LTO-IR, CUBIN, ...): in memory and on disk.
+"""Persistent caches on disk: the cache folder, a content-addressed store of compiled artefacts, a keyed JSON store.
 
-``ContentStore(folder)`` keeps blobs under ``cumath.config.cache_dir(folder)``, one file per key, each with a
-small JSON header (the caller's metadata, the blob's size and SHA-256). Keys are hex digests of everything
-the artefact depends on (see :func:`digest`), so an entry never needs invalidating: a change of input makes
-another key. Files are written atomically (a temporary file in the same folder, then ``os.replace``), so
-concurrent processes see a whole file or none. A damaged or foreign file reads as a miss. A read-only or
-full disk costs a recompile later, never an error.
+- :func:`cache_dir`: the user cache folder of cumath (``CUMATH_CACHE_DIR``, else ``$XDG_CACHE_HOME/cumath`` or
+  ``~/.cache/cumath``); ``cumath.config.cache_dir`` is this function.
+- :class:`ContentStore` keeps blobs (LTO-IR, CUBIN, ...) under ``cache_dir(folder)``, one file per key, each with
+  a small JSON header (the caller's metadata, the blob's size and SHA-256), and in memory. Keys are hex digests
+  of everything the artefact depends on (see :func:`digest`), so an entry never needs invalidating: a change of
+  input makes another key. :meth:`ContentStore.get_or_make` makes a missing artefact once per process, however
+  many threads ask for it.
+- :class:`JsonStore` keeps JSON documents (autotuning results) under ``cache_dir(folder, ...)``, with an
+  inter-process lock for read-compare-write updates.
+
+Files are written atomically (a temporary file with an unpredictable name, created exclusively in the same
+folder, then ``os.replace``), so concurrent processes see a whole file or none; cache files and lock files are
+opened without following symbolic links. A damaged or foreign file reads as a miss. A read-only or full disk
+costs a recompile later, never an error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import stat
 import struct
 import tempfile
 import threading
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
-__all__ = ["ContentStore", "Entry", "digest", "atomic_write"]
+__all__ = ["cache_dir", "ContentStore", "Entry", "digest", "atomic_write", "read_file", "JsonStore"]
 
 logger = logging.getLogger(__name__)
 
 _MAGIC = b"CUMATHCS1\n"
 _LEN = struct.Struct("<Q")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def cache_dir(*parts: str) -> str:
+    """The user cache folder of cumath (created on demand), or a sub-folder of it."""
+    base = os.environ.get("CUMATH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cumath"
+    )
+    path = os.path.join(base, *parts)
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 class Entry(NamedTuple):
@@ -86,10 +108,9 @@ class ContentStore:
         self.max_memory_entries = max_memory_entries
         self._memory: dict[str, Entry] = {}
         self._lock = threading.Lock()
+        self._making: dict[str, threading.Lock] = {}  # key -> the lock of the thread making it
 
     def directory(self) -> str:
-        from ..config import cache_dir
-
         return cache_dir(self.folder)
 
     def path(self, key: str) -> str:
@@ -105,8 +126,7 @@ class ContentStore:
             return entry
         path = self.path(key)
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
+            raw = read_file(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -137,6 +157,29 @@ class ContentStore:
             return None
         return Entry(data, header.get("meta") or {})
 
+    def get_or_make(self, key: str, make: Callable[[], tuple], *, disk: bool = True) -> Entry:
+        """The entry of ``key``; on a miss, ``make()`` returns ``(data, meta)``, which is stored and returned.
+
+        A thread that asks for a key another thread is making waits for that one's result, so an artefact is
+        made at most once per process (processes may race; their writes are atomic). An exception of ``make``
+        reaches the caller and stores nothing."""
+        entry = self.get(key, disk=disk)
+        if entry is not None:
+            return entry
+        with self._lock:
+            making = self._making.setdefault(key, threading.Lock())
+        try:
+            with making:
+                entry = self.get(key, disk=disk)
+                if entry is None:
+                    data, meta = make()
+                    entry = self.put(key, data, meta, disk=disk)
+        finally:
+            with self._lock:
+                if self._making.get(key) is making:
+                    del self._making[key]
+        return entry
+
     # ------------------------------------------------------------------------------------------ writing
     def put(self, key: str, data: bytes, meta: dict | None = None, *, disk: bool = True) -> Entry:
         """Remember ``data`` (with JSON-serialisable ``meta``) under ``key``; written to disk atomically."""
@@ -165,6 +208,21 @@ class ContentStore:
                 self._memory.pop(next(iter(self._memory)))
             self._memory[key] = entry
 
+    def export(self, name: str, data: bytes) -> str:
+        """A plain copy of an artefact's bytes as ``<folder>/link/<name>`` (for tools that take file paths, such
+        as numba-cuda's ``link=``), written once: a file of that name and size is reused. Names carry the key."""
+        if os.sep in name or (os.altsep and os.altsep in name) or name.startswith("."):
+            raise ValueError(f"an exported file's name is a plain file name, not {name!r}")
+        path = os.path.join(cache_dir(self.folder, "link"), name)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
+                return path
+        except OSError:
+            pass
+        atomic_write(path, data)
+        return path
+
     # ------------------------------------------------------------------------------------------ upkeep
     def discard(self, key: str) -> None:
         """Forget ``key`` in memory and on disk."""
@@ -181,9 +239,18 @@ class ContentStore:
             self._memory.clear()
 
 
+def read_file(path: str) -> bytes:
+    """The bytes of the file at ``path``; a symbolic link there raises OSError (a cache reads only its own files)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
 def atomic_write(path: str, data: bytes, *, suffix: str = "") -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename, so a
-    reader (another process included) sees the old file or the whole new one, never a torn one."""
+    reader (another process included) sees the old file or the whole new one, never a torn one. The temporary
+    file has an unpredictable name and is created exclusively without following links (``tempfile.mkstemp``);
+    the rename replaces a link at ``path`` rather than writing through it."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=suffix)
     try:
@@ -196,3 +263,62 @@ def atomic_write(path: str, data: bytes, *, suffix: str = "") -> None:
         except OSError:
             pass
         raise
+
+
+class JsonStore:
+    """JSON documents, one file per key: ``cache_dir(folder, *subfolders)/<key>.json``.
+
+    ``read`` gives the document, and raises ``FileNotFoundError`` where there is none and ``ValueError`` or
+    ``OSError`` for a file that cannot be read as JSON (the caller decides whether to warn); ``write`` replaces a
+    file atomically; ``locked(path)`` holds an exclusive inter-process lock (``flock`` on ``<path>.lock``, opened
+    without following links) so that a read-compare-write of one document does not interleave with another
+    process's. Where ``fcntl`` is missing (Windows) the lock is a no-op: files stay whole, and the last writer
+    wins a race."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def directory(self, *subfolders: str) -> str:
+        """``cache_dir(folder, *subfolders)``, created on demand."""
+        return cache_dir(self.folder, *subfolders)
+
+    def path(self, key: str, *subfolders: str) -> str:
+        if not key or not all(c in "0123456789abcdef" for c in key):
+            raise ValueError(f"document keys are lowercase hex digests, not {key!r}")
+        return os.path.join(self.directory(*subfolders), key + ".json")
+
+    @staticmethod
+    def read(path: str):
+        return json.loads(read_file(path).decode("utf-8"))
+
+    @staticmethod
+    def write(path: str, document) -> None:
+        atomic_write(path, json.dumps(document, indent=1).encode("utf-8"), suffix=".json")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def locked(path: str):
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def remove_all(self) -> None:
+        """Delete every document and lock file of the store (files that cannot be removed stay)."""
+        for folder, _dirs, files in os.walk(self.directory()):
+            for name in files:
+                if name.endswith((".json", ".lock")):
+                    try:
+                        os.unlink(os.path.join(folder, name))
+                    except OSError:
+                        pass

@@ -1,14 +1,14 @@
-"""CUDA C++ kernels of cumath's own: compiled with NVRTC, cached, loaded once, launched cheaply.
+"""CUDA C++ kernels of cumath's own: compiled through :mod:`cumath._core.jit`, loaded once, launched cheaply.
 
 ``get_kernel(source, name, arg_types)`` returns a ``Kernel`` for the current (or given) GPU:
 
 - the source is compiled with NVRTC for the device's compute capability to a CUBIN (to PTX for the
-  newest architecture NVRTC knows when the GPU is newer than NVRTC; the driver then JIT-compiles it);
-- the image is content-addressed (source, options, architecture, NVRTC version) and cached in memory and on
-  disk under ``cumath.config.cache_dir("kernels")`` (``_core.disk_cache.ContentStore``: atomic writes, damaged
-  files read as misses), so other processes reuse it;
+  newest architecture NVRTC knows when the GPU is newer than NVRTC; the driver then JIT-compiles it), the image
+  content-addressed and cached in memory and on disk by :func:`cumath._core.jit.compile_source`, so other
+  processes reuse it;
 - the module is loaded once per CUDA context (the primary context the runtime, CuPy or PyTorch made
-  current) and kept for the life of the process;
+  current) and kept for the life of the process; :func:`load_kernel` does the same for an image built
+  elsewhere (a CUBIN linked by :func:`cumath._core.jit.link`);
 - ``Kernel.launch(grid, block, shared_mem, stream, *args)`` packs the arguments with one precompiled
   ``struct`` into a buffer whose ``void *[]`` was built once, then calls ``cuLaunchKernel``.
 
@@ -20,25 +20,17 @@ Argument codes (``arg_types``): ``"P"`` pointer (an int address), ``"i"``/``"I"`
 from __future__ import annotations
 
 import ctypes
-import logging
 import struct
 import threading
-import time
 
-from .disk_cache import ContentStore, digest
+from . import jit
 
-__all__ = ["Kernel", "get_kernel", "load_kernel", "compile_source", "cache_key", "ArgPacker", "device_arch",
-           "clear_memory_cache"]
-
-logger = logging.getLogger(__name__)
-
-DEFAULT_OPTIONS = ("-std=c++17",)
+__all__ = ["Kernel", "get_kernel", "load_kernel", "ArgPacker", "device_arch"]
 
 _ARG_FORMATS = {"P": "Q", "i": "i4x", "I": "I4x", "q": "q", "Q": "Q", "f": "f4x", "d": "d"}
 _SLOT = 8  # every argument gets an 8-byte slot, aligned to 8
 
 _lock = threading.RLock()
-_store = ContentStore("kernels", suffix=".cubin")  # key -> image, meta {"kind": "cubin"/"ptx", "lowered": {...}}
 _modules: dict[tuple[int, str], int] = {}  # (context, key) -> CUmodule
 _kernels: dict[tuple[int, str, str, str], "Kernel"] = {}  # (context, key, name, arg_types) -> Kernel
 
@@ -72,63 +64,6 @@ class ArgPacker:
 
     def raw(self) -> bytes:
         return self._buffer.raw[: self._struct.size]
-
-
-# -------------------------------------------------------------------------------------- compiling
-
-
-def cache_key(source: str, options, arch: str, nvrtc_version: tuple[int, int], names=()) -> str:
-    """The content address of a compiled image: SHA-256 of everything that changes the bytes."""
-    return digest("nvrtc-image", source, tuple(options), arch, tuple(nvrtc_version), tuple(names))
-
-
-def _pick_target(cc: int, supported: list[int]) -> tuple[str, str]:
-    """(-arch option, image kind): a CUBIN for the device, else PTX for the newest architecture NVRTC knows."""
-    if cc in supported:
-        return f"-arch=sm_{cc}", "cubin"
-    older = [a for a in supported if a <= cc]
-    if not older:
-        raise ValueError(f"NVRTC compiles for {supported}, none of which runs on compute capability {cc}")
-    return f"-arch=compute_{max(older)}", "ptx"
-
-
-def compile_source(source: str, *, cc: int, options=(), names=()) -> tuple[bytes, str, dict, str]:
-    """Compile ``source`` for compute capability ``cc`` (e.g. 90), through the memory and disk caches.
-
-    Returns (image, kind "cubin" or "ptx", {name expression: lowered name}, key). ``names`` are the C++ name
-    expressions to lower (extern "C" names need none). Raises ``NVRTCError`` with the log on a compile
-    error and ``LibraryNotFoundError`` without NVRTC.
-    """
-    from .._bindings import nvrtc
-
-    version = nvrtc.nvrtcVersion()
-    target, kind = _pick_target(cc, nvrtc.nvrtcGetSupportedArchs())
-    opts = tuple(DEFAULT_OPTIONS) + tuple(options) + (target,)
-    key = cache_key(source, opts, target, version, names)
-    entry = _store.get(key)
-    if entry is None:
-        with _lock:
-            entry = _store.get(key)
-            if entry is None:
-                image, kind, lowered = _compile(nvrtc, source, opts, kind, names)
-                entry = _store.put(key, image, {"kind": kind, "lowered": lowered})
-    return entry.data, entry.meta["kind"], entry.meta.get("lowered", {}), key
-
-
-def _compile(nvrtc, source: str, opts: tuple, kind: str, names) -> tuple[bytes, str, dict]:
-    t0 = time.perf_counter()
-    prog = nvrtc.nvrtcCreateProgram(source, "cumath_kernel.cu")
-    try:
-        for n in names:
-            nvrtc.nvrtcAddNameExpression(prog, n)
-        nvrtc.nvrtcCompileProgram(prog, opts)
-        image = nvrtc.nvrtcGetCUBIN(prog) if kind == "cubin" else nvrtc.nvrtcGetPTX(prog)
-        lowered = {n: nvrtc.nvrtcGetLoweredName(prog, n) for n in names}
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    logger.info("compiled a kernel with NVRTC (%s, %d bytes of %s) in %.0f ms", " ".join(opts), len(image), kind,
-                1e3 * (time.perf_counter() - t0))
-    return image, kind, lowered
 
 
 # --------------------------------------------------------------------------------------- devices
@@ -223,8 +158,9 @@ def get_kernel(source: str, name: str, arg_types: str, *, options=(), device_id:
     """The kernel ``name`` of ``source`` loaded on GPU ``device_id`` (the current one by default)."""
     ctx, device_id = _current_context(device_id)
     names = (name,) if ("<" in name or "::" in name) else ()
-    image, kind, lowered, key = compile_source(source, cc=device_arch(device_id), options=options, names=names)
-    return _load(ctx, device_id, image, kind, key, name, lowered.get(name, name), arg_types)
+    art = jit.compile_source(source, cc=device_arch(device_id), options=options, names=names, name="cumath_kernel.cu",
+                             what=f"the kernel {name}")
+    return _load(ctx, device_id, art.data, art.kind, art.key, name, art.lowered.get(name, name), arg_types)
 
 
 def load_kernel(image: bytes, key: str, name: str, arg_types: str, *, kind: str = "cubin",
@@ -254,7 +190,3 @@ def _load(ctx, device_id, image, kind, key, name, symbol, arg_types) -> Kernel:
         kernel = _kernels[kkey] = Kernel(name, function, device_id, key, arg_types)
         return kernel
 
-
-def clear_memory_cache() -> None:
-    """Forget compiled images held in memory (the disk cache and loaded modules stay)."""
-    _store.clear_memory()

@@ -31,8 +31,16 @@ def natural_perm(strides) -> tuple:
     return tuple(sorted(range(len(strides)), key=lambda a: -abs(strides[a])))
 
 
+_ELEMENT_STRIDES: dict = {}  # (byte strides, itemsize) -> element strides: wrapping an array is on hot paths
+_ELEMENT_STRIDES_MAX = 4096
+
+
 def element_strides(byte_strides, itemsize: int) -> tuple:
     """Byte strides as element strides; raises UnsupportedLayoutError when they are not whole elements."""
+    key = (byte_strides if type(byte_strides) is tuple else tuple(byte_strides), itemsize)
+    known = _ELEMENT_STRIDES.get(key)
+    if known is not None:
+        return known
     for s in byte_strides:
         if s % itemsize:
             from ..errors import UnsupportedLayoutError
@@ -41,4 +49,8 @@ def element_strides(byte_strides, itemsize: int) -> tuple:
                 f"the array's strides {tuple(byte_strides)} are not multiples of its item size {itemsize}; "
                 f"pass a copy"
             )
-    return tuple(s // itemsize for s in byte_strides)
+    strides = tuple(s // itemsize for s in byte_strides)
+    if len(_ELEMENT_STRIDES) >= _ELEMENT_STRIDES_MAX:
+        _ELEMENT_STRIDES.clear()
+    _ELEMENT_STRIDES[key] = strides
+    return strides

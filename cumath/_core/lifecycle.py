@@ -1,4 +1,9 @@
-"""Lifetimes and states of stateful objects: one owner per native handle, idempotent free()."""
+"""Lifetimes and states of stateful operations: one owner per native handle, idempotent free(), state guards.
+
+A state is a name ("planned", "operands", a domain's own such as "factorized") that an operation class maps to
+the attribute that holds it and to what the caller must do to reach it (``_STATES``). ``@requires(...)`` checks
+them before a method runs and raises :class:`InvalidStateError` saying what to call first.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,11 @@ import functools
 
 from ..errors import InvalidStateError
 
-__all__ = ["requires_alive", "Stateful"]
+__all__ = ["Stateful", "requires", "requires_alive"]
 
 
 class Stateful:
-    """Base of stateful operations: context manager, idempotent ``free()``, state flags for the guards.
+    """Base of stateful objects: context manager, idempotent ``free()``, the state table the guards read.
 
     Subclasses implement ``_release()`` (free native resources; must tolerate partial construction) and
     register ``weakref.finalize`` safety nets for native handles in their backends.
@@ -18,6 +23,8 @@ class Stateful:
 
     _freed = False
     _planned = False
+    #: state name -> (attribute that is truthy in that state, what to do to get there)
+    _STATES: dict = {"planned": ("_planned", "needs a plan: call plan() first")}
 
     def __enter__(self):
         return self
@@ -36,14 +43,35 @@ class Stateful:
     def _release(self) -> None:  # pragma: no cover - overridden
         pass
 
-
-def requires_alive(method):
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
+    def _not_ready(self, what: str, states=("planned",)):
+        """Raise the InvalidStateError for ``what()`` called outside ``states`` (the first state missing)."""
+        name = type(self).__name__
         if self._freed:
-            raise InvalidStateError(
-                f"{type(self).__name__}.{method.__name__}() was called after free(); create a new object"
-            )
-        return method(self, *args, **kwargs)
+            raise InvalidStateError(f"{name}.{what}() was called after free(); create a new object")
+        for state in states:
+            attr, todo = self._STATES[state]
+            if not getattr(self, attr):
+                raise InvalidStateError(todo.format(what=what) if "{what}" in todo else f"{name}.{what}() {todo}")
+        raise InvalidStateError(f"{name}.{what}() cannot run in this state")  # pragma: no cover
 
-    return guarded
+
+def requires(*states: str):
+    """Decorator: the object must be alive (not freed) and in every one of ``states`` when the method runs."""
+    def decorate(method):
+        what = method.__name__
+
+        @functools.wraps(method)
+        def guarded(self, *args, **kwargs):
+            if self._freed:
+                self._not_ready(what)  # freed is the first thing every _not_ready reports
+            for state in states:
+                if not getattr(self, self._STATES[state][0]):
+                    self._not_ready(what, states)
+            return method(self, *args, **kwargs)
+
+        return guarded
+
+    return decorate
+
+
+requires_alive = requires()

@@ -25,12 +25,17 @@ def stream_handle(stream) -> int:
     )
 
 
+_CURRENT: dict = {}  # package -> its adapter's current_stream, or None for host packages
+
+
 def default_stream(package: str, device_id: int) -> int:
     """The current stream of the operand's package on ``device_id`` (the legacy default stream for host
     packages, whose operands are staged to the GPU)."""
-    if package in ("cupy", "torch"):
-        return adapter(package).current_stream(device_id)
-    return 0
+    try:
+        current = _CURRENT[package]
+    except KeyError:
+        current = _CURRENT[package] = getattr(adapter(package), "current_stream", None)
+    return 0 if current is None else current(device_id)
 
 
 def stream_key(stream, op):
@@ -54,5 +59,20 @@ def run_ordered(op, stream: int, explicit: bool, blocking: bool, fn, *args):
     else:
         result = fn(*args)
     if blocking and op.device_id is not None:
+        cuda.synchronize(stream)  # looked up per call (tests replace cuda.synchronize)
+    return result
+
+
+def ordered(package: str, device_id, stream: int, explicit: bool, blocking: bool, fn, *args):
+    """``fn(*args)`` ordered on ``stream`` for operands of ``package`` on ``device_id`` (None: host memory):
+    inside the package's stream context when the caller named a stream other than the package's current one
+    (so the package's own allocations and copies are ordered on it too), then a wait for the stream when
+    ``blocking``."""
+    if explicit and device_id is not None and stream != default_stream(package, device_id):
+        with adapter(package).stream_context(device_id, stream):
+            result = fn(*args)
+    else:
+        result = fn(*args)
+    if blocking and device_id is not None:
         cuda.synchronize(stream)  # looked up per call (tests replace cuda.synchronize)
     return result

@@ -84,11 +84,12 @@ def unavailable_reason(*needs: str) -> str | None:
         except OSError as exc:
             return str(exc)
     if "curand" in needs:
-        from .._bindings import curand_device, nvrtc
+        from .._core import jit
+        from .random import _shim
 
         try:
-            nvrtc.nvrtcVersion()
-            curand_device.include_dirs()
+            jit.nvrtc_version()
+            _shim.include_dirs()
         except OSError as exc:
             return str(exc)
     return None
@@ -102,6 +103,6 @@ def clear_cache(*, disk: bool = False) -> None:
     if disk:
         import shutil
 
-        from ..config import cache_dir
+        from .._core.disk_cache import cache_dir
 
         shutil.rmtree(cache_dir("device"), ignore_errors=True)

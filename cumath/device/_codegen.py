@@ -11,20 +11,21 @@ or a GEMM, two for a Cholesky solver's factorize + solve) and the target compute
 
 Cache keys are SHA-256 digests of everything the result depends on: the descriptors, the compute capability,
 libmathdx's version and commit, and NVRTC's version (libmathdx compiles with the NVRTC it finds). Traits and
-code live in ``cumath.config.cache_dir("device")`` (:class:`~cumath._core.disk_cache.ContentStore`); the link
-files are written next to them (``device/link/<key>-<i>.ltoir``), so a second process reuses both without
-generating anything. The libmathdx call sequences are logged at DEBUG, generation times at INFO.
+code live in ``cache_dir("device")`` (:data:`STORE`, a :class:`~cumath._core.disk_cache.ContentStore`, which also
+holds the cuRAND shim's NVRTC output); the link files are written next to them (``device/link/<key>-<i>.ltoir``,
+:meth:`~cumath._core.disk_cache.ContentStore.export`), so a second process reuses both without generating
+anything. The libmathdx call sequences are logged at DEBUG, generation times at INFO.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
 
-from .._core.disk_cache import ContentStore, atomic_write, digest
+from .._core import jit
+from .._core.disk_cache import ContentStore, digest
 
 __all__ = ["Descriptor", "Generator", "TRAITS", "toolchain", "clear_memory_cache", "STORE"]
 
@@ -81,10 +82,10 @@ def toolchain() -> tuple:
     descriptors. Loads libmathdx (raises LibraryNotFoundError naming the extra when it is missing)."""
     global _toolchain
     if _toolchain is None:
-        from .._bindings import mathdx, nvrtc
+        from .._bindings import mathdx
 
         mathdx.load()
-        _toolchain = (mathdx.mathdxGetVersionEx(), mathdx.mathdxGetCommit(), nvrtc.nvrtcVersion())
+        _toolchain = (mathdx.mathdxGetVersionEx(), mathdx.mathdxGetCommit(), jit.nvrtc_version())
     return _toolchain
 
 
@@ -223,21 +224,19 @@ class Generator:
             return t
         desc = self.descriptors[index]
         key = self._key("traits", desc.key_parts())
-        entry = STORE.get(key)
-        if entry is not None:
-            t = entry.meta["traits"]
-        else:
+
+        def make():
             from .._bindings import mathdx
 
             with _lock:
                 handle = _create(desc, self.cc)
                 try:
                     _supported(desc, handle)
-                    t = _query(desc, handle)
+                    return b"", {"traits": _query(desc, handle)}
                 finally:
                     getattr(mathdx, desc.library + "DestroyDescriptor")(handle)
-            STORE.put(key, b"", {"traits": t})
-        self._traits[index] = t
+
+        t = self._traits[index] = STORE.get_or_make(key, make).meta["traits"]
         return t
 
     def code_key(self) -> str:
@@ -247,20 +246,21 @@ class Generator:
         if self._code is not None:
             return self._code
         key = self.code_key()
-        entry = STORE.get(key)
-        if entry is not None:
-            parts, offset = [], 0
-            for kind, size in entry.meta["parts"]:
-                parts.append((kind, entry.data[offset:offset + size]))
-                offset += size
-        else:
+
+        def make():
             with _lock:
                 t0 = time.perf_counter()
                 parts = _generate(self.descriptors, self.cc)
                 logger.info("generated %s device code %s for sm_%s in %.2f s (%d bytes)", self.descriptors[0].library,
                             ", ".join(d.symbol for d in self.descriptors), self.cc, time.perf_counter() - t0,
                             sum(len(b) for _, b in parts))
-            STORE.put(key, b"".join(b for _, b in parts), {"parts": [[k, len(b)] for k, b in parts]})
+            return b"".join(b for _, b in parts), {"parts": [[k, len(b)] for k, b in parts]}
+
+        entry = STORE.get_or_make(key, make)
+        parts, offset = [], 0
+        for kind, size in entry.meta["parts"]:
+            parts.append((kind, entry.data[offset:offset + size]))
+            offset += size
         self._code = parts
         return parts
 
@@ -276,21 +276,5 @@ class Generator:
     def files(self) -> list[str]:
         if self._files is None:
             key = self.code_key()
-            self._files = [write_link_file(f"{key[:40]}-{i}.{kind}", blob)
-                           for i, (kind, blob) in enumerate(self._load())]
+            self._files = [STORE.export(f"{key[:40]}-{i}.{kind}", blob) for i, (kind, blob) in enumerate(self._load())]
         return self._files
-
-
-def write_link_file(name: str, data: bytes) -> str:
-    """A file holding ``data`` under ``cache_dir('device', 'link')`` (reused when it is there with that size)."""
-    from ..config import cache_dir
-
-    folder = cache_dir("device", "link")
-    path = os.path.join(folder, name)
-    try:
-        if os.path.getsize(path) == len(data):
-            return path
-    except OSError:
-        pass
-    atomic_write(path, data)
-    return path

@@ -13,7 +13,7 @@ from .._core.compute_capability import current_compute_capability, parse_compute
 
 __all__ = ["KernelOnlyFunction", "ComputeCapability", "Dim3", "LeadingDimension", "TransposeMode", "CodeType", "normalize_cc",
            "current_cc", "normalize_precision", "choice", "function_form_sm", "positive_int", "int_triple",
-           "VALUE_TYPES", "DeviceFunction", "HOST_CALL_MESSAGE"]
+           "VALUE_TYPES", "DeviceFunction", "HOST_CALL_MESSAGE", "Param", "MethodSpec"]
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +170,23 @@ def function_form_sm(compiler, code_type, kwargs: dict) -> None:
     kwargs["sm"] = cc
 
 
+class Param(NamedTuple):
+    """One argument of a device function as kernels call it."""
+
+    name: str
+    kind: str  # "ptr" (array/pointer/record) or "ref" (a scalar passed by address)
+    dtype: str | None = None  # NumPy-style name the data must have (None: any)
+
+
+class MethodSpec(NamedTuple):
+    """A method of a device-API object inside kernels: the ``extern "C"`` symbol it calls, its ``Param`` s, and
+    the link files (a tuple of paths, or a callable returning one: generated when the call is first lowered)."""
+
+    symbol: str
+    params: tuple
+    files: object
+
+
 HOST_CALL_MESSAGE = ("{name} is a device function: call it inside a numba-cuda kernel (@cuda.jit), where it runs "
                      "on the GPU; from the host, read its traits and pass .files to cuda.jit(link=...)")
 
@@ -243,7 +260,7 @@ class DeviceFunction:
             raise RuntimeError(f"could not make the numba type of {type(self).__name__}: {exc}") from exc
 
     def _numba_methods(self) -> dict:
-        """name -> MethodSpec (see ``_numba_support``)."""
+        """name -> MethodSpec (lowered by ``_numba_support``)."""
         raise NotImplementedError
 
     def _numba_constants(self) -> dict:

@@ -17,9 +17,11 @@ from ._common import (
     Dim3,
     function_form_sm,
     is_suggested,
+    MethodSpec,
     normalize_cc,
     normalize_precision,
     np_dtype,
+    Param,
     positive_int,
     precision_enum,
 )
@@ -214,8 +216,6 @@ class FFT(DeviceFunction):
         return c
 
     def _numba_methods(self) -> dict:
-        from ._numba_support import MethodSpec, Param
-
         vt = VALUE_TYPES[self._trait("value_type")]
         data_dtype = vt if self._fft_type == "c2c" else None  # r2c/c2r: real data may be stored in thread_data
         if self._execute_api == "shared_memory":

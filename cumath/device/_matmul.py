@@ -21,9 +21,11 @@ from ._common import (
     int_triple,
     is_suggested,
     LeadingDimension,
+    MethodSpec,
     normalize_cc,
     normalize_precision,
     np_dtype,
+    Param,
     precision_enum,
     TransposeMode,
     value_type_enum,
@@ -217,6 +219,12 @@ class Matmul(DeviceFunction):
 
             self._ttraits = tensor_traits(self)
         return self._ttraits
+
+    def _tensor_function(self, function: str, kinds: tuple) -> tuple[str, tuple]:
+        """(symbol, link files) of the tensor-API device function ``function`` on tensors of ``kinds``."""
+        from ._tensors import tensor_function
+
+        return tensor_function(self, function, kinds)
 
     @property
     def _numba_key(self) -> str:
@@ -424,8 +432,6 @@ class Matmul(DeviceFunction):
                 "a_value_type": a, "b_value_type": b, "c_value_type": c, **({"value_type": c} if a == b == c else {})}
 
     def _numba_methods(self) -> dict:
-        from ._numba_support import MethodSpec, Param
-
         a, b, c = self._value_types()
         if self._execute_api == "static_leading_dimensions":
             params = (Param("alpha", "ref", c), Param("a", "ptr", a), Param("b", "ptr", b), Param("beta", "ref", c),

@@ -12,7 +12,7 @@ from llvmlite import ir  # noqa: E402
 from numba.cuda import cgutils, types  # noqa: E402
 from numba.cuda.core.errors import TypingError  # noqa: E402
 
-from ._numba_support import stub_function_type  # noqa: E402
+from ._numba_lowering import stub_function_type  # noqa: E402
 
 __all__ = ["access_type"]
 

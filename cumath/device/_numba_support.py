@@ -12,15 +12,13 @@ Each object becomes a :class:`DeviceFunctionType` instance. Inside a kernel:
   ``extern "C"`` device functions, declared with ``cuda.declare_device(..., link=obj.files, abi="c")``, so a
   kernel links the code whether or not it was given ``link=obj.files`` (numba-cuda keeps link files in a set).
 
-A method is described by a :class:`MethodSpec`: the symbol and one :class:`Param` per argument. Pointer
+A method is described by a ``MethodSpec`` (``_common``): the symbol and one ``Param`` per argument. Pointer
 parameters take arrays (local, shared or global; their data pointer is passed), raw pointers, or records
 (an element of a record array, passed by reference); "ref" parameters take a scalar, which is stored in a
 temporary of the parameter's dtype whose address is passed (alpha and beta of a GEMM), or an array.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 from .._core.numba_compat import import_numba_cuda
 
@@ -38,45 +36,14 @@ from numba.cuda.core.imputils import lower_constant  # noqa: E402
 from numba.cuda.typing.templates import AttributeTemplate  # noqa: E402
 from numba.cuda.core.errors import TypingError  # noqa: E402
 
-__all__ = ["Param", "MethodSpec", "DeviceFunctionType", "device_function_type", "pointer_of", "numba_dtype",
-           "stub_function_type",
-           "call_c", "refresh_contexts", "METHOD_NAMES"]
+from ._numba_lowering import call_c, pointer_of, refresh_contexts  # noqa: E402
+from ._numba_tensors import factory_type, lower_execute, type_execute  # noqa: E402
+from ._numba_vectors import is_vector, numba_dtype, scalar_names, vector_class_type  # noqa: E402
 
-
-class Param(NamedTuple):
-    name: str
-    kind: str  # "ptr" (array/pointer/record) or "ref" (a scalar passed by address)
-    dtype: str | None = None  # NumPy-style name the data must have (None: any)
-
-
-class MethodSpec(NamedTuple):
-    symbol: str
-    params: tuple  # of Param
-    files: object  # link files (a tuple of paths, or a callable returning one: generated when first lowered)
-
+__all__ = ["DeviceFunctionType", "device_function_type", "METHOD_NAMES"]
 
 # Methods the objects may have inside kernels; each object says which of them it offers (_numba_methods()).
 METHOD_NAMES = ("__call__", "execute", "factorize", "solve", "multiply")
-
-_NUMBA_DTYPES = {
-    "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
-    "complex128": "complex128", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-}
-
-
-def numba_dtype(name: str):
-    """The numba type of a NumPy-style dtype name (or of a half-precision vector type, 'float16x4'...)."""
-    from ._vector import VECTORS
-
-    if name in VECTORS:
-        from ._numba_vectors import vector_type
-
-        return vector_type(VECTORS[name])
-    try:
-        return getattr(types, _NUMBA_DTYPES[name])
-    except KeyError:
-        raise TypeError(f"cumath.device has no numba type for {name!r}") from None
 
 
 class DeviceFunctionType(types.Opaque):
@@ -114,15 +81,10 @@ def _constant_type(value):
         return types.IntegerLiteral(value)
     if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return types.UniTuple(types.int64, len(value)) if value else types.Tuple(())
-    if isinstance(value, str) and value in _NUMBA_DTYPES:
+    if isinstance(value, str) and value in scalar_names():
         return types.NumberClass(numba_dtype(value))
-    if isinstance(value, str):
-        from ._vector import VECTORS
-
-        if value in VECTORS:
-            from ._numba_vectors import vector_class_type
-
-            return vector_class_type(VECTORS[value])
+    if isinstance(value, str) and is_vector(value):
+        return vector_class_type(value)
     return None
 
 
@@ -136,8 +98,6 @@ class _DeviceFunctionAttributes(AttributeTemplate):
                 return None
             return types.BoundFunction(_TEMPLATES[attr], typ)
         if attr in getattr(typ.obj, "_NUMBA_FACTORIES", ()):  # Matmul's layouts, partitioners, accumulators
-            from ._numba_tensors import factory_type
-
             return factory_type(typ.obj, attr, typ)
         constants = typ.obj._numba_constants()
         if attr not in constants:
@@ -165,22 +125,7 @@ def _element_dtype(ty):
     return None
 
 
-def pointer_of(context, builder, ty, value, dtype=None):
-    """A ``void*`` to an array's data, a pointer, a record (passed by reference), or a scalar stored in a
-    temporary (cast to numba type ``dtype`` first when given)."""
-    from numba.cuda import cgutils
-
-    voidptr = context.get_value_type(types.voidptr)
-    if isinstance(ty, types.Array):
-        return builder.bitcast(context.make_array(ty)(context, builder, value).data, voidptr)
-    if isinstance(ty, (types.CPointer, types.Record)) or ty == types.voidptr:
-        return builder.bitcast(value, voidptr)
-    if dtype is not None and ty != dtype:
-        value = context.cast(builder, value, ty, dtype)
-    return builder.bitcast(cgutils.alloca_once_value(builder, value), voidptr)
-
-
-def _check_param(obj, label: str, p: Param, ty) -> None:
+def _check_param(obj, label: str, p, ty) -> None:
     what = f"{type(obj).__name__}.{label}() argument {p.name!r}"
     if p.kind == "ref":
         if isinstance(ty, (types.Number, types.Boolean)):
@@ -205,40 +150,11 @@ def _check_param(obj, label: str, p: Param, ty) -> None:
 
 # ------------------------------------------------------------------------------------------------ methods
 
-_libraries: dict[tuple, object] = {}
-
-
-def _library(context, files: tuple):
-    """An external code library holding ``files`` (one per set of files and process), to link into kernels."""
-    lib = _libraries.get(files)
-    if lib is None:
-        from numba.cuda.codegen import ExternalCodeLibrary
-
-        lib = ExternalCodeLibrary(context.codegen(), f"cumath_device_{len(_libraries)}")
-        for f in files:
-            lib.add_linking_file(f)
-        _libraries[files] = lib
-    return lib
-
-
-def call_c(context, builder, symbol: str, values, files=(), return_type=None):
-    """Call ``extern "C"`` function ``symbol`` with LLVM ``values`` (its prototype is made from their types,
-    returning ``return_type``, an llvmlite type, or void) and link ``files`` into the kernel being compiled."""
-    from llvmlite import ir
-    from numba.cuda import cgutils
-
-    if files:
-        context.add_linking_libs([_library(context, tuple(files))])
-    fnty = ir.FunctionType(return_type or ir.VoidType(), [v.type for v in values])
-    fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-    return builder.call(fn, list(values))
-
-
 def _label(method: str) -> str:
     return "call" if method == "__call__" else method
 
 
-def _method_spec(obj, method: str, args) -> MethodSpec:
+def _method_spec(obj, method: str, args):
     specs = obj._numba_methods()
     spec = specs.get(method)
     if spec is None:
@@ -263,8 +179,6 @@ def _method_template(method: str):
             if kws:
                 raise TypingError(f"{_label(method)}() takes positional arguments only")
             if _tensor_call(self.this.obj, method, args):
-                from ._numba_tensors import type_execute
-
                 return signature(type_execute(self.this.obj, args), *args, recvr=self.this)
             _method_spec(self.this.obj, method, args)
             return signature(types.none, *args, recvr=self.this)
@@ -285,8 +199,6 @@ def _lower_method(method: str):
     def impl(context, builder, sig, args):
         self_ty, arg_types, values = sig.args[0], sig.args[1:], args[1:]
         if _tensor_call(self_ty.obj, method, arg_types):
-            from ._numba_tensors import lower_execute
-
             lower_execute(context, builder, self_ty.obj, arg_types, values)
             return context.get_dummy_value()
         spec = _method_spec(self_ty.obj, method, arg_types)
@@ -305,41 +217,4 @@ for _m in METHOD_NAMES:
         lower_builtin(f"cumath.device.{_m}", DeviceFunctionType, types.VarArg(types.Any))(_lower_method(_m))
 del _m
 
-
-_stub_types: dict = {}
-
-
-def stub_function_type(stub, label: str, return_type, lower):
-    """The numba type of a host stub of a kernel-only function, registered once per stub: calls are typed by
-    ``return_type(args) -> numba type`` (raising TypingError for wrong calls; keywords are refused) and lowered by
-    ``lower`` (a lower_builtin implementation). ``label`` names the function in messages."""
-    t = _stub_types.get(id(stub))
-    if t is not None:
-        return t[1]
-    from numba.cuda.typing.templates import AbstractTemplate, signature
-
-    class _Template(AbstractTemplate):
-        key = stub
-
-        def generic(self, args, kws):
-            if kws:
-                raise TypingError(f"{label}() takes positional arguments only")
-            return signature(return_type(args), *args)
-
-    lower_builtin(stub, types.VarArg(types.Any))(lower)
-    t = types.Function(_Template)
-    _stub_types[id(stub)] = (stub, t)  # the stub is kept alive with its id
-    refresh_contexts()
-    return t
-
-
-def refresh_contexts() -> None:
-    """Make the registrations above visible to a compilation already under way (this module is imported while
-    numba types the first object, after the contexts loaded their registries)."""
-    from numba.cuda.descriptor import cuda_target
-
-    cuda_target.typing_context.refresh()
-    cuda_target.target_context.refresh()
-
-
-refresh_contexts()
+refresh_contexts()  # this module is imported while numba types the first object

@@ -3,9 +3,12 @@
 Types: a :class:`LayoutType` is a compile-time constant (its traits are integer literals); a :class:`TensorType`
 is a struct passed *by value* to the generated functions, as libmathdx's tensors are (``{void* ptr}``, plus
 ``long long ld`` in global memory); an :class:`AccumulatorType` holds the pointer of its register fragment; a
-:class:`PartitionerType` is a constant. Calls lower to the ``extern "C"`` functions of
-:func:`~cumath.device._tensors.tensor_function`, whose link files are added to the kernel. Integer outputs of
-the partitioner queries go through stack temporaries (``int*``).
+:class:`PartitionerType` is a constant. Calls lower to the ``extern "C"`` functions the Matmul generates
+(``Matmul._tensor_function``, see :func:`~cumath.device._tensors.tensor_function`), whose link files are added
+to the kernel. Integer outputs of the partitioner queries go through stack temporaries (``int*``).
+
+The host objects are read through their attributes (a layout's ``kind``, ``matmul``, ``memory_space``...; a
+partitioner's ``owns_fragment``), so this module imports none of them.
 """
 
 from __future__ import annotations
@@ -28,15 +31,15 @@ from numba.cuda.extending import (  # noqa: E402
 )
 from numba.cuda.typing.templates import AbstractTemplate, AttributeTemplate, signature  # noqa: E402
 
-from ._numba_support import call_c, numba_dtype, pointer_of, refresh_contexts, stub_function_type  # noqa: E402
-from ._tensors import Accumulator, Layout, Partitioner, tensor_function  # noqa: E402
+from ._numba_lowering import call_c, pointer_of, refresh_contexts, stub_function_type  # noqa: E402
+from ._numba_vectors import numba_dtype  # noqa: E402
 
 __all__ = ["LayoutType", "TensorType", "PartitionerType", "AccumulatorType", "layout_type", "partitioner_type",
            "helper_type", "factory_type", "is_tensor", "type_execute", "lower_execute"]
 
 
 class LayoutType(types.Dummy):
-    def __init__(self, layout: Layout):
+    def __init__(self, layout):
         self.layout = layout
         super().__init__(f"cumath.Layout({layout.kind}, {layout.matmul._numba_key}, ld={layout.leading_dimension})")
 
@@ -44,14 +47,14 @@ class LayoutType(types.Dummy):
 class TensorType(types.Type):
     is_cumath_tensor = True
 
-    def __init__(self, layout: Layout):
+    def __init__(self, layout):
         self.layout = layout
         super().__init__(f"cumath.OpaqueTensor({layout.kind}, {layout.matmul._numba_key}, "
                          f"ld={layout.leading_dimension})")
 
 
 class PartitionerType(types.Dummy):
-    def __init__(self, partitioner: Partitioner):
+    def __init__(self, partitioner):
         self.partitioner = partitioner
         super().__init__(f"cumath.{type(partitioner).__name__}({partitioner.kind}, "
                          f"{partitioner.matmul._numba_key})")
@@ -60,7 +63,7 @@ class PartitionerType(types.Dummy):
 class AccumulatorType(types.Type):
     is_cumath_tensor = True
 
-    def __init__(self, partitioner: Partitioner):
+    def __init__(self, partitioner):
         self.partitioner = partitioner
         self.layout = partitioner.layout
         super().__init__(f"cumath.Accumulator({partitioner.kind}, {partitioner.matmul._numba_key})")
@@ -95,19 +98,19 @@ def _cached(cls, obj, key):
     return t
 
 
-def layout_type(layout: Layout) -> LayoutType:
+def layout_type(layout) -> LayoutType:
     return _cached(LayoutType, layout, layout.key)
 
 
-def tensor_type(layout: Layout) -> TensorType:
+def tensor_type(layout) -> TensorType:
     return _cached(TensorType, layout, layout.key)
 
 
-def partitioner_type(p: Partitioner) -> PartitionerType:
+def partitioner_type(p) -> PartitionerType:
     return _cached(PartitionerType, p, (type(p).__name__, p.matmul._numba_key, p.kind))
 
 
-def accumulator_type(p: Partitioner) -> AccumulatorType:
+def accumulator_type(p) -> AccumulatorType:
     return _cached(AccumulatorType, p, (p.matmul._numba_key, p.kind))
 
 
@@ -123,7 +126,7 @@ _last = {"matmul": None}  # the Matmul of the tensor call typed last (copy_wait(
 
 def _fn(matmul, function, kinds):
     _last["matmul"] = matmul
-    return tensor_function(matmul, function, tuple(kinds))
+    return matmul._tensor_function(function, tuple(kinds))
 
 
 # ------------------------------------------------------------------------------------------- attributes
@@ -265,12 +268,10 @@ def _factory_result(obj, name, args):
         if not isinstance(a, (types.IntegerLiteral, types.NoneType, types.Omitted)):
             raise TypingError(f"{type(obj).__name__}.{name}() inside a kernel takes integer constants, not {a}")
         values.append(getattr(a, "literal_value", None))
-    host = getattr(obj, name)(*values)
-    if isinstance(host, Layout):
-        return layout_type(host)
-    if isinstance(host, Accumulator):
+    host = getattr(obj, name)(*values)  # a Layout, Partitioner or Accumulator
+    if getattr(host, "owns_fragment", False):
         return accumulator_type(host)
-    return partitioner_type(host)
+    return host._numba_type_
 
 
 def factory_type(obj, name: str, this):

@@ -18,8 +18,10 @@ from ._common import (
     Dim3,
     int_triple,
     is_suggested,
+    MethodSpec,
     normalize_cc,
     normalize_precision,
+    Param,
     positive_int,
     precision_enum,
     value_type_enum,
@@ -469,8 +471,6 @@ class Solver(DeviceFunction):
         return c
 
     def _numba_methods(self) -> dict:
-        from ._numba_support import MethodSpec, Param
-
         vt = self.value_type.name
         dtypes = {"v": vt, "w": vt, "i": "int32", "r": self._precision}
         files = tuple(self.files)

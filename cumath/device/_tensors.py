@@ -38,7 +38,7 @@ import threading
 import time
 
 from .._core.disk_cache import digest
-from ._codegen import STORE, memory_cache, toolchain, write_link_file
+from ._codegen import STORE, memory_cache, toolchain
 from ._common import KernelOnlyFunction
 
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
@@ -139,6 +139,8 @@ class Partitioner:
     ``is_predicated()``, ``is_index_in_bounds(i)``, ``map_fragment_index(i) -> (row, col)`` and
     ``make_accumulator_fragment()`` (an uninitialised register fragment)."""
 
+    owns_fragment = False  # created inside a kernel, an Accumulator owns a register fragment
+
     def __init__(self, matmul, kind: str):
         if kind not in ("rmem_c", "suggested_rmem_c"):
             raise ValueError(f"a partitioner describes a register layout of C, not {kind}")
@@ -164,6 +166,8 @@ class Accumulator(Partitioner):
     fragment: ``MM.execute(sa, sb, acc)`` accumulates into it; ``get_results()`` returns it as a tensor;
     ``make_partition_and_copy(src)`` loads a new fragment from a C tensor; ``partition_and_copy(frag, dst)``
     stores one. The host object only describes it (its fragment exists in kernels)."""
+
+    owns_fragment = True
 
 
 class OpaqueTensor:
@@ -239,29 +243,29 @@ def tensor_traits(matmul) -> dict:
     ``matmul`` (libmathdx asked once; cached in memory and on disk)."""
     ops, align = matmul._tensor_operators(), matmul._gmem_alignment
     key = digest("cumath.device.tensors", _KEY_VERSION, "traits", ops, align, _cc_key(matmul), toolchain())
-    entry = STORE.get(key)
-    if entry is not None:
-        return entry.meta["traits"]
-    from .._bindings import mathdx
 
-    with _lock:
-        d = _create_descriptor(ops)
-        try:
-            tensors = _make_tensors(d, tuple(TENSOR_KINDS), align)
-            out = {}
-            for kind, t in tensors.items():
-                g = mathdx.cublasdxGetTensorTraitInt64
-                out[kind] = {"storage_bytes": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_STORAGE_BYTES),
-                             "alignment_bytes": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_ALIGNMENT_BYTES),
-                             "logical_size": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_LOGICAL_SIZE),
-                             "memory_space": _SPACES.get(g(t, mathdx.CUBLASDX_TENSOR_TRAIT_MEMORY_SPACE)),
-                             "opaque_name": mathdx.cublasdxGetTensorTraitStr(
-                                 t, mathdx.CUBLASDX_TENSOR_TRAIT_OPAQUE_NAME)}
-                mathdx.cublasdxDestroyTensor(t)
-        finally:
-            mathdx.cublasdxDestroyDescriptor(d)
-    STORE.put(key, b"", {"traits": out})
-    return out
+    def make():
+        from .._bindings import mathdx
+
+        with _lock:
+            d = _create_descriptor(ops)
+            try:
+                tensors = _make_tensors(d, tuple(TENSOR_KINDS), align)
+                out = {}
+                for kind, t in tensors.items():
+                    g = mathdx.cublasdxGetTensorTraitInt64
+                    out[kind] = {"storage_bytes": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_STORAGE_BYTES),
+                                 "alignment_bytes": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_ALIGNMENT_BYTES),
+                                 "logical_size": g(t, mathdx.CUBLASDX_TENSOR_TRAIT_LOGICAL_SIZE),
+                                 "memory_space": _SPACES.get(g(t, mathdx.CUBLASDX_TENSOR_TRAIT_MEMORY_SPACE)),
+                                 "opaque_name": mathdx.cublasdxGetTensorTraitStr(
+                                     t, mathdx.CUBLASDX_TENSOR_TRAIT_OPAQUE_NAME)}
+                    mathdx.cublasdxDestroyTensor(t)
+            finally:
+                mathdx.cublasdxDestroyDescriptor(d)
+        return b"", {"traits": out}
+
+    return STORE.get_or_make(key, make).meta["traits"]
 
 
 def bundle_specs() -> tuple:
@@ -322,22 +326,22 @@ def _code(matmul, specs) -> tuple[dict, tuple]:
     hit = _codes.get(key)
     if hit is not None:
         return hit
-    entry = STORE.get(key)
-    if entry is not None:
-        blobs, offset = [], 0
-        for size in entry.meta["sizes"]:
-            blobs.append(entry.data[offset:offset + size])
-            offset += size
-        symbols = entry.meta["symbols"]
-    else:
+
+    def make():
         with _lock:
             t0 = time.perf_counter()
             blobs, symbols = _generate(ops, specs, align, matmul.sm, "cumath_blas_" + key[:20])
             logger.info("generated %d cuBLASDx tensor functions for %r in %.2f s (%d bytes)", len(specs), matmul,
                         time.perf_counter() - t0, sum(len(b) for b in blobs))
-        STORE.put(key, b"".join(blobs), {"sizes": [len(b) for b in blobs], "symbols": symbols})
-    files = tuple(write_link_file(f"{key[:40]}-{i}.ltoir", b) for i, b in enumerate(blobs))
-    out = ({spec: sym for spec, sym in zip(specs, symbols)}, files)
+        return b"".join(blobs), {"sizes": [len(b) for b in blobs], "symbols": symbols}
+
+    entry = STORE.get_or_make(key, make)
+    blobs, offset = [], 0
+    for size in entry.meta["sizes"]:
+        blobs.append(entry.data[offset:offset + size])
+        offset += size
+    files = tuple(STORE.export(f"{key[:40]}-{i}.ltoir", b) for i, b in enumerate(blobs))
+    out = ({spec: sym for spec, sym in zip(specs, entry.meta["symbols"])}, files)
     _codes[key] = out
     return out
 

@@ -52,7 +52,7 @@ class HalfVector:
         try:
             from ._numba_vectors import vector_class_type
 
-            return vector_class_type(self)
+            return vector_class_type(self.name)
         except AttributeError as exc:  # numba would take it for "no such attribute" and hide it
             raise RuntimeError(f"could not make the numba type of {self.name}: {exc}") from exc
 

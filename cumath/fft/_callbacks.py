@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import hashlib
 import re
 
+from .._core.disk_cache import ContentStore
 from .._core.dtypes import COMPLEX_OF
 
 __all__ = ["DeviceCallable", "LTOIR", "TensorLayout", "AttachedCallback", "callback_key", "resolve_callbacks",
-           "mangled_name", "plain_name", "expected_element", "ELEMENT_DTYPES"]
+           "mangled_name", "plain_name", "expected_element", "ELEMENT_DTYPES", "register_ltoir", "describe_ltoir"]
 
 ELEMENT_DTYPES = ("float32", "float64", "complex64", "complex128")
 SHORT = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
@@ -102,6 +104,27 @@ class LTOIR(bytes):
 def _rebuild_ltoir(data, kind, element_dtype, user_info_dtype, symbol, key):
     return LTOIR(data, kind=kind, element_dtype=element_dtype, user_info_dtype=user_info_dtype, symbol=symbol,
                  key=key)
+
+
+# SHA-256 of LTO-IR cumath compiled -> what it is, in memory and next to the cached IR (``cache_dir("ltoir")``)
+INDEX = ContentStore("ltoir", suffix=".meta")
+
+
+def register_ltoir(ir: LTOIR, disk: bool) -> None:
+    """Remember what ``ir`` is, so that its plain bytes are recognised (on disk too, when ``disk``)."""
+    meta = {"kind": ir.kind, "element_dtype": ir.element_dtype, "user_info_dtype": ir.user_info_dtype,
+            "symbol": ir.symbol, "key": ir.key}
+    INDEX.put(hashlib.sha256(ir).hexdigest(), b"", meta, disk=disk)
+
+
+def describe_ltoir(data: bytes) -> dict | None:
+    """What cumath knows about LTO-IR ``data`` that its compile_* made (in this process, or in one that
+    shares the cache folder): kind, element_dtype, user_info_dtype, symbol, key. None if unknown.
+
+    numba-cuda's LTO-IR does not show the symbol's name in clear, so plain ``bytes`` of a compiled callback
+    are recognised by their content."""
+    entry = INDEX.get(hashlib.sha256(data).hexdigest())
+    return dict(entry.meta) if entry is not None and entry.meta.get("symbol") else None
 
 
 def _device_pointer(data):
@@ -249,8 +272,6 @@ def _identify(ir: bytes, symbol, kind: str, what: str):
         return symbol, m.group(1).decode(), _LONG[m.group(2).decode()]
     if type(ir) is LTOIR:
         return ir.symbol, ir.kind, ir.element_dtype
-    from ._compile import describe_ltoir
-
     meta = describe_ltoir(ir)  # plain bytes of IR that cumath compiled: known by content
     if meta is not None:
         return meta["symbol"], meta["kind"], meta["element_dtype"]

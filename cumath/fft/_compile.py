@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import builtins
 import glob
-import hashlib
 import logging
 import os
 import sys
@@ -22,7 +21,7 @@ import types as pytypes
 from .._core.compute_capability import current_compute_capability, parse_compute_capability
 from .._core.disk_cache import ContentStore, digest
 from .._core.numba_compat import EXTRA_HINT, distribution_version, import_numba_cuda, numba_cuda_version
-from ._callbacks import ELEMENT_DTYPES, LTOIR, mangled_name, plain_name
+from ._callbacks import ELEMENT_DTYPES, INDEX, LTOIR, mangled_name, plain_name, register_ltoir
 
 __all__ = ["compile_prolog", "compile_epilog", "callback_cache_key", "function_fingerprint", "USER_INFO_DTYPES"]
 
@@ -35,7 +34,6 @@ _SIGNATURES = {"prolog": "prolog_fn(data_in, offset, user_info, reserved_for_fut
                "epilog": "epilog_fn(data_out, offset, element, user_info, reserved_for_future_use)"}
 _KEY_VERSION = 1
 _STORE = ContentStore("ltoir", suffix=".ltoir")  # compile key -> LTO-IR
-_INDEX = ContentStore("ltoir", suffix=".meta")  # SHA-256 of the LTO-IR -> what it is (for plain bytes)
 _CO_GENERATOR, _CO_COROUTINE, _CO_ASYNC_GENERATOR, _CO_VARARGS, _CO_VARKEYWORDS = 0x20, 0x80, 0x200, 0x4, 0x8
 
 
@@ -255,22 +253,6 @@ def callback_cache_key(kind, fn, element_dtype, user_info_dtype, compute_capabil
 
 # ------------------------------------------------------------------------------------------ compiling
 
-def _register(ir: LTOIR, disk: bool) -> None:
-    meta = {"kind": ir.kind, "element_dtype": ir.element_dtype, "user_info_dtype": ir.user_info_dtype,
-            "symbol": ir.symbol, "key": ir.key}
-    _INDEX.put(hashlib.sha256(ir).hexdigest(), b"", meta, disk=disk)
-
-
-def describe_ltoir(data: bytes) -> dict | None:
-    """What cumath knows about LTO-IR ``data`` that its compile_* made (in this process, or in one that
-    shares the cache folder): kind, element_dtype, user_info_dtype, symbol, key. None if unknown.
-
-    numba-cuda's LTO-IR does not show the symbol's name in clear, so plain ``bytes`` of a compiled callback
-    are recognised by their content."""
-    entry = _INDEX.get(hashlib.sha256(data).hexdigest())
-    return dict(entry.meta) if entry is not None and entry.meta.get("symbol") else None
-
-
 def _numba_signature(kind, elem, uinfo_name, uinfo_type):
     from numba import types
 
@@ -302,39 +284,38 @@ def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability):
     parts, persistent = function_fingerprint(py)
     key = digest("cumath.fft callback", _KEY_VERSION, kind, elem, uinfo, cc, toolchain(), parts)
     symbol = plain_name(kind, elem, key)
-    entry = _STORE.get(key, disk=persistent)
-    if entry is not None:
-        if type(entry.data) is LTOIR:
-            return entry.data
-        ir = LTOIR(entry.data, kind=kind, element_dtype=elem, user_info_dtype=uinfo, symbol=symbol, key=key)
-        _STORE.put(key, ir, entry.meta, disk=False)
-        _register(ir, disk=False)
-        logger.info("%s %s loaded from the disk cache (%d bytes of LTO-IR) in %.1f ms", kind, py.__qualname__,
-                    len(ir), 1e3 * (time.perf_counter() - t0))
-        return ir
-    cuda = import_numba_cuda(feature=f"compile_{kind}")
-    sig = _numba_signature(kind, elem, uinfo, uinfo_type)
-    mangled = mangled_name(symbol, kind, elem)
-    t1 = time.perf_counter()
-    try:
-        code, _ = cuda.compile(py, sig, device=True, abi="c", abi_info={"abi_name": mangled}, output="ltoir",
-                               cc=cc)
-    except Exception as exc:
-        msg = (f"compile_{kind}: numba-cuda could not compile {py.__qualname__} as a {kind} for {elem} elements "
-               f"with user_info {uinfo}{'' if uinfo.startswith('numba') or uinfo == 'void' else '*'} "
-               f"({_SIGNATURES[kind]}): {type(exc).__name__}: {exc}")
-        if "Typing" in type(exc).__name__ or "Unsupported" in type(exc).__name__:
-            raise TypeError(msg) from exc
-        raise RuntimeError(msg) from exc
-    ir = LTOIR(bytes(code), kind=kind, element_dtype=elem, user_info_dtype=uinfo, symbol=symbol, key=key)
-    meta = {"kind": kind, "element_dtype": elem, "user_info_dtype": uinfo, "symbol": symbol,
-            "function": f"{py.__module__}.{py.__qualname__}", "compute_capability": list(cc),
-            "compile_seconds": round(time.perf_counter() - t1, 4)}
-    _STORE.put(key, ir, meta, disk=persistent)
-    _register(ir, disk=persistent)
-    logger.info("compiled %s %s for %s elements (user_info %s) to %d bytes of LTO-IR for sm_%d%d in %.2f s%s",
-                kind, py.__qualname__, elem, uinfo, len(ir), cc[0], cc[1], time.perf_counter() - t0,
-                "" if persistent else " (it refers to objects without a stable identity: cached in memory only)")
+
+    def make():
+        cuda = import_numba_cuda(feature=f"compile_{kind}")
+        sig = _numba_signature(kind, elem, uinfo, uinfo_type)
+        t1 = time.perf_counter()
+        try:
+            code, _ = cuda.compile(py, sig, device=True, abi="c",
+                                   abi_info={"abi_name": mangled_name(symbol, kind, elem)}, output="ltoir", cc=cc)
+        except Exception as exc:
+            msg = (f"compile_{kind}: numba-cuda could not compile {py.__qualname__} as a {kind} for {elem} elements "
+                   f"with user_info {uinfo}{'' if uinfo.startswith('numba') or uinfo == 'void' else '*'} "
+                   f"({_SIGNATURES[kind]}): {type(exc).__name__}: {exc}")
+            if "Typing" in type(exc).__name__ or "Unsupported" in type(exc).__name__:
+                raise TypeError(msg) from exc
+            raise RuntimeError(msg) from exc
+        ir = LTOIR(bytes(code), kind=kind, element_dtype=elem, user_info_dtype=uinfo, symbol=symbol, key=key)
+        register_ltoir(ir, disk=persistent)
+        logger.info("compiled %s %s for %s elements (user_info %s) to %d bytes of LTO-IR for sm_%d%d in %.2f s%s",
+                    kind, py.__qualname__, elem, uinfo, len(ir), cc[0], cc[1], time.perf_counter() - t0,
+                    "" if persistent else " (it refers to objects without a stable identity: cached in memory only)")
+        return ir, {"kind": kind, "element_dtype": elem, "user_info_dtype": uinfo, "symbol": symbol,
+                    "function": f"{py.__module__}.{py.__qualname__}", "compute_capability": list(cc),
+                    "compile_seconds": round(time.perf_counter() - t1, 4)}
+
+    entry = _STORE.get_or_make(key, make, disk=persistent)
+    if type(entry.data) is LTOIR:  # compiled in this process
+        return entry.data
+    ir = LTOIR(entry.data, kind=kind, element_dtype=elem, user_info_dtype=uinfo, symbol=symbol, key=key)
+    _STORE.put(key, ir, entry.meta, disk=False)
+    register_ltoir(ir, disk=False)
+    logger.info("%s %s loaded from the disk cache (%d bytes of LTO-IR) in %.1f ms", kind, py.__qualname__,
+                len(ir), 1e3 * (time.perf_counter() - t0))
     return ir
 
 
@@ -379,4 +360,4 @@ def compile_epilog(epilog_fn, element_dtype, user_info_dtype, *, compute_capabil
 def clear_memory_cache() -> None:
     """Forget compiled callbacks held in memory (the disk cache stays)."""
     _STORE.clear_memory()
-    _INDEX.clear_memory()
+    INDEX.clear_memory()

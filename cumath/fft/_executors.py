@@ -1,138 +1,164 @@
-"""How an FFT runs, chosen once when it is planned: where the data lives versus where the engine runs.
+"""How an FFT runs, chosen once when it is planned (``_core.executors.choose``): where the operand lives
+versus where the engine runs.
 
-- HostExecutor: host operand, CPU engine (FFTW or SciPy) on the caller's arrays.
-- DeviceExecutor: GPU operand, cuFFT on the caller's arrays (one package copy where cuFFT cannot describe
-  the layout, and for C2R, whose input cuFFT overwrites).
-- HostToDeviceExecutor: host operand, cuFFT; staged through device buffers owned by the plan.
-- DeviceToHostExecutor: GPU operand, CPU engine; staged through host buffers owned by the plan.
+- HostExecutor ("host"): host operand, CPU engine (``_backends`` registry) on the caller's arrays.
+- DeviceExecutor ("device"): GPU operand, cuFFT on the caller's arrays (one package copy where cuFFT cannot
+  describe the layout, and for C2R, whose input cuFFT overwrites).
+- HostToDeviceExecutor ("host_to_device"): host operand, cuFFT, through plan-owned device mirrors.
+- DeviceToHostExecutor ("device_to_host"): GPU operand, CPU engine, through plan-owned host mirrors.
+
+Every executor has ``prepare(sign)``, ``execute(op, sign, stream)`` (returns the result),
+``release_workspace()``, ``free()`` and ``nbytes``. The hot paths call the engine's raw native function.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-import platform
-import sys
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
-from .._core.frameworks.numpy import view as host_view
+from .._core.executors import DeviceMirror, HostMirror, choose
+from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, view as host_view
 from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
-from ..memory import allocate
-from ._traits import cufft_embed
+from .._core.recycle import Recycler
+from ..memory import default_allocator
+from ._backends import cpu_backend, cpu_engine
+from ._traits import cufft_layout, device_layouts, device_strides
 
-__all__ = ["make_executor"]
+# device_strides (fft/_traits) and cpu_engine (fft/_backends) stay importable from here for cumath._info, the
+# benchmarks and the callback tests
+__all__ = ["Setup", "make_executor", "device_strides", "cpu_engine"]
 
 logger = logging.getLogger(__name__)
 
-_REFCOUNTS = platform.python_implementation() == "CPython"
-_getrefcount = sys.getrefcount
+
+@dataclass(frozen=True)
+class Setup:
+    """What an executor is built from besides the geometry and the operand."""
+
+    execution: object  # ExecutionCPU / ExecutionCUDA
+    options: object  # FFTOptions
+    log: logging.Logger
+    stream: int | None = None
+    auto_threads: bool = True  # the CPU thread count is cumath's choice
+    callbacks: tuple = ()  # cuFFT LTO callbacks (fft/_callbacks.AttachedCallback), GPU execution only
+
+    def allocator(self, package: str):
+        return self.options.allocator or default_allocator(package, self.execution.device_id)
 
 
-def _embed(geom, extents, shape, strides):
-    return cufft_embed(extents, [strides[a] for a in geom.axes],
-                       [(shape[b], strides[b]) for b in geom.batch_axes])
+class _Kept:
+    """A fixed result buffer with a Recycler's interface (the host mirror a staged CPU plan writes)."""
+
+    nbytes = held_bytes = 0
+
+    def __init__(self, op: Operand):
+        self._pair = (op.obj, op.ptr)
+
+    def take(self, stream=None):
+        return self._pair
+
+    def clear(self) -> None:
+        pass
 
 
 # ----------------------------------------------------------------------------------------------- CPU engines
 
-def cpu_engine(requested: str):
-    """The CPU engine to use: FFTW, then MKL's FFTW interface, then SciPy (for 'auto')."""
-    from .._bindings import fftw
-    from ..errors import LibraryNotFoundError
-
-    if requested == "auto":
-        requested = os.environ.get("CUMATH_FFT_CPU_ENGINE", "auto")
-    order = {"auto": ("fftw", "mkl", "scipy"), "fftw": ("fftw",), "mkl": ("mkl",), "scipy": ("scipy",)}.get(requested)
-    if order is None:
-        raise ValueError(f"CUMATH_FFT_CPU_ENGINE={requested!r} is not supported; use auto, fftw, mkl or scipy")
-    last = None
-    for engine in order:
-        if engine == "scipy":
-            return engine
-        try:
-            fftw.get_fftw("double", engine).version  # loads the library
-            return engine
-        except LibraryNotFoundError as exc:
-            last = exc
-    raise last
-
-
-def _cpu_backend(geom, in_strides, out_strides, execution, options, log, auto_threads=True):
-    engine = cpu_engine(options.cpu_engine)
-    if engine == "scipy":
-        from ._backends.scipy import ScipyPlan
-
-        return ScipyPlan(geom.fft_type, geom, in_strides, out_strides, execution.num_threads, log)
-    from ._backends.fftw import FFTWPlan
-
-    precision = {"float32": "single", "float64": "double"}[geom.precision]
-    return FFTWPlan(geom.fft_type, precision, engine, geom.transform_dims(in_strides, out_strides),
-                    geom.batch_dims(in_strides, out_strides), ITEMSIZE[geom.in_dtype], ITEMSIZE[geom.out_dtype],
-                    geom.inplace, execution.num_threads, options.planning_effort, log, auto_threads)
-
-
 class HostExecutor:
-    """Host operand, CPU engine, working on the caller's arrays."""
+    """Host operand, CPU engine, working on the caller's arrays. ``out``: a host Operand the plan writes every
+    result into (default: a new array of the operand's package per result, reused once the caller drops it)."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, auto_threads=True):
-        self.geom = geom
-        self.adapter = adapter(op.package)
-        self._in_buf = None
+    def __init__(self, geom, op: Operand, setup: Setup, out: Operand | None = None):
+        self.inplace = geom.inplace
+        self._in_copy = None
+        self.nbytes = 0
         in_strides = op.strides
         if geom.fft_type == "C2R":  # FFTW's C2R overwrites its input: work on a copy owned by the plan
-            self._in_buf = np.empty(geom.in_shape, dtype=geom.in_dtype)
-            self._in_ptr = self._in_buf.__array_interface__["data"][0]
+            self._in_copy = np.empty(geom.in_shape, dtype=geom.in_dtype)
+            self._in_ptr = host_pointer(self._in_copy)
+            self.nbytes = self._in_copy.nbytes
             in_strides = dense_strides(geom.in_shape, range(len(geom.in_shape)))
-        self.out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
-        self.backend = _cpu_backend(geom, in_strides, self.out_strides, execution, options, log, auto_threads)
-        self.nbytes = self._in_buf.nbytes if self._in_buf is not None else 0
-        self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, None, geom.out_perm)
-        self._pointer = self.adapter.pointer
-        self._run = self.backend.execute
-        # The last NumPy result, reused as the next one once the caller holds no reference to it (nor to a
-        # view of it): no allocation and, for large results, no fresh pages to fault in. NumPy only, where
-        # every view holds a Python reference to its base; CPython only (reference counts).
-        self._recycle = op.package == "numpy" and not geom.inplace and _REFCOUNTS
-        self._last = None
-        self._last_ptr = 0
-        if self._recycle:
-            self.nbytes += math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
+        out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
+        self.backend = cpu_backend(setup.options.cpu_engine).plan(
+            geom, in_strides, out_strides, setup.execution.num_threads, setup.auto_threads, setup.options, setup.log)
+        self._entries = self.backend.entries
+        self._mask = self.backend.align_mask
+        self._any = self.backend.execute
+        self.results = None
+        if out is not None:
+            self.results = _Kept(out)
+        elif not geom.inplace:
+            A = adapter(op.package)
+            self.results = Recycler(op.package, A.empty_factory(geom.out_shape, geom.out_dtype, None, geom.out_perm),
+                                    A.pointer, math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype], device=False)
+            self.nbytes += self.results.nbytes
+        self._take = None if self.results is None else self.results.take
 
     def prepare(self, sign):
-        if hasattr(self.backend, "prepare"):
-            self.backend.prepare(sign)
+        self.backend.prepare(sign)
 
-    def execute(self, op, sign, stream):
-        if self.geom.inplace:
-            self._run(op.ptr, op.ptr, sign)
-            return op.obj
-        out = self._last
-        if out is not None and _getrefcount(out) == 3:  # self._last, out, and the call's argument
-            out_ptr = self._last_ptr
+    def execute(self, op, sign, stream=None):
+        if self.inplace:
+            out = op.obj
+            in_ptr = out_ptr = op.ptr
         else:
-            out = self._new_out()
-            out_ptr = self._pointer(out)
-            if self._recycle:
-                self._last, self._last_ptr = out, out_ptr
-        if self._in_buf is None:
-            self._run(op.ptr, out_ptr, sign)
+            out, out_ptr = self._take()
+            in_ptr = op.ptr
+            if self._in_copy is not None:
+                np.copyto(self._in_copy, host_view(op))
+                in_ptr = self._in_ptr
+        entry = self._entries.get(sign)
+        if entry is None or (in_ptr | out_ptr) & self._mask:
+            self._any(in_ptr, out_ptr, sign)  # plans what is missing, for any alignment
         else:
-            np.copyto(self._in_buf, host_view(op))
-            self._run(self._in_ptr, out_ptr, sign)
+            entry[0](entry[1], in_ptr, out_ptr)
         return out
 
     def release_workspace(self):
-        self._last = None
+        if self.results is not None:
+            self.results.clear()
 
     def free(self):
-        self._last = None
+        self.release_workspace()
         self.backend.free()
+
+
+class DeviceToHostExecutor:
+    """GPU operand, CPU engine: the operand is fetched into a host mirror, transformed there (into a second
+    mirror, or in place), and the result stored into a new GPU array of the operand's package."""
+
+    def __init__(self, geom, op: Operand, setup: Setup):
+        self.geom = geom
+        self.adapter = adapter(op.package)
+        self.device_id = op.device_id
+        self.h_in = HostMirror(geom.in_shape, geom.in_dtype, natural_perm(op.strides), "FFT operand")
+        self.h_out = self.h_in if geom.inplace else HostMirror(geom.out_shape, geom.out_dtype, geom.out_perm,
+                                                               "FFT result")
+        self.host = HostExecutor(geom, self.h_in.operand, setup, out=None if geom.inplace else self.h_out.operand)
+        self.nbytes = self.h_in.nbytes + self.host.nbytes + (0 if geom.inplace else self.h_out.nbytes)
+
+    def prepare(self, sign):
+        self.host.prepare(sign)
+
+    def execute(self, op, sign, stream):
+        geom, A = self.geom, self.adapter
+        self.h_in.fetch(op, A, stream)
+        self.host.execute(self.h_in.operand, sign)
+        target = op.obj if geom.inplace else A.empty(geom.out_shape, geom.out_dtype, self.device_id, geom.out_perm)
+        self.h_out.store(target, A, self.device_id, stream)
+        return target
+
+    def release_workspace(self):
+        pass
+
+    def free(self):
+        self.host.free()
 
 
 # ----------------------------------------------------------------------------------------------- GPU engine
@@ -141,8 +167,8 @@ def _gpu_plan(geom, in_strides, out_strides, device_id, stream, allocator, log, 
     from ._backends.cufft import CufftPlan
 
     in_ext, out_ext = geom.extents
-    in_layout = _embed(geom, in_ext, geom.in_shape, in_strides)
-    out_layout = _embed(geom, out_ext, geom.out_shape, out_strides)
+    in_layout = cufft_layout(geom, in_ext, geom.in_shape, in_strides)
+    out_layout = cufft_layout(geom, out_ext, geom.out_shape, out_strides)
     return CufftPlan(geom.sizes, in_layout, out_layout, geom.in_dtype, geom.out_dtype, device_id, stream,
                      allocator, log, callbacks)
 
@@ -179,57 +205,23 @@ def _gpu_plan_with_callbacks(geom, in_strides, out_strides, device_id, stream, a
         raise
 
 
-def _c2r_in_place_ok(geom, in_strides, overwrite_input: bool) -> bool:
-    """Whether cuFFT's C2R may work on the operand itself (it overwrites its input): only when the caller
-    allows it and the operand is dense in the canonical order (batch axes outermost)."""
-    return overwrite_input and tuple(in_strides) == dense_strides(geom.in_shape, geom.canonical_perm)
-
-
-def _device_layouts(geom, in_strides, in_fixed: bool, overwrite_input: bool = False):
-    """Choose the device-side memory orders: (input perm or None to keep ``in_strides``, output perm)."""
-    in_ext, out_ext = geom.extents
-    in_perm = None
-    c2r_copy = geom.fft_type == "C2R" and not _c2r_in_place_ok(geom, in_strides, overwrite_input)
-    if not in_fixed or c2r_copy or _embed(geom, in_ext, geom.in_shape, in_strides) is None:
-        in_perm = natural_perm(in_strides)
-        if geom.fft_type == "C2R" or _embed(geom, in_ext, geom.in_shape,
-                                            dense_strides(geom.in_shape, in_perm)) is None:
-            in_perm = geom.canonical_perm
-    out_perm = geom.out_perm
-    if geom.inplace:
-        out_perm = in_perm
-    elif _embed(geom, out_ext, geom.out_shape, dense_strides(geom.out_shape, out_perm)) is None:
-        out_perm = geom.canonical_perm
-    return in_perm, out_perm
-
-
-def device_strides(geom, op_strides, host_operand: bool, overwrite_input: bool = False):
-    """Strides (in elements) of the arrays cuFFT reads and writes for an operand with ``op_strides``: what
-    a callback's ``offset`` indexes (``FFT.get_input_layout`` / ``get_output_layout``)."""
-    in_perm, out_perm = _device_layouts(geom, op_strides, in_fixed=not host_operand,
-                                        overwrite_input=overwrite_input)
-    in_strides = tuple(op_strides) if in_perm is None else dense_strides(geom.in_shape, in_perm)
-    out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, out_perm)
-    return tuple(in_strides), tuple(out_strides)
-
-
 class DeviceExecutor:
     """GPU operand, cuFFT on the caller's arrays."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, in_fixed=True,
-                 callbacks=()):
+    def __init__(self, geom, op: Operand, setup: Setup, in_fixed=True):
         self.geom = geom
+        self.setup = setup
         self.adapter = adapter(op.package)
-        self.device_id = execution.device_id
-        self.log = log
-        self.callbacks = callbacks
-        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=in_fixed,
-                                                      overwrite_input=options.overwrite_input)
+        self.device_id = setup.execution.device_id
+        self.log = log = setup.log
+        self.callbacks = setup.callbacks
+        options = setup.options
+        self.in_perm, self.out_perm = device_layouts(geom, op.strides, in_fixed=in_fixed,
+                                                     overwrite_input=options.overwrite_input)
         # cuFFT needs an R2C input aligned to its complex type; other operands are (copies are fresh arrays)
         direct_r2c = geom.fft_type == "R2C" and self.in_perm is None
         self._misaligned = 2 * ITEMSIZE[geom.in_dtype] - 1 if direct_r2c else 0
         self._copying = None  # the executor for misaligned operands: a dense, aligned copy (made on first use)
-        self._args = (execution, options, log, stream, allocator)
         if self.in_perm is not None and not geom.inplace and geom.fft_type != "C2R":
             log.info("the operand's layout %s cannot be described to cuFFT: it is copied to a dense one per "
                      "execution", list(op.strides))
@@ -243,8 +235,8 @@ class DeviceExecutor:
         # a separate C2R prolog may write over the operand where cuFFT would have read (and destroyed) it
         overwrite = geom.fft_type == "C2R" and self.in_perm is None
         self.backend, self.passes = _gpu_plan_with_callbacks(
-            geom, in_strides, out_strides, self.device_id, stream, allocator, log, callbacks,
-            options.callback_fusion, overwrite)
+            geom, in_strides, out_strides, self.device_id, setup.stream, setup.allocator(op.package), log,
+            self.callbacks, options.callback_fusion, overwrite)
         passes = self.passes
         self._prolog = passes is not None and passes.prolog is not None
         self._epilog = passes.run_epilog if passes is not None and passes.epilog is not None else None
@@ -252,27 +244,23 @@ class DeviceExecutor:
         self._simple = self.in_perm is None and not geom.inplace and not self.natural_copy and not self._prolog
         self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
         self._pointer = self.adapter.pointer
-        self._run = self.backend.execute
+        self._exec = self.backend.exec_fn
 
     def prepare(self, sign):
         pass
 
     def execute(self, op, sign, stream):
         if op.ptr & self._misaligned:
-            if self.callbacks:  # a copy would change the layout the callbacks index with their offset
-                raise ValueError(f"the R2C operand at {op.ptr:#x} is not aligned to its complex type, and this "
-                                 f"plan has callbacks: cuFFT cannot read it in place and a copy would change "
-                                 f"the layout the callbacks see; pass an operand aligned to "
-                                 f"{self._misaligned + 1} bytes")
-            if self._copying is None:
-                self.log.info("the R2C operand at %#x is not aligned to its complex type: cuFFT reads a copy",
-                              op.ptr)
-                self._copying = DeviceExecutor(self.geom, op, *self._args, in_fixed=False)
-            return self._copying.execute(op, sign, stream)
+            return self._execute_copy(op, sign, stream)
         if self._simple:  # the hot path: cuFFT reads the operand and writes a new array of its package
             out = self._new_out()
             out_ptr = self._pointer(out)
-            self._run(op.ptr, out_ptr, sign, stream)
+            be = self.backend
+            if be.bound != stream:
+                be.bind(stream)
+            status = self._exec(be.handle, op.ptr, out_ptr, sign)
+            if status:
+                be.check(status)
             if self._epilog is not None:
                 self._epilog(out_ptr, stream)
             return out
@@ -303,6 +291,18 @@ class DeviceExecutor:
             return res
         return out
 
+    def _execute_copy(self, op, sign, stream):
+        """An R2C operand not aligned to its complex type: cuFFT reads a dense, aligned copy."""
+        if self.callbacks:  # a copy would change the layout the callbacks index with their offset
+            raise ValueError(f"the R2C operand at {op.ptr:#x} is not aligned to its complex type, and this "
+                             f"plan has callbacks: cuFFT cannot read it in place and a copy would change "
+                             f"the layout the callbacks see; pass an operand aligned to "
+                             f"{self._misaligned + 1} bytes")
+        if self._copying is None:
+            self.log.info("the R2C operand at %#x is not aligned to its complex type: cuFFT reads a copy", op.ptr)
+            self._copying = DeviceExecutor(self.geom, op, self.setup, in_fixed=False)
+        return self._copying.execute(op, sign, stream)
+
     def release_workspace(self):
         self.backend.release_workspace()
         if self._copying is not None:
@@ -317,141 +317,69 @@ class DeviceExecutor:
 
 
 class HostToDeviceExecutor:
-    """Host operand, cuFFT: the plan owns device buffers; input and result cross the bus once each."""
+    """Host operand, cuFFT: the operand is uploaded into a device mirror of the plan and the result
+    downloaded from one (the same one in place); each crosses the bus once."""
 
-    def __init__(self, geom, op: Operand, execution, options, log, stream, allocator, callbacks=()):
+    def __init__(self, geom, op: Operand, setup: Setup):
         self.geom = geom
         self.adapter = adapter(op.package)
-        self.device_id = execution.device_id
-        cuda.set_device(self.device_id)
-        self.in_perm, self.out_perm = _device_layouts(geom, op.strides, in_fixed=False)
-        self.in_strides = dense_strides(geom.in_shape, self.in_perm)
-        out_strides = self.in_strides if geom.inplace else dense_strides(geom.out_shape, self.out_perm)
-        self.in_bytes = math.prod(geom.in_shape) * ITEMSIZE[geom.in_dtype]
-        self.out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
-        self.d_in = self.d_out = self.passes = None
-        self.backend, self.passes = _gpu_plan_with_callbacks(
-            geom, self.in_strides, out_strides, self.device_id, stream, allocator, log, callbacks,
-            options.callback_fusion)
+        self.device_id = device = setup.execution.device_id
+        stream, allocator = setup.stream, setup.allocator(op.package)
+        cuda.set_device(device)
+        in_perm, out_perm = device_layouts(geom, op.strides, in_fixed=False)
+        self.d_in = self.d_out = self.backend = self.passes = None
         try:
-            self.d_in = allocate(allocator, self.in_bytes, stream)
-            self.d_out = self.d_in if geom.inplace else allocate(allocator, self.out_bytes, stream)
+            self.d_in = DeviceMirror(geom.in_shape, geom.in_dtype, in_perm, allocator, stream, "FFT operand")
+            self.d_out = self.d_in if geom.inplace else DeviceMirror(geom.out_shape, geom.out_dtype, out_perm,
+                                                                     allocator, stream, "FFT result")
+            self.backend, self.passes = _gpu_plan_with_callbacks(
+                geom, self.d_in.strides, self.d_out.strides, device, stream, allocator, setup.log, setup.callbacks,
+                setup.options.callback_fusion)
         except BaseException:  # a failed plan releases what it created
             self.free()
             raise
-        self.nbytes = self.backend.workspace_size + self.in_bytes + (0 if geom.inplace else self.out_bytes)
+        out_bytes = 0 if geom.inplace else self.d_out.nbytes
+        self.nbytes = self.backend.workspace_size + self.d_in.nbytes + out_bytes
         if self.passes is not None:
             self.nbytes += self.passes.nbytes
-        log.info("host operand on GPU %d: staging buffers of %s in and %s out", self.device_id,
-                 format_bytes(self.in_bytes), format_bytes(0 if geom.inplace else self.out_bytes))
+        self._result_strides = dense_strides(geom.out_shape, geom.out_perm)
+        setup.log.info("host operand on GPU %d: staging buffers of %s in and %s out", device,
+                       format_bytes(self.d_in.nbytes), format_bytes(out_bytes))
 
     def prepare(self, sign):
         pass
 
     def execute(self, op, sign, stream):
-        geom, A = self.geom, self.adapter
-        src = host_view(op)
-        if op.strides == self.in_strides:
-            host_in = op.ptr
-        else:
-            tmp = np.empty([geom.in_shape[p] for p in self.in_perm], dtype=geom.in_dtype)
-            np.copyto(tmp, src.transpose(self.in_perm))
-            host_in = tmp.__array_interface__["data"][0]
-            logger.info("host copy of the operand into the staging layout (%s)", format_bytes(self.in_bytes))
-        cuda.copy(self.d_in.device_ptr, host_in, self.in_bytes, cuda.H2D, stream, "FFT operand")
-        passes = self.passes
-        in_ptr = self.d_in.device_ptr
+        geom, passes = self.geom, self.passes
+        self.d_in.upload(op, stream)
+        in_ptr = self.d_in.ptr
         if passes is not None and passes.prolog is not None:
             in_ptr = passes.run_prolog(in_ptr, stream)
-        self.backend.execute(in_ptr, self.d_out.device_ptr, sign, stream)
+        self.backend.execute(in_ptr, self.d_out.ptr, sign, stream)
         if passes is not None and passes.epilog is not None:
-            passes.run_epilog(self.d_out.device_ptr, stream)
-        out_perm = self.in_perm if geom.inplace else self.out_perm
-        target = op.obj if geom.inplace else None
-        direct = (not geom.inplace and tuple(out_perm) == tuple(geom.out_perm)) or (
-            geom.inplace and op.strides == self.in_strides)
-        if direct:
-            res = target if target is not None else A.empty(geom.out_shape, geom.out_dtype, None, out_perm)
-            cuda.copy(A.pointer(res), self.d_out.device_ptr, self.out_bytes, cuda.D2H, stream, "FFT result")
-            cuda.synchronize(stream)
-            return res
-        tmp = np.empty([geom.out_shape[p] for p in out_perm], dtype=geom.out_dtype)
-        cuda.copy(tmp.__array_interface__["data"][0], self.d_out.device_ptr, self.out_bytes, cuda.D2H, stream,
-                  "FFT result")
-        cuda.synchronize(stream)
-        res = target if target is not None else A.empty(geom.out_shape, geom.out_dtype, None, geom.out_perm)
-        dst = res if op.package == "numpy" else np.asarray(res)
-        np.copyto(dst.transpose(out_perm), tmp)
+            passes.run_epilog(self.d_out.ptr, stream)
+        if geom.inplace:
+            self.d_out.download(host_view(op), stream)
+            return op.obj
+        A = self.adapter
+        res = A.empty(geom.out_shape, geom.out_dtype, None, geom.out_perm)
+        self.d_out.download(from_pointer(A.pointer(res), geom.out_shape, self._result_strides, geom.out_dtype),
+                            stream)
         return res
 
     def release_workspace(self):
         self.backend.release_workspace()
 
     def free(self):
-        self.backend.free()
-        if self.passes is not None:
-            self.passes.free()
-        for buf in (self.d_in, self.d_out):
-            if buf is not None:
-                buf.free()
+        for part in (self.backend, self.passes, self.d_in, None if self.d_out is self.d_in else self.d_out):
+            if part is not None:
+                part.free()
 
 
-class DeviceToHostExecutor:
-    """GPU operand, CPU engine: staged through host buffers."""
-
-    def __init__(self, geom, op: Operand, execution, options, log, stream, auto_threads=True):
-        self.geom = geom
-        self.adapter = adapter(op.package)
-        self.device_id = op.device_id
-        self.in_perm = natural_perm(op.strides)
-        self.h_in = np.empty([geom.in_shape[p] for p in self.in_perm], dtype=geom.in_dtype).transpose(
-            np.argsort(self.in_perm))
-        host_op = adapter("numpy").wrap(self.h_in)
-        self.host = HostExecutor(geom, host_op, execution, options, log, auto_threads)
-        self.host_op = host_op
-        self.nbytes = self.h_in.nbytes + self.host.nbytes
-
-    def prepare(self, sign):
-        self.host.prepare(sign)
-
-    def execute(self, op, sign, stream):
-        geom, A = self.geom, self.adapter
-        src = op.obj
-        if not op.is_dense_in(self.in_perm):
-            src = A.empty(geom.in_shape, geom.in_dtype, self.device_id, self.in_perm)
-            A.copy_into(src, op.obj)
-        cuda.copy(self.host_op.ptr, A.pointer(src), self.h_in.nbytes, cuda.D2H, stream, "FFT operand")
-        cuda.synchronize(stream)
-        h_out = self.host.execute(self.host_op, sign, None)
-        out_perm = natural_perm(h_out.strides)
-        target = op.obj if geom.inplace else A.empty(geom.out_shape, geom.out_dtype, self.device_id, out_perm)
-        if geom.inplace and not op.is_dense_in(self.in_perm):
-            tmp = A.empty(geom.out_shape, geom.out_dtype, self.device_id, out_perm)
-            cuda.copy(A.pointer(tmp), h_out.__array_interface__["data"][0], h_out.nbytes, cuda.H2D, stream,
-                      "FFT result")
-            A.copy_into(target, tmp)
-        else:
-            cuda.copy(A.pointer(target), h_out.__array_interface__["data"][0], h_out.nbytes, cuda.H2D, stream,
-                      "FFT result")
-        cuda.synchronize(stream)
-        return target
-
-    def release_workspace(self):
-        pass
-
-    def free(self):
-        self.host.free()
+_FACTORIES = {"host": HostExecutor, "device": DeviceExecutor, "host_to_device": HostToDeviceExecutor,
+              "device_to_host": DeviceToHostExecutor}
 
 
-def make_executor(geom, op, execution, options, log, stream=None, allocator=None, auto_threads=True,
-                  callbacks=()):
-    """Pick the executor for (where the operand lives, where the work runs). ``callbacks``: cuFFT LTO
-    callbacks (GPU execution only)."""
-    on_gpu = execution.name == "cuda"
-    if on_gpu:
-        if op.device_id is None:
-            return HostToDeviceExecutor(geom, op, execution, options, log, stream, allocator, callbacks)
-        return DeviceExecutor(geom, op, execution, options, log, stream, allocator, callbacks=callbacks)
-    if op.device_id is None:
-        return HostExecutor(geom, op, execution, options, log, auto_threads)
-    return DeviceToHostExecutor(geom, op, execution, options, log, stream, auto_threads)
+def make_executor(geom, op: Operand, setup: Setup):
+    """The executor for (where the operand lives, where ``setup.execution`` runs the engine)."""
+    return choose(_FACTORIES, op.device_id is not None, setup.execution.name == "cuda", geom, op, setup)

@@ -1,11 +1,17 @@
-"""Stateless FFT functions: an FFT object, planned once and kept in the plan cache, executed per call."""
+"""Stateless FFT functions: an FFT object, planned once and kept in the plan cache, executed per call.
+
+Each function is ``cached_call(key, make, operands)``: on a hit, the Python frames between the public call and
+FFTW's (or cuFFT's) execute function are the function, ``cached_call``, ``FFT.execute`` and the executor.
+"""
 
 from __future__ import annotations
 
-from .._core.cache import plan_cache
+from functools import partial
+
+from .._core.execution import execution_key
 from .._core.operand import wrap_operand
 from .._core.options import check_options
-from .._core.execution import execution_key
+from .._core.plan_cache import cached_call
 from .._core.streams import stream_key
 from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
@@ -13,40 +19,19 @@ from ._planner import FFT
 
 __all__ = ["fft", "ifft", "rfft", "irfft"]
 
+_INVERSE = FFTDirection.INVERSE
 
-def _run(fft_type, operand, axes, direction, options, execution, prolog, epilog, stream):
-    op = wrap_operand(operand)
-    if not plan_cache.enabled:
-        with FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type) as f:
-            f.plan(prolog=prolog, epilog=epilog, direction=direction)
-            return f.execute(direction=direction)
-    if options is not None and type(options) is not FFTOptions:
-        options = check_options(options, FFTOptions, "FFT options")
-    skey = stream_key(stream, op)
-    if prolog is not None:  # bytes or a DeviceCallable (hashable, equal by content and data pointer)
-        prolog = callback_key(prolog)
-    if epilog is not None:
-        epilog = callback_key(epilog)
-    key = (fft_type, op.package, op.device_id, op.shape, op.strides, op.dtype, op.readonly,
-           axes if axes is None or type(axes) is tuple else _axes_key(axes), options,
-           execution if type(execution) is not dict else execution_key(execution), skey, prolog, epilog)
-    f = plan_cache.get(key)
-    if f is None:
-        f = FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type)
-        try:
-            f.plan(prolog=prolog, epilog=epilog, direction=direction)
-            result = f.execute(direction=direction)
-        except BaseException:
-            f.free()
-            raise
-        f._operand = None
-        plan_cache.put(key, f, f.nbytes)  # after executing: put() may evict (and free) this very plan
-        return result
-    f._operand = op
-    try:
-        return f.execute(direction=direction)
-    finally:
-        f._operand = None
+
+def _key(fft_type, op, axes, options, execution, stream, prolog, epilog) -> tuple:
+    """The plan-cache key of a call: everything its plan depends on, built from what is at hand."""
+    return (FFT, fft_type, op.package, op.device_id, op.shape, op.strides, op.dtype, op.readonly,
+            axes if axes is None or type(axes) is tuple else _axes_key(axes),
+            options if options is None or type(options) is FFTOptions else check_options(options, FFTOptions,
+                                                                                          "FFT options"),
+            execution if type(execution) is not dict else execution_key(execution),
+            None if stream is None and op.device_id is None else stream_key(stream, op),
+            # bytes or a DeviceCallable (hashable, equal by content and data pointer)
+            None if prolog is None else callback_key(prolog), None if epilog is None else callback_key(epilog))
 
 
 def _axes_key(axes) -> tuple:
@@ -54,6 +39,17 @@ def _axes_key(axes) -> tuple:
         return tuple(axes)
     except TypeError:
         raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
+
+
+def _planned(fft_type, op, axes, direction, options, execution, stream, prolog, epilog) -> FFT:
+    """A new FFT of the call, planned (a miss of the plan cache); freed if planning fails."""
+    f = FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type)
+    try:
+        f.plan(prolog=prolog, epilog=epilog, direction=direction)
+    except BaseException:
+        f.free()
+        raise
+    return f
 
 
 def fft(operand, axes=None, *, direction=None, options=None, execution=None, prolog=None, epilog=None,
@@ -72,20 +68,34 @@ def fft(operand, axes=None, *, direction=None, options=None, execution=None, pro
     >>> np.allclose(cumath.fft.fft(x), np.fft.fft(x))
     True
     """
-    return _run("C2C", operand, axes, direction, options, execution, prolog, epilog, stream)
+    op = wrap_operand(operand)
+    make = partial(_planned, "C2C", op, axes, direction, options, execution, stream, prolog, epilog)
+    if direction is None:  # no keyword arguments to pass on: the common call is cheaper
+        return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog), make, {"operand": op})
+    return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog), make, {"operand": op},
+                       direction=direction)
 
 
 def ifft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
     """N-D inverse complex-to-complex FFT, unnormalized (``numpy.fft.ifft(x) * n``)."""
-    return _run("C2C", operand, axes, FFTDirection.INVERSE, options, execution, prolog, epilog, stream)
+    op = wrap_operand(operand)
+    return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog),
+                       partial(_planned, "C2C", op, axes, _INVERSE, options, execution, stream, prolog, epilog),
+                       {"operand": op}, direction=_INVERSE)
 
 
 def rfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
     """N-D real-to-complex FFT; the last of ``axes`` is halved to n//2+1 (``numpy.fft.rfftn``)."""
-    return _run("R2C", operand, axes, None, options, execution, prolog, epilog, stream)
+    op = wrap_operand(operand)
+    return cached_call(_key("R2C", op, axes, options, execution, stream, prolog, epilog),
+                       partial(_planned, "R2C", op, axes, None, options, execution, stream, prolog, epilog),
+                       {"operand": op})
 
 
 def irfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
     """N-D complex-to-real inverse FFT, unnormalized; the last axis of the result has size 2*(m-1), or
     2*(m-1)+1 with ``options={'last_axis_parity': 'odd'}``. The operand is never overwritten."""
-    return _run("C2R", operand, axes, FFTDirection.INVERSE, options, execution, prolog, epilog, stream)
+    op = wrap_operand(operand)
+    return cached_call(_key("C2R", op, axes, options, execution, stream, prolog, epilog),
+                       partial(_planned, "C2R", op, axes, None, options, execution, stream, prolog, epilog),
+                       {"operand": op})  # C2R's only direction, the inverse, is its default

@@ -87,3 +87,17 @@ class FFTOptions:
             check_choice("planning_effort", self.planning_effort, PLANNING_EFFORTS)
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")
+
+    # Options are part of plan-cache keys, hashed at every stateless call: the hash of the fields that take
+    # part in equality is computed once (and not pickled: string hashes differ between processes).
+    def __hash__(self):
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import logging
 
-from .._core.execution import ExecutionCUDA, check_execution, execution_key, names_threads
-from .._core.lifecycle import Stateful, requires_alive
+from .._core import cuda
+from .._core.execution import ExecutionCUDA, check_execution, execution_key
+from .._core.lifecycle import requires
 from .._core.operand import Operand, wrap_operand
+from .._core.operation import Operation
 from .._core.options import check_options
-from .._core.streams import default_stream, stream_handle
-from ..errors import InvalidStateError
-from ..memory import default_allocator
-from ._executors import make_executor
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
+from ._executors import Setup, make_executor
 from ._options import FFTDirection, FFTOptions
-from ._traits import fft_geometry
+from ._traits import device_strides, fft_geometry, host_strides
 
 __all__ = ["FFT"]
 
@@ -44,7 +43,7 @@ def _callbacks_check(prolog, epilog, on_gpu, geom):
     return resolve_callbacks(prolog, epilog, geom.fft_type, geom.precision)
 
 
-class FFT(Stateful):
+class FFT(Operation):
     """A planned FFT over operands of one shape, layout, dtype, package and device.
 
     Example (CPU, NumPy)::
@@ -70,17 +69,20 @@ class FFT(Stateful):
     transform returns the input times the product of the transform sizes.
     """
 
+    _NAMES = ("operand",)
+    _RESET_HINT = "reset_operand(new_operand)"
+    _RELEASED_MESSAGE = "the operand was released; call {hint} before {what}()"
+    _MISMATCH_WHAT = "FFT object"
+    _STATES = {**Operation._STATES,
+               "operands": ("_has_operands", "needs its operand: it was released; call reset_operand(new_operand) "
+                                             "first")}
+
     def __init__(self, operand, *, axes=None, options=None, execution=None, stream=None, _fft_type=None):
-        opts = check_options(options, FFTOptions, "FFT options")
+        opts = options if type(options) is FFTOptions else check_options(options, FFTOptions, "FFT options")
         self._options = opts
         self._log = opts.logger or logger
         op = operand if type(operand) is Operand else wrap_operand(operand)
-        if execution is None and opts.device_id is not None:
-            execution = ExecutionCUDA(device_id=opts.device_id)
-        self._execution = check_execution(execution, op.device_id)
-        # threads chosen by cumath (per problem size) unless the caller named a number
-        self._auto_threads = not names_threads(execution)
-        self._on_gpu = self._execution.name == "cuda"
+        p = self._init_placement(op, execution, stream, opts.blocking, device_id=opts.device_id)
         fft_type = opts.fft_type
         if _fft_type is not None:
             if fft_type is not None and fft_type != _fft_type:
@@ -88,36 +90,24 @@ class FFT(Stateful):
             fft_type = _fft_type
         self._geom = geom = fft_geometry(op.shape, op.strides, op.dtype, axes, fft_type, opts.last_axis_parity,
                                          opts.result_layout, opts.inplace, op.readonly)
-        if not self._on_gpu and geom.precision == "float16":
+        if not p.on_gpu and geom.precision == "float16":
             raise TypeError(f"{op.dtype} FFTs run on the GPU only; pass execution='cuda' or a float32/complex64 "
                             f"operand")
-        if self._on_gpu:
-            from .._core.cuda import require_device
+        if p.on_gpu:
             from ._backends.cufft import check_half_sizes
 
             check_half_sizes(geom.sizes, geom.precision)
-            require_device(self._execution.device_id)
-        self._operand = op
-        self._signature = op.signature
+        self._init_operands({"operand": op})
+        self._no_operand = {"operand": None}
         self._axes_arg = None if axes is None else tuple(axes)
-        if self._on_gpu or op.device_id is not None:
-            device = self._execution.device_id if self._on_gpu else op.device_id
-            self._device = device
-            self._stream = stream_handle(stream) if stream is not None else default_stream(op.package, device)
-        else:
-            self._device = None
-            self._stream = None
-        self._explicit_stream = stream is not None
-        self._host_only = not self._on_gpu and op.device_id is None
-        self._blocking = opts.blocking is True or op.device_id is None
-        self._executor = None
         self._callbacks_planned = (None, None)  # callback_key() of the prolog and epilog planned with
         self._default_sign = 1 if geom.fft_type == "C2R" else -1
+        self._plan_sign = self._default_sign
         if self._log.isEnabledFor(logging.INFO):
-            where = "CPU" if not self._on_gpu else f"GPU {self._device}"
+            where = "CPU" if not p.on_gpu else f"GPU {p.device}"
             self._log.info("FFT %s of %s %s%s over axes %s, executing on %s (%s threads)", geom.fft_type,
                            op.package, op.dtype, list(op.shape), list(geom.axes), where,
-                           getattr(self._execution, "num_threads", "-"))
+                           getattr(p.execution, "num_threads", "-"))
 
     # ------------------------------------------------------------------------------------------- keys
     @staticmethod
@@ -132,36 +122,32 @@ class FFT(Stateful):
         return (op.signature, None if axes is None else tuple(axes), opts, execution, callback_key(prolog),
                 callback_key(epilog))
 
-    @requires_alive
+    @requires()
     def get_key(self, *, prolog=None, epilog=None):
-        return (self._signature, self._axes_arg, self._options, execution_key(self._execution),
+        return (self._signatures["operand"], self._axes_arg, self._options, execution_key(self._execution),
                 callback_key(prolog), callback_key(epilog))
 
     # ------------------------------------------------------------------------------------------- layouts
     def _layouts(self):
-        geom, strides = self._geom, self._signature[3]
+        signature = self._signatures["operand"]
         if self._on_gpu:
-            from ._executors import device_strides
+            return device_strides(self._geom, signature[3], signature[1] is None, self._options.overwrite_input)
+        return host_strides(self._geom, signature[3])
 
-            return device_strides(geom, strides, self._signature[1] is None, self._options.overwrite_input)
-        from .._core.layout import dense_strides
-
-        return tuple(strides), tuple(strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm))
-
-    @requires_alive
+    @requires()
     def get_input_layout(self) -> TensorLayout:
         """``(shape, strides)`` (strides in elements) of the array the FFT reads: the operand, or the copy
         cumath makes when cuFFT cannot read the operand's layout (and for C2R, whose input cuFFT destroys).
         A prolog's ``offset`` indexes this layout: element ``i`` of it is at ``sum(i[k] * strides[k])``."""
         return TensorLayout(self._geom.in_shape, self._layouts()[0])
 
-    @requires_alive
+    @requires()
     def get_output_layout(self) -> TensorLayout:
         """``(shape, strides)`` (in elements) of the array the FFT writes; an epilog's ``offset`` indexes it."""
         return TensorLayout(self._geom.out_shape, self._layouts()[1])
 
     # ------------------------------------------------------------------------------------------- lifecycle
-    @requires_alive
+    @requires()
     def plan(self, *, prolog=None, epilog=None, stream=None, direction=None):
         """Create the engine's plan (and staging buffers). ``direction`` pre-plans that direction on
         engines whose plans depend on it (FFTW); other directions are planned on first use.
@@ -179,77 +165,58 @@ class FFT(Stateful):
             if ident == self._callbacks_planned:
                 return
             self._log.info("planning again with other callbacks")
-            self._release_executor()
-            self._planned = False
-        if stream is not None:
-            self._use_stream(stream)
-        sign = _sign(direction) or self._default_sign
+            self._drop_plan()
         if direction is not None and self._geom.fft_type != "C2C":
             self._check_direction(direction)
-        allocator = None
-        if self._on_gpu:
-            allocator = self._options.allocator or default_allocator(self._operand.package, self._device)
-        ex = make_executor(self._geom, self._operand, self._execution, self._options, self._log, self._stream,
-                           allocator, self._auto_threads, callbacks)
-        try:
-            ex.prepare(sign)
-        except BaseException:
-            ex.free()
-            raise
-        self._executor = ex
+        self._plan_sign = _sign(direction) or self._default_sign
+        self._plan(stream, callbacks)
         self._callbacks_planned = ident
-        self._planned = True
+
+    def _make_executor(self, callbacks):
+        op = self._ops["operand"]
+        if op is None:
+            self._not_ready("plan", ("operands",))
+        setup = Setup(self._execution, self._options, self._log, self._stream, not self._place.user_threads,
+                      callbacks)
+        return make_executor(self._geom, op, setup)
+
+    def _planned_with(self, executor) -> None:
+        executor.prepare(self._plan_sign)
+
+    def _unbind(self) -> None:
+        # as Operation._unbind, with one prebuilt empty operand set (FFT replaces _ops, never changes it in
+        # place): this runs after every stateless call
+        self._ops = self._no_operand
+        self._released = True
 
     def execute(self, *, direction=None, stream=None, release_workspace=False):
         """Run the FFT on the current operand and return the result (the caller's package and device).
 
         ``direction``: FFTDirection.FORWARD (default for C2C and R2C) or INVERSE (C2R's only one).
-        ``release_workspace``: give the workspace back to the allocator after this call.
+        ``release_workspace``: give the workspace (and any result kept for reuse) back after this call.
         """
-        executor, op = self._executor, self._operand
+        # the state check inline (one frame less than @requires); a released operand is None
+        executor, op = self._executor, self._ops["operand"]
         if executor is None or op is None:
             self._not_ready("execute")
-        if self._host_only and direction is None and stream is None:  # the CPU hot path
-            return executor.execute(op, self._default_sign, None)
+        if self._host_only and direction is None and stream is None and not release_workspace:
+            return executor.execute(op, self._default_sign, None)  # the CPU hot path
         if direction is None:
             sign = self._default_sign
         else:
             sign = _sign(direction)
             if sign != self._default_sign and self._geom.fft_type != "C2C":
                 self._check_direction(direction)
-        if stream is None:
-            stream_arg = self._stream
-            explicit = self._explicit_stream
+        stream, explicit = self._stream_arg(stream)
+        if explicit:  # ordered as the caller asked (in the package's stream context), waited for if blocking
+            result = self._ordered(stream, True, executor.execute, op, sign, stream)
         else:
-            stream_arg = stream_handle(stream)
-            explicit = True
-        if explicit and op.device_id is not None and stream_arg != default_stream(op.package, op.device_id):
-            from .._core.operand import adapter
-
-            with adapter(op.package).stream_context(op.device_id, stream_arg):
-                result = executor.execute(op, sign, stream_arg)
-        else:
-            result = executor.execute(op, sign, stream_arg)
-        if self._on_gpu:
-            if release_workspace:
-                executor.release_workspace()
+            result = executor.execute(op, sign, stream)
             if self._blocking and op.device_id is not None:
-                from .._core.cuda import synchronize
-
-                synchronize(stream_arg)
+                cuda.synchronize(stream)
+        if release_workspace:
+            executor.release_workspace()
         return result
-
-    def _use_stream(self, stream):
-        """Order later executions on ``stream`` (any form stream_handle() accepts)."""
-        self._stream = stream_handle(stream)
-        self._explicit_stream = True
-
-    def _not_ready(self, what):
-        if self._freed:
-            raise InvalidStateError(f"FFT.{what}() was called after free(); create a new object")
-        if self._executor is None:
-            raise InvalidStateError(f"FFT.{what}() needs a plan: call plan() first")
-        raise InvalidStateError("the operand was released; call reset_operand(new_operand) before execute()")
 
     def _check_direction(self, direction):
         sign = _sign(direction)
@@ -259,51 +226,30 @@ class FFT(Stateful):
         if kind == "C2R" and sign != 1:
             raise ValueError("a C2R FFT is an inverse transform; direction must be FFTDirection.INVERSE")
 
-    @requires_alive
+    @requires()
     def reset_operand(self, operand=None, *, stream=None):
         """Point the plan at a new operand of the same package, device, shape, strides and dtype.
         ``None`` releases the current one (like release_operand())."""
         if operand is None:
-            self._operand = None
+            self.release_operands()
             return
-        op = wrap_operand(operand)
-        if op.signature != self._signature:
-            raise ValueError(self._mismatch(op))
+        op = self._checked("operand", operand)
         if self._options.inplace and op.readonly:
             raise ValueError("inplace=True needs a writeable operand, but this array is read-only")
-        self._operand = op
+        self._reset_operands({"operand": op}, checked=False)
         if stream is not None:
             self._use_stream(stream)
 
-    @requires_alive
+    @requires()
     def reset_operand_unchecked(self, operand, *, stream=None):
-        """Like reset_operand() without the checks: for hot loops whose operands are known to match."""
-        self._operand = operand if type(operand) is Operand else wrap_operand(operand)
+        """Like reset_operand() with only the cheap checks (shape, strides and dtype, which keep the plan from
+        reading or writing the wrong memory): for hot loops whose operands are known to match."""
+        self._reset_operands({"operand": operand}, checked=False)
         if stream is not None:
             self._use_stream(stream)
 
-    @requires_alive
+    @requires()
     def release_operand(self):
         """Drop the reference to the operand (so its memory can be freed); reset_operand() before the next
         execute()."""
-        self._operand = None
-
-    def _mismatch(self, op) -> str:
-        names = ("package", "device", "shape", "strides", "dtype")
-        diffs = [f"{n} {a} (planned: {b})" for n, a, b in zip(names, op.signature, self._signature) if a != b]
-        return ("the new operand does not match the planned one: " + ", ".join(diffs) +
-                "; create a new FFT object for it")
-
-    def _release_executor(self):
-        ex, self._executor = self._executor, None
-        if ex is not None:
-            ex.free()
-
-    def _release(self):
-        self._operand = None
-        self._release_executor()
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the plan holds (workspace and staging buffers)."""
-        return self._executor.nbytes if self._executor is not None else 0
+        self.release_operands()

@@ -10,10 +10,10 @@ kernel of cumath's instead of linking it into cuFFT:
   plan-owned buffer (or over the operand itself where the caller allowed C2R to overwrite it), then plain
   cuFFT from there. For C2R this buffer is what cuFFT consumes, so the copy C2R otherwise needs goes away.
 
-The kernel is CUDA C++ (NVRTC, ``-dlto``, for the device's architecture) that declares the callback by the
-C++ signature cuFFT uses, so its mangled name is the one the callback's IR defines; nvJitLink links the two
-LTO-IRs into a CUBIN, cached on disk by content (kernel source, the callback's IR, architecture, NVRTC and
-nvJitLink versions: ``cache_dir("fft_callback_kernels")``), loaded once per context.
+The kernel is CUDA C++ that declares the callback by the C++ signature cuFFT uses, so its mangled name is the
+one the callback's IR defines; :mod:`cumath._core.jit` compiles it with NVRTC to LTO-IR for the device's
+architecture and links it with the callback's LTO-IR (nvJitLink) into a CUBIN, both cached on disk by content
+(the kernel source, the callback's IR, architecture, NVRTC and nvJitLink versions), loaded once per context.
 
 Why (``benchmarks/NOTES.md``, FFT callbacks): cuFFT 12.0's kernels with a callback are much slower than its
 plain ones except for long 1-D transforms; one pass over the data costs about a copy.
@@ -22,25 +22,22 @@ plain ones except for long 1-D transforms; one pass over the data costs about a 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import threading
-import time
 
-from .._core.disk_cache import ContentStore, digest
+from .._core import jit
 from .._core.dtypes import ITEMSIZE
 from .._core.layout import dense_strides
 from ..memory import allocate
 from ._options import CALLBACK_FUSION as FUSION_MODES
 
 __all__ = ["choose_fusion", "FUSED_FROM_LENGTH", "FUSED_ALWAYS", "FUSION_MODES", "collapse_dims", "kernel_source",
-           "split_callbacks", "CallbackPasses", "link_key"]
+           "split_callbacks", "CallbackPasses", "linked_image"]
 
 logger = logging.getLogger(__name__)
 
 # The 'auto' rule, from identity callbacks timed fused and separate against plain cuFFT on the H200 (cuFFT 12.0,
-# benchmarks/fft_callbacks.py, 2026-11-29; time / plain, fused vs separate; benchmarks/NOTES.md has the table).
+# benchmarks/fft.py --case callbacks, 2026-11-29; time / plain, fused vs separate; benchmarks/NOTES.md has the table).
 # A separate pass costs one read and one write of the array (156 us for 8192 x 4097 complex64: 0.9x a copy).
 # - 2-D R2C epilog: fused 2.53-2.97x, separate 1.26-1.36x (2048^2 .. 8192^2); 2-D C2R prolog: fused 1.89-2.08x,
 #   separate 1.28-1.37x; 2-D R2C prolog: fused 1.20-1.56x, separate 1.30-1.34x (fused ahead up to 4096^2 by
@@ -122,7 +119,6 @@ def collapse_dims(shape, src_strides, dst_strides) -> list[tuple[int, int, int]]
 _C_TYPES = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 _BLOCK = 256
 _ILP = 4
-_KERNEL_VERSION = 1
 
 _TEMPLATE = r"""
 typedef unsigned long long u64;
@@ -193,58 +189,14 @@ def kernel_source(kind: str, element_dtype: str, plain_name: str) -> str:
     return src
 
 
-_STORE = ContentStore("fft_callback_kernels", suffix=".cubin")
-_lock = threading.Lock()
-
-
-def _versions() -> tuple:
-    from .._bindings import nvjitlink, nvrtc
-
-    return ("nvrtc", nvrtc.nvrtcVersion(), "nvjitlink", nvjitlink.nvJitLinkVersion())
-
-
-def link_key(source: str, callback_ir: bytes, arch: int, versions: tuple) -> str:
-    """Content address of a linked pass: its source, the callback's IR, the architecture, the toolchain."""
-    return digest("cumath.fft separate callback pass", _KERNEL_VERSION, source,
-                  hashlib.sha256(callback_ir).hexdigest(), int(arch), versions)
-
-
-def _compile_and_link(source: str, callback_ir: bytes, arch: int) -> bytes:
-    from .._bindings import nvjitlink as nvj
-    from .._bindings import nvrtc
-
-    prog = nvrtc.nvrtcCreateProgram(source, "cumath_fft_callback_pass.cu")
-    try:
-        nvrtc.nvrtcCompileProgram(prog, ("-std=c++17", "-dlto", "-rdc=true", f"-arch=sm_{arch}"))
-        kernel_ir = nvrtc.nvrtcGetLTOIR(prog)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    handle = nvj.nvJitLinkCreate((f"-arch=sm_{arch}", "-lto", "-O3"))
-    try:
-        nvj.nvJitLinkAddData(handle, nvj.nvJitLinkInputType.NVJITLINK_INPUT_LTOIR, kernel_ir, "cumath_pass")
-        nvj.nvJitLinkAddData(handle, nvj.nvJitLinkInputType.NVJITLINK_INPUT_LTOIR, callback_ir, "callback")
-        nvj.nvJitLinkComplete(handle)
-        return nvj.nvJitLinkGetLinkedCubin(handle)
-    finally:
-        nvj.nvJitLinkDestroy(handle)
-
-
-def linked_image(cb, arch: int, log=logger) -> tuple[bytes, str]:
-    """(CUBIN, key) of the separate pass of callback ``cb`` (an AttachedCallback) for ``sm_<arch>``."""
+def linked_image(cb, arch: int, log=logger) -> jit.Artifact:
+    """The linked CUBIN of the separate pass of callback ``cb`` (an AttachedCallback) for ``sm_<arch>``."""
     source = kernel_source(cb.kind, cb.element_dtype, cb.name.decode())
-    key = link_key(source, cb.ltoir, arch, _versions())
-    entry = _STORE.get(key)
-    if entry is None:
-        with _lock:
-            entry = _STORE.get(key)
-            if entry is None:
-                t0 = time.perf_counter()
-                image = _compile_and_link(source, cb.ltoir, arch)
-                entry = _STORE.put(key, image, {"kind": cb.kind, "element_dtype": cb.element_dtype,
-                                                "callback": cb.name.decode(), "arch": arch})
-                log.info("linked the %s %s into a separate pass for sm_%d (NVRTC + nvJitLink, %d bytes) in "
-                         "%.0f ms", cb.kind, cb.name.decode(), arch, len(image), 1e3 * (time.perf_counter() - t0))
-    return entry.data, key
+    what = f"the separate {cb.kind} pass of {cb.name.decode()}"
+    kernel = jit.compile_source(source, cc=arch, output="ltoir", name="cumath_fft_callback_pass.cu", what=what,
+                                log=log)
+    return jit.link([("ltoir", kernel.data, "cumath_pass"), ("ltoir", cb.ltoir, "callback")], cc=arch, what=what,
+                    log=log)
 
 
 class _Pass:
@@ -256,8 +208,7 @@ class _Pass:
         from .._bindings import cudart
         from .._core.kernels import device_arch, load_kernel
 
-        arch = device_arch(device_id)
-        image, key = linked_image(cb, arch, log)
+        image = linked_image(cb, device_arch(device_id), log)
         dims = collapse_dims(shape, src_strides, dst_strides)
         self.n = n = math.prod(shape)
         dense = len(dims) == 1 and dims[0][1] == dims[0][2] == 1
@@ -265,7 +216,8 @@ class _Pass:
             raise ValueError(f"the {cb.kind} pass handles layouts of up to {MAX_DIMS} dimensions after merging, "
                              f"not {len(dims)}; use FFTOptions(callback_fusion='fused')")
         name = "cumath_cb_dense" if dense else "cumath_cb_strided"
-        self.kernel = load_kernel(image, key, name, "PPQP" + ("" if dense else "Q" * 18), device_id=device_id)
+        self.kernel = load_kernel(image.data, image.key, name, "PPQP" + ("" if dense else "Q" * 18),
+                                  device_id=device_id)
         sms = cudart.cudaDeviceGetAttribute(cudart.cudaDeviceAttr.cudaDevAttrMultiProcessorCount, device_id)
         per_sm = max(1, self.kernel.max_active_blocks_per_sm(_BLOCK))
         per_block = _BLOCK * (_ILP if dense else 1)

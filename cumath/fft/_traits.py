@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
 
-__all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "SUPPORTED_DTYPES"]
+__all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
+           "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
 FFT_TYPES = ("C2C", "R2C", "C2R")
@@ -189,3 +190,54 @@ def cufft_embed(extents, strides, batch):
     else:
         count, dist = 1, strides[0] * extents[0]
     return tuple(embed), stride, dist, count
+
+
+# ----------------------------------------------------------------------------------------------- layouts
+
+def cufft_layout(geom: FFTGeometry, extents, shape, strides):
+    """cuFFT's advanced layout (:func:`cufft_embed`) of one array of the problem ``geom``: ``extents`` along the
+    transformed axes, ``shape`` and ``strides`` (in elements) of the whole array; None when cuFFT cannot
+    describe it."""
+    return cufft_embed(extents, [strides[a] for a in geom.axes], [(shape[b], strides[b]) for b in geom.batch_axes])
+
+
+def c2r_in_place_ok(geom: FFTGeometry, in_strides, overwrite_input: bool) -> bool:
+    """Whether cuFFT's C2R may work on the operand itself (it overwrites its input): only when the caller
+    allows it and the operand is dense in the canonical order (batch axes outermost)."""
+    return overwrite_input and tuple(in_strides) == dense_strides(geom.in_shape, geom.canonical_perm)
+
+
+def device_layouts(geom: FFTGeometry, in_strides, in_fixed: bool, overwrite_input: bool = False):
+    """The memory orders cuFFT reads and writes: (input perm, or None to read the operand's ``in_strides`` as
+    they are; output perm). ``in_fixed``: the operand is on the GPU (cuFFT reads it in place when it can);
+    otherwise it is staged, and the staging buffer's order is chosen here."""
+    in_ext, out_ext = geom.extents
+    in_perm = None
+    c2r_copy = geom.fft_type == "C2R" and not c2r_in_place_ok(geom, in_strides, overwrite_input)
+    if not in_fixed or c2r_copy or cufft_layout(geom, in_ext, geom.in_shape, in_strides) is None:
+        in_perm = natural_perm(in_strides)
+        if geom.fft_type == "C2R" or cufft_layout(geom, in_ext, geom.in_shape,
+                                                  dense_strides(geom.in_shape, in_perm)) is None:
+            in_perm = geom.canonical_perm
+    out_perm = geom.out_perm
+    if geom.inplace:
+        out_perm = in_perm
+    elif cufft_layout(geom, out_ext, geom.out_shape, dense_strides(geom.out_shape, out_perm)) is None:
+        out_perm = geom.canonical_perm
+    return in_perm, out_perm
+
+
+def device_strides(geom: FFTGeometry, op_strides, host_operand: bool, overwrite_input: bool = False):
+    """Strides (in elements) of the arrays cuFFT reads and writes for an operand with ``op_strides``: what
+    a callback's ``offset`` indexes (``FFT.get_input_layout`` / ``get_output_layout``)."""
+    in_perm, out_perm = device_layouts(geom, op_strides, in_fixed=not host_operand, overwrite_input=overwrite_input)
+    in_strides = tuple(op_strides) if in_perm is None else dense_strides(geom.in_shape, in_perm)
+    out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, out_perm)
+    return tuple(in_strides), tuple(out_strides)
+
+
+def host_strides(geom: FFTGeometry, op_strides):
+    """Strides (in elements) of the operand and of the result of a CPU plan: the result is dense in
+    ``geom.out_perm``, or the operand itself in place."""
+    in_strides = tuple(op_strides)
+    return in_strides, (in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm))

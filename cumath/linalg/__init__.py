@@ -6,6 +6,7 @@
 
 from ..errors import InvalidStateError
 from .._core.execution import ExecutionCPU, ExecutionCUDA
+from ._generic import batch as _batch  # noqa: F401 - defines the class of Matmul(sequences, ...) (explicit batches)
 from ._generic.functions import matmul
 from ._generic.options import MatmulOptions
 from ._generic.planner import Matmul

@@ -133,18 +133,40 @@ def test_selected_attribute_types():
 # ------------------------------------------------------------------------------- against the header
 
 
-def _find_include() -> str | None:
+def _header_version(include: str) -> int | None:
+    """CUBLAS_VERSION of the headers in ``include`` (from cublas_api.h's CUBLAS_VER_* defines)."""
+    try:
+        text = open(os.path.join(include, "cublas_api.h")).read()
+    except OSError:
+        return None
+    parts = [re.search(rf"#define\s+CUBLAS_VER_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
+    if not all(parts):
+        return None
+    major, minor, patch = (int(m.group(1)) for m in parts)
+    return major * 10000 + minor * 100 + patch
+
+
+def _find_include() -> tuple[str | None, str]:
+    """The headers the tables were read from (same CUBLAS_VERSION); other versions are reported, not compared:
+    a newer header adds members (tiles, shapes) that a binding of the older library must not claim."""
     candidates = [os.environ.get("CUMATH_CUBLAS_INCLUDE", "")]
     candidates += [os.path.join(p, "nvidia", "cu13", "include") for p in sys.path if p]
     candidates += sorted(glob.glob("/tmp/wh_*/nvidia/cu13/include")) + ["/usr/local/cuda/include"]
+    seen = []
     for c in candidates:
         if c and os.path.isfile(os.path.join(c, "cublasLt.h")) and os.path.isfile(os.path.join(c, "cublas_api.h")):
-            return c
-    return None
+            version = _header_version(c)
+            if version == lt.CUBLAS_VERSION:
+                return c, ""
+            seen.append(f"{c} (CUBLAS_VERSION {version})")
+    why = "cublasLt.h not found (set CUMATH_CUBLAS_INCLUDE)" if not seen else (
+        f"the cuBLAS headers found are not of CUBLAS_VERSION {lt.CUBLAS_VERSION}, which the tables were read from: "
+        + ", ".join(seen))
+    return None, why
 
 
-_INCLUDE = _find_include()
-needs_header = pytest.mark.skipif(_INCLUDE is None, reason="cublasLt.h not found (set CUMATH_CUBLAS_INCLUDE)")
+_INCLUDE, _WHY = _find_include()
+needs_header = pytest.mark.skipif(_INCLUDE is None, reason=_WHY)
 
 
 def _strip_comments(text: str) -> str:

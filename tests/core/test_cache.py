@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from cumath._core.cache import PlanCache
+from cumath._core.plan_cache import PlanCache
 from cumath.config import plan_cache
 
 

@@ -1,5 +1,5 @@
-"""cumath._core.kernels: cache keys, argument packing, the disk cache, errors; on a GPU compile + launch and
-reuse of the compiled image by another process."""
+"""cumath._core.kernels: argument packing, errors, the image get_kernel compiles (through cumath._core.jit) and
+its disk cache; on a GPU compile + launch and reuse of the compiled image by another process."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from cumath._bindings import _loader, nvrtc
 from cumath._bindings._loader import LazyFunctions, LibrarySpec
-from cumath._core import kernels
+from cumath._core import jit, kernels
 from cumath.errors import LibraryNotFoundError, NVRTCError
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,31 +27,6 @@ SOURCE = textwrap.dedent(r"""
     }
     template <int N> __global__ void times(float* y) { y[threadIdx.x] *= N; }
 """)
-
-
-# ------------------------------------------------------------------------------------ cache keys
-
-
-def test_cache_key_depends_on_everything_that_changes_the_image():
-    base = kernels.cache_key("src", ("-std=c++17",), "-arch=sm_90", (13, 0))
-    assert len(base) == 64 and base == kernels.cache_key("src", ("-std=c++17",), "-arch=sm_90", (13, 0))
-    others = {
-        kernels.cache_key("src ", ("-std=c++17",), "-arch=sm_90", (13, 0)),
-        kernels.cache_key("src", ("-std=c++20",), "-arch=sm_90", (13, 0)),
-        kernels.cache_key("src", ("-std=c++17",), "-arch=sm_80", (13, 0)),
-        kernels.cache_key("src", ("-std=c++17",), "-arch=sm_90", (13, 1)),
-        kernels.cache_key("src", ("-std=c++17",), "-arch=sm_90", (13, 0), ("k<1>",)),
-        # no ambiguity from where one part ends and the next begins
-        kernels.cache_key("src-std=c++17", (), "-arch=sm_90", (13, 0)),
-    }
-    assert base not in others and len(others) == 6
-
-
-def test_target_is_a_cubin_for_a_known_architecture_else_ptx_for_the_newest_older_one():
-    assert kernels._pick_target(90, [80, 90, 100]) == ("-arch=sm_90", "cubin")
-    assert kernels._pick_target(95, [80, 90, 100]) == ("-arch=compute_90", "ptx")
-    with pytest.raises(ValueError, match="none of which runs on compute capability 70"):
-        kernels._pick_target(70, [75, 80])
 
 
 # ------------------------------------------------------------------------------------- packing
@@ -103,46 +78,49 @@ def fake_nvrtc(monkeypatch):
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled although the image was cached")
 
-    monkeypatch.setattr(kernels, "_compile", no_compile)
-    kernels.clear_memory_cache()
+    monkeypatch.setattr(jit, "_nvrtc_compile", no_compile)
+    jit.clear_memory_cache()
     yield
-    kernels.clear_memory_cache()
+    jit.clear_memory_cache()
+
+
+def _kernel_key(names=()):
+    """The key of SOURCE's image for sm_90 under NVRTC 13.0."""
+    return jit.compile_key(SOURCE, jit.DEFAULT_OPTIONS + ("-arch=sm_90",), (13, 0), output="cubin", names=names)
 
 
 def test_compile_source_reads_the_disk_cache(fake_nvrtc, tmp_path, monkeypatch):
     monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
-    opts = tuple(kernels.DEFAULT_OPTIONS) + ("-arch=sm_90",)
-    key = kernels.cache_key(SOURCE, opts, "-arch=sm_90", (13, 0), ("times<3>",))
-    kernels._store.put(key, b"\x7fELF fake image\n with newlines",
-                       {"kind": "cubin", "lowered": {"times<3>": "_Z5timesILi3EEvPf"}})
-    kernels.clear_memory_cache()
-    assert os.path.exists(tmp_path / "kernels" / (key + ".cubin"))
-    assert not [f for f in os.listdir(tmp_path / "kernels") if f.startswith(".tmp-")]
-    image, kind, lowered, got = kernels.compile_source(SOURCE, cc=90, names=("times<3>",))
-    assert (image, kind, got) == (b"\x7fELF fake image\n with newlines", "cubin", key)
-    assert lowered == {"times<3>": "_Z5timesILi3EEvPf"}
+    key = _kernel_key(("times<3>",))
+    jit.STORE.put(key, b"\x7fELF fake image\n with newlines",
+                  {"kind": "cubin", "lowered": {"times<3>": "_Z5timesILi3EEvPf"}})
+    jit.clear_memory_cache()
+    assert os.path.exists(tmp_path / "jit" / (key + ".bin"))
+    assert not [f for f in os.listdir(tmp_path / "jit") if f.startswith(".tmp-")]
+    art = jit.compile_source(SOURCE, cc=90, names=("times<3>",))
+    assert (art.data, art.kind, art.key) == (b"\x7fELF fake image\n with newlines", "cubin", key)
+    assert art.lowered == {"times<3>": "_Z5timesILi3EEvPf"}
 
 
 def test_a_damaged_cache_file_is_compiled_again(fake_nvrtc, tmp_path, monkeypatch):
     monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
-    opts = tuple(kernels.DEFAULT_OPTIONS) + ("-arch=sm_90",)
-    key = kernels.cache_key(SOURCE, opts, "-arch=sm_90", (13, 0))
-    os.makedirs(tmp_path / "kernels", exist_ok=True)
-    (tmp_path / "kernels" / (key + ".cubin")).write_bytes(b"garbage without a header")
+    key = _kernel_key()
+    os.makedirs(tmp_path / "jit", exist_ok=True)
+    (tmp_path / "jit" / (key + ".bin")).write_bytes(b"garbage without a header")
     calls = []
-    monkeypatch.setattr(kernels, "_compile", lambda *a: calls.append(a) or (b"new", "cubin", {}))
-    assert kernels.compile_source(SOURCE, cc=90)[0] == b"new" and len(calls) == 1
-    kernels.clear_memory_cache()
-    entry = kernels._store.get(key)
-    assert entry.data == b"new" and entry.meta == {"kind": "cubin", "lowered": {}}
-    assert kernels.compile_source(SOURCE, cc=90)[0] == b"new" and len(calls) == 1  # memory cache
+    monkeypatch.setattr(jit, "_nvrtc_compile", lambda *a: calls.append(a) or (b"new", {}))
+    assert jit.compile_source(SOURCE, cc=90).data == b"new" and len(calls) == 1
+    jit.clear_memory_cache()
+    entry = jit.STORE.get(key)
+    assert entry.data == b"new" and entry.meta["kind"] == "cubin" and entry.meta["lowered"] == {}
+    assert jit.compile_source(SOURCE, cc=90).data == b"new" and len(calls) == 1  # from the file
 
 
 def test_without_nvrtc_compiling_names_the_extra(monkeypatch):
     monkeypatch.setitem(_loader.LIBRARIES, "nvrtc_absent", LibrarySpec(("libnvrtc_absent.so.13",), "cu13"))
     monkeypatch.setattr(nvrtc, "_L", LazyFunctions("nvrtc_absent", nvrtc.TABLE))
     with pytest.raises(LibraryNotFoundError, match=r"cumath\[cu13\]"):
-        kernels.compile_source(SOURCE, cc=90)
+        jit.compile_source(SOURCE, cc=90)
 
 
 def test_without_a_gpu_get_kernel_says_so():
@@ -161,10 +139,10 @@ def test_compile_errors_surface_with_the_log(tmp_path, monkeypatch):
         pytest.skip(str(exc))
     monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
     with pytest.raises(NVRTCError, match="no_such_identifier"):
-        kernels.compile_source("__global__ void k() { no_such_identifier; }", cc=90)
-    image, kind, lowered, key = kernels.compile_source(SOURCE, cc=90, names=("times<3>",))
-    assert kind == "cubin" and image[:4] == b"\x7fELF" and lowered["times<3>"].startswith("_Z")
-    assert os.path.exists(tmp_path / "kernels" / (key + ".cubin"))
+        jit.compile_source("__global__ void k() { no_such_identifier; }", cc=90)
+    art = jit.compile_source(SOURCE, cc=90, names=("times<3>",))
+    assert art.kind == "cubin" and art.data[:4] == b"\x7fELF" and art.lowered["times<3>"].startswith("_Z")
+    assert os.path.exists(tmp_path / "jit" / (art.key + ".bin"))
 
 
 # ------------------------------------------------------------------------------------------ GPU
@@ -175,10 +153,10 @@ def test_compile_load_and_launch(cuda_device, tmp_path, monkeypatch, caplog):
     from cumath._bindings import cudart
 
     monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
-    kernels.clear_memory_cache()
-    with caplog.at_level(logging.INFO, logger="cumath._core.kernels"):
+    jit.clear_memory_cache()
+    with caplog.at_level(logging.INFO, logger="cumath._core.jit"):
         k = kernels.get_kernel(SOURCE, "axpby", "PPfdqi", device_id=cuda_device)
-    assert any("compiled a kernel with NVRTC" in r.getMessage() for r in caplog.records)
+    assert any("compiled the kernel axpby with NVRTC" in r.getMessage() for r in caplog.records)
     assert kernels.get_kernel(SOURCE, "axpby", "PPfdqi", device_id=cuda_device) is k
     n = 1001
     x, y = cudart.cudaMalloc(4 * n), cudart.cudaMalloc(4 * n)
@@ -211,11 +189,11 @@ def test_compile_load_and_launch(cuda_device, tmp_path, monkeypatch, caplog):
 def test_another_process_reuses_the_compiled_image(cuda_device, tmp_path):
     script = textwrap.dedent(f"""
         import sys
-        from cumath._core import kernels
+        from cumath._core import jit, kernels
         if sys.argv[1] == "second":
             def refuse(*a):
                 raise SystemExit("compiled again")
-            kernels._compile = refuse
+            jit._nvrtc_compile = refuse
         k = kernels.get_kernel({SOURCE!r}, "axpby", "PPfdqi", device_id={cuda_device})
         print("ok", k.key)
     """)

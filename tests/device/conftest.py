@@ -42,10 +42,11 @@ def curand_headers():
     from cumath.errors import LibraryNotFoundError
 
     try:
-        from cumath._bindings import curand_device, nvrtc
+        from cumath._core import jit
+        from cumath.device.random import _shim
 
-        nvrtc.nvrtcVersion()
-        return curand_device.include_dirs()
+        jit.nvrtc_version()
+        return _shim.include_dirs()
     except (FileNotFoundError, LibraryNotFoundError, OSError) as exc:
         pytest.skip(f"the cuRAND shim cannot be compiled here: {exc}")
 

@@ -30,9 +30,10 @@ import cumath.device as dev
 from cumath._core.numba_compat import numba_cuda_version
 print("numba-cuda", numba_cuda_version())
 print("unavailable:", dev.unavailable_reason())
-from cumath._bindings import mathdx, nvrtc, _loader, curand_device
+from cumath._bindings import mathdx, nvrtc, _loader
+from cumath.device.random import _shim
 print("libmathdx", mathdx.mathdxGetVersionEx(), mathdx.mathdxGetCommit(), "nvrtc", nvrtc.nvrtcVersion())
-print("headers", curand_device.include_dirs())
+print("headers", _shim.include_dirs())
 print("loaded", _loader.loaded_libraries())
 EOF
 

@@ -11,8 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from cumath._bindings import curand_device as cd
+from cumath._core import jit
 from cumath.device import random
+from cumath.device.random import _shim as cd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ELF = b"\x7fELF"
@@ -50,28 +51,28 @@ def test_shim_source_has_one_function_per_table_entry():
 
 
 def test_shim_compiles_and_exports_every_symbol(curand_headers):
-    options = cd._options((9, 0), curand_headers, lto=False) + ["-rdc=true"]  # keep unreferenced functions
-    ptx = cd._compile(cd.shim_source(), "shim.cu", options, "ptx").decode()
+    options = cd.OPTIONS + ("-rdc=true",)  # keep unreferenced functions
+    ptx = jit.compile_source(cd.shim_source(), cc=(9, 0), output="ptx", options=options,
+                             include_dirs=curand_headers).data.decode()
     for f in cd.FUNCTIONS:
         for g in f.generators:
             assert f".func {cd.symbol(f.name, g)}(" in ptx
     lto = cd.compile_shim((9, 0), curand_headers)
-    assert lto[:4] == b"\xed\x43\x4e\x7f"
+    assert lto.kind == "ltoir" and lto.data[:4] == b"\xed\x43\x4e\x7f"
 
 
 def test_state_layouts_from_the_header(curand_headers):
     assert cd.state_layouts((9, 0), curand_headers) == KNOWN_LAYOUTS
-    from cumath.device.random._compile import state_layouts
     from cumath.device.random._states import state_dtype
 
-    assert state_layouts() == KNOWN_LAYOUTS
+    assert cd.state_layouts() == KNOWN_LAYOUTS
     for gen, (size, align) in KNOWN_LAYOUTS.items():
         dt = state_dtype(gen)
         assert dt.itemsize == size and dt.names == ("cumath_curand_" + gen,)
 
 
 def test_missing_headers_name_the_wheels(monkeypatch, tmp_path):
-    monkeypatch.setattr(cd, "_candidate_roots", lambda: [str(tmp_path)])
+    monkeypatch.setattr(jit, "include_roots", lambda: [str(tmp_path)])
     with pytest.raises(FileNotFoundError, match=r"curand_kernel.h \(pip install nvidia-curand\).*cumath\[cu13\]"):
         cd.include_dirs()
 
@@ -115,15 +116,14 @@ def test_device_functions_pickle_by_name():
 
 _CHILD = textwrap.dedent("""
     import json, sys, time
-    from cumath._bindings import curand_device
+    from cumath._core import jit
     if sys.argv[1] == "forbid":
         def refuse(*a, **k):
             raise AssertionError("compiled again")
-        curand_device.compile_shim = refuse
-        curand_device.state_layouts = refuse
+        jit._nvrtc_compile = refuse
     t0 = time.perf_counter()
     from cumath.device import random
-    from cumath.device.random._compile import state_layouts
+    from cumath.device.random._shim import state_layouts
     files = random.Compile(cc=90).files
     print(json.dumps({"files": files, "layouts": state_layouts(), "seconds": time.perf_counter() - t0}))
 """)

@@ -135,14 +135,27 @@ def test_kernel_source_declares_the_callback_as_cufft_does(kind, element, decl):
     assert "nullptr" in src
 
 
-def test_link_key_covers_everything_that_changes_the_cubin():
-    src = S.kernel_source("epilog", "complex64", "f")
-    v = ("nvrtc", (13, 0), "nvjitlink", (13, 0))
-    k = S.link_key(src, b"IR", 90, v)
-    assert k == S.link_key(src, b"IR", 90, v) and len(k) == 64
-    assert len({k, S.link_key(src + " ", b"IR", 90, v), S.link_key(src, b"IR2", 90, v),
-                S.link_key(src, b"IR", 100, v), S.link_key(src, b"IR", 90, ("nvrtc", (13, 1), "nvjitlink", (13, 0)))
-                }) == 5
+def test_the_pass_is_compiled_and_linked_through_the_jit_driver(monkeypatch):
+    """linked_image compiles the pass to LTO-IR for the architecture, then links it with the callback's IR."""
+    from cumath._core import jit
+
+    calls = []
+
+    def compile_source(source, **kw):
+        calls.append(("compile", source, kw["cc"], kw["output"]))
+        return jit.Artifact(b"PASS-IR", "ltoir", "0" * 64, {})
+
+    def link(pieces, **kw):
+        calls.append(("link", [(k, bytes(d)) for k, d, *_ in pieces], kw["cc"]))
+        return jit.Artifact(b"CUBIN", "cubin", "1" * 64, {})
+
+    monkeypatch.setattr(jit, "compile_source", compile_source)
+    monkeypatch.setattr(jit, "link", link)
+    cb = AttachedCallback("epilog", "complex64", "cumath_epilog_c64_00112233445566aa", b"CB-IR", 0, None)
+    art = S.linked_image(cb, 90)
+    assert art.data == b"CUBIN" and art.key == "1" * 64
+    assert calls == [("compile", S.kernel_source("epilog", "complex64", cb.name.decode()), 90, "ltoir"),
+                     ("link", [("ltoir", b"PASS-IR"), ("ltoir", b"CB-IR")], 90)]
 
 
 # ------------------------------------------------------------------------------------------ nvJitLink binding
@@ -290,8 +303,10 @@ def test_compile_and_link_a_pass_with_nvrtc_and_nvjitlink(kind, toolchain, tmp_p
     defined with cuFFT's signature links); the CUBIN is cached by content."""
     from cumath._bindings import nvrtc
 
+    from cumath._core import jit
+
     monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(S, "_STORE", S.ContentStore("fft_callback_kernels", suffix=".cubin"))
+    jit.clear_memory_cache()
     name = f"cumath_{kind}_c64_00112233445566aa"
     prog = nvrtc.nvrtcCreateProgram(CPP_CALLBACKS[kind].format(name=name), "cb.cu")
     try:
@@ -301,12 +316,13 @@ def test_compile_and_link_a_pass_with_nvrtc_and_nvjitlink(kind, toolchain, tmp_p
         nvrtc.nvrtcDestroyProgram(prog)
     cb = AttachedCallback(kind, "complex64", name, ir, 0, None)
     assert cb.mangled == mangled_name(name, kind, "complex64")
-    image, key = S.linked_image(cb, 90)
-    assert image[:4] == b"\x7fELF" and b"cumath_cb_dense" in image and b"cumath_cb_strided" in image
-    assert (tmp_path / "fft_callback_kernels" / f"{key}.cubin").exists()
-    monkeypatch.setattr(S, "_compile_and_link", lambda *a: pytest.fail("linked again instead of the cache"))
-    S._STORE.clear_memory()
-    assert S.linked_image(cb, 90) == (image, key)
+    art = S.linked_image(cb, 90)
+    assert art.data[:4] == b"\x7fELF" and b"cumath_cb_dense" in art.data and b"cumath_cb_strided" in art.data
+    assert (tmp_path / "jit" / f"{art.key}.bin").exists()
+    monkeypatch.setattr(jit, "_nvrtc_compile", lambda *a: pytest.fail("compiled again instead of the cache"))
+    monkeypatch.setattr(jit, "_nvjitlink_link", lambda *a: pytest.fail("linked again instead of the cache"))
+    jit.clear_memory_cache()
+    assert S.linked_image(cb, 90) == art
 
 
 def test_an_unresolved_callback_fails_with_the_log(toolchain, tmp_path, monkeypatch):

@@ -431,7 +431,7 @@ def test_second_process_loads_from_disk_without_numba(fake_numba, tmp_path):
     symbol, seconds, numba_loaded = out.stdout.split()
     assert symbol == ir.symbol
     assert numba_loaded == "False"
-    assert float(seconds) < 0.5  # < 50 ms on the GPU machine (benchmarks/fft_callbacks.py); lenient here
+    assert float(seconds) < 0.5  # < 50 ms on the GPU machine (benchmarks/fft.py --case callbacks); lenient here
 
 
 # ------------------------------------------------------------------------------------- DeviceCallable
@@ -665,4 +665,4 @@ def test_plain_bytes_of_compiled_ir_are_recognised(fake_numba):
     (att,) = CB.resolve_callbacks(None, {"ltoir": plain, "data": 16}, "C2R", "float64")
     assert att.name == ir.symbol.encode() and att.data == 16
     raises(ValueError, "compiled for float64 elements", CB.resolve_callbacks, None, plain, "C2R", "float32")
-    assert C.describe_ltoir(plain + b"x") is None
+    assert CB.describe_ltoir(plain + b"x") is None

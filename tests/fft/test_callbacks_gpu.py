@@ -341,11 +341,11 @@ def test_auto_choice_is_logged_and_both_ways_agree(caplog):
 def test_linked_pass_is_cached_on_disk():
     import cupy as cp
 
-    from cumath.fft import _separate as S
+    from cumath._core import jit
 
     x = cp.asarray(random_array((4, 32), "complex64"))
     with F.FFT(x, axes=[-1], options={"callback_fusion": "separate"}) as f:
         f.plan(epilog=F.DeviceCallable(ltoir("epilog", "complex64"), data=cp.ones(128, cp.float32)))
         key = f._executor.passes.epilog.kernel.key
-        assert os.path.exists(S._STORE.path(key))
+        assert os.path.exists(jit.STORE.path(key))
         assert_close(cp.asnumpy(f.execute()), fft_ref(cp.asnumpy(x), (-1,)), "complex64")

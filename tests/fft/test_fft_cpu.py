@@ -254,6 +254,29 @@ def test_measure_saves_wisdom_and_reuses_it(engine, precision, tmp_path, monkeyp
     assert plans and all("planned with wisdom" in m for m in plans), plans
 
 
+@pytest.mark.parametrize("engine", engine_params(["fftw"]))
+def test_a_cached_plan_takes_wisdom_learnt_later(engine, tmp_path, monkeypatch, caplog):
+    """A plan made heuristically (no wisdom) is looked at again once the process learns wisdom for it: its fast
+    path is dropped, and the next execution plans from the wisdom."""
+    monkeypatch.setenv("CUMATH_CACHE_DIR", str(tmp_path))
+    plan_cache.clear()
+    opts = {"cpu_engine": engine}
+    x = random_array((5, 58), "complex128")
+    assert_close(F.fft(x, axes=(1,), options=opts), fft_ref(x, (1,)), "complex128", 58)
+    ((cached, _),) = plan_cache._mine().entries.values()
+    backend = cached._executor.backend
+    assert backend._estimated and backend.entries
+    with F.FFT(x, axes=(1,), options=dict(opts, planning_effort="measure")) as f:
+        f.plan()  # learns wisdom for the problem
+    assert not backend.entries
+    x2 = random_array((5, 58), "complex128")
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        assert_close(F.fft(x2, axes=(1,), options=opts), fft_ref(x2, (1,)), "complex128", 58)
+    assert any("planned with wisdom" in r.getMessage() for r in caplog.records)
+    assert backend.entries and not backend._estimated
+    plan_cache.clear()
+
+
 @engine
 @pytest.mark.parametrize("effort", ["estimate", "measure", "patient"])
 def test_planning_efforts_give_correct_results(engine, effort, tmp_path, monkeypatch):

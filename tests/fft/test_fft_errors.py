@@ -10,7 +10,7 @@ import pytest
 import cumath
 import cumath.fft as F
 from cumath.errors import CumathError, InvalidStateError
-from helpers.matrix import have_module, random_array
+from helpers.matrix import engine_available, have_module, random_array
 
 C = (4, 6)
 
@@ -316,3 +316,55 @@ def test_cuda_execution_without_a_gpu_says_what_to_do():
     x = np.ones(8) + 1j
     with pytest.raises(ValueError, match="no CUDA GPU is usable here.*execution='cpu'"):
         cumath.fft.fft(x, execution="cuda")
+
+
+# ---------------------------------------------------------------------------------------------- CPU engines
+
+class _Missing:
+    """A CPU engine whose library is not installed."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def load(self):
+        from cumath.errors import LibraryNotFoundError
+
+        raise LibraryNotFoundError(f"{self.name} is missing; pip install cumath[{self.name}]")
+
+
+@pytest.fixture
+def engines(monkeypatch):
+    """The CPU engine registry, with engines made afresh (tests replace some by missing ones)."""
+    from cumath.config import plan_cache
+    from cumath.fft import _backends
+
+    monkeypatch.setattr(_backends, "_made", {})
+    monkeypatch.delenv("CUMATH_FFT_CPU_ENGINE", raising=False)
+    plan_cache.clear()
+    yield _backends
+    plan_cache.clear()
+
+
+def test_the_environment_variable_picks_the_engine_for_auto(engines, monkeypatch):
+    monkeypatch.setenv("CUMATH_FFT_CPU_ENGINE", "scipy")
+    assert engines.cpu_engine("auto") == "scipy"
+    if engine_available("fftw"):
+        assert engines.cpu_engine("fftw") == "fftw"  # an engine named in the options is taken as named
+    monkeypatch.setenv("CUMATH_FFT_CPU_ENGINE", "fastest")
+    e = raises(ValueError, "CUMATH_FFT_CPU_ENGINE='fastest' is not supported; use auto, fftw, mkl or scipy",
+               F.fft, cplx())
+    assert isinstance(e, ValueError)
+    x = cplx()
+    np.testing.assert_allclose(F.fft(x, options={"cpu_engine": "scipy"}), np.fft.fftn(x), rtol=1e-12)
+
+
+def test_auto_takes_the_first_engine_that_loads(engines, monkeypatch):
+    monkeypatch.setitem(engines.ENGINES, "fftw", lambda: _Missing("fftw"))
+    monkeypatch.setitem(engines.ENGINES, "mkl", lambda: _Missing("mkl"))
+    assert engines.cpu_engine("auto") == "scipy"
+    x = cplx()
+    np.testing.assert_allclose(F.fft(x), np.fft.fftn(x), rtol=1e-12)
+    raises(OSError, "pip install cumath[mkl]", F.fft, cplx(), options={"cpu_engine": "mkl"})
+    monkeypatch.setitem(engines.ENGINES, "scipy", lambda: _Missing("scipy"))
+    monkeypatch.setattr(engines, "_made", {})
+    raises(OSError, "pip install cumath[scipy]", engines.cpu_backend, "auto")  # the last one's error

@@ -59,7 +59,7 @@ def test_r2c_and_c2r_objects(engine, package):
         h1 = hermitian_array(SHAPE, "complex128", parity="odd")
         f.reset_operand(to_package(h1, package))
         assert_close(f.execute(direction=F.FFTDirection.INVERSE), irfft_ref(h1, parity="odd"), "float64")
-        np.testing.assert_array_equal(to_numpy(f._operand.obj), h1)  # C2R leaves its input alone
+        np.testing.assert_array_equal(to_numpy(f._ops["operand"].obj), h1)  # C2R leaves its input alone
 
 
 def test_plan_twice_is_a_no_op():
@@ -161,7 +161,7 @@ def test_context_manager_frees():
     with _fft() as f:
         f.plan()
         assert f.nbytes >= 0
-    assert f._freed and f._executor is None and f._operand is None
+    assert f._freed and f._executor is None and f._ops["operand"] is None
     with pytest.raises(InvalidStateError):
         f.execute()
 
@@ -204,7 +204,8 @@ def test_c2r_nbytes_counts_the_staging_copy_and_the_recycled_result():
         assert f.nbytes == 0
         f.plan()
         y = f.execute()
-        assert f.nbytes == h.nbytes + y.nbytes  # the input copy C2R needs, and the result kept for reuse
+        # the input copy C2R needs (a result this small is not kept for reuse: see _core/recycle.MIN_HOST_BYTES)
+        assert f.nbytes == h.nbytes and y.nbytes < (1 << 20)
     assert f.nbytes == 0
 
 

@@ -302,3 +302,44 @@ def test_zero_k_and_batches_on_cublas(emulated):
         assert [s.routine for s in mm.layout.steps] == ["gemm_batched"]
         assert_matmul_close(mm.execute(), matmul_ref(a0, b0), "float32", 5)
     assert "cublasSgemmStridedBatched_64" in emulated.calls
+
+
+class FailingAllocator(HostAllocator):
+    """HostAllocator that refuses its n-th allocation and counts the buffers given back."""
+
+    def __init__(self, fail_at: int):
+        super().__init__()
+        self.calls, self.fail_at, self.freed = 0, fail_at, 0
+
+    def memalloc(self, size):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise MemoryError("no device memory")
+        ptr = super().memalloc(size)
+        return MemoryPointer(ptr.device_ptr, size, self._count_free)
+
+    def _count_free(self):
+        self.freed += 1
+
+
+@pytest.mark.parametrize("where", ["device", "host"])
+def test_failed_plan_frees_the_handle_and_the_buffers(emulated, where):
+    a0, b0, c0 = random_array((4, 4), "float64"), random_array((4, 3), "float64"), random_array((4, 3), "float64")
+    q = qualifiers(qualifier("tr"), None)  # trmm with c: a workspace on the GPU (and staging mirrors from the host)
+    wrap, execution = (device, None) if where == "device" else ((lambda x: x), "cuda")
+    allocator = FailingAllocator(fail_at=1 if where == "device" else 3)
+    mm = L.Matmul(wrap(a0), wrap(b0), wrap(c0), beta=0.5, qualifiers=q, options={"allocator": allocator},
+                  execution=execution)
+    try:
+        with pytest.raises(MemoryError):
+            mm.plan()
+        assert emulated.destroyed == emulated.created and len(emulated.created) == 1  # the failed plan's handle
+        assert allocator.freed == allocator.calls - 1  # every buffer made before the failure
+        with pytest.raises(L.InvalidMatmulState, match="plan"):
+            mm.execute()
+        allocator.fail_at = 0
+        mm.plan()  # planning again works
+        assert_matmul_close(mm.execute(), matmul_ref(a0, b0, c0, 1.0, 0.5, q), "float64", 4)
+    finally:
+        mm.free()
+    assert emulated.destroyed == emulated.created

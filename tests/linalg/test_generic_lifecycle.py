@@ -126,14 +126,14 @@ def test_beta_without_c_is_ignored_with_a_warning(caplog):
 
 
 def test_failed_plan_releases_the_engine(monkeypatch):
-    from cumath.linalg._generic import planner
+    from cumath.linalg._generic import executors
 
     freed = []
 
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(planner, "make_executor", boom)
+    monkeypatch.setitem(executors.FACTORIES, "host", boom)  # the executor of host operands on the CPU
     from cumath.linalg._backends import blas as engine_mod
 
     monkeypatch.setattr(engine_mod.BlasEngine, "free", lambda self: freed.append(self))
@@ -271,3 +271,50 @@ def test_noncontiguous_c_in_place_is_copied_back():
     r = L.matmul(a, b, c, alpha=1.0, beta=2.0, options={"inplace": True})
     assert r is c
     assert_matmul_close(c, matmul_ref(a, b, c0, 1.0, 2.0), "float64", 4)
+
+
+def test_reset_messages_and_in_place_c():
+    a, b, c = _operands()
+    with L.Matmul(a, b, c.copy(), beta=1.0, options={"inplace": True}) as mm:
+        mm.plan()
+        ro = c.copy()
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match=r"^options.inplace=True needs a writeable c, but the new c is read-only$"):
+            mm.reset_operands(c=ro)
+        mm.reset_operands_unchecked(c=ro)  # (the cheap reset compares shape, strides and dtype only)
+        mm.release_operands()
+        with pytest.raises(ValueError, match=r"^after release_operands\(\), reset_operands\(\) needs all operands; "
+                                             r"missing b, c$"):
+            mm.reset_operands(a=a)
+        with pytest.raises(InvalidStateError, match=r"^the operands were released; call reset_operands\(a=\.\.\., "
+                                                    r"b=\.\.\.\) with all of them before execute\(\)$"):
+            mm.execute()
+
+
+def test_stateless_scalars_are_converted_when_they_change():
+    from cumath.config import plan_cache
+
+    plan_cache.clear()
+    a, b, c = _operands()
+    ref = matmul_ref(a, b, c, 2.0, 0.5)
+    assert_matmul_close(L.matmul(a, b, c, alpha=2.0, beta=0.5), ref, "float64", 4)
+    with pytest.raises(ValueError, match="alpha=1j is not convertible"):
+        L.matmul(a, b, c, alpha=1j, beta=0.5)  # refused before the cached plan is touched
+    assert_matmul_close(L.matmul(a, b, c, alpha=2.0, beta=0.5), ref, "float64", 4)
+    assert_matmul_close(L.matmul(a, b, c, alpha=-1.0, beta=0.0), matmul_ref(a, b, None, -1.0), "float64", 4)
+    assert plan_cache.stats()["plans"] == 1
+
+
+def test_explicit_batches_are_matmuls_with_the_same_messages():
+    a, b, _ = _operands()
+    mm = L.Matmul([a, a], [b, b])
+    assert isinstance(mm, L.Matmul)
+    with pytest.raises(InvalidStateError, match=r"^Matmul.execute\(\) needs a plan: call plan\(\) first$"):
+        mm.execute()
+    mm.plan()
+    assert mm.layout is None and len(mm.execute()) == 2
+    mm.free()
+    with pytest.raises(InvalidStateError, match=r"^Matmul.execute\(\) was called after free\(\); create a new object$"):
+        mm.execute()
+    with pytest.raises(InvalidStateError, match=r"^Matmul.reset_operands\(\) was called after free\(\)"):
+        mm.reset_operands(a=[a, a])

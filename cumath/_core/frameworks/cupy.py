@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 
 import cupy
 
 from ..dtypes import ARRAY_DTYPES
 from ..layout import element_strides, inverse_perm, is_identity
+from ..allocators import MemoryPointer
 from ..operand import Operand
 
 _NAMES = {cupy.dtype(n): n for n in ARRAY_DTYPES}
@@ -79,3 +81,30 @@ def empty_factory(shape, dtype: str, device_id=0, perm=None):
     if dtype != "complex32" and is_identity(perm) and cupy.cuda.runtime.getDeviceCount() == 1:
         return functools.partial(cupy.empty, tuple(shape), cupy.dtype(dtype))
     return functools.partial(empty, shape, dtype, device_id, perm)
+
+
+_rc = sys.getrefcount
+
+
+def recycle_snapshot(e):
+    """What must stay unchanged for the result ``e[0]`` to be reused (``_core/recycle.py``): CuPy views share the
+    array's Memory object and hold the array (or its owner) as their base."""
+    x = e[0]
+    base = x.base
+    return (_rc(x), (0 if base is None else _rc(base)), _rc(x.data), _rc(x.data.mem), x.shape, x.strides,
+            x.dtype)
+
+
+class CupyMemoryManager:
+    """CuPy's memory pool as a cumath allocator (``memalloc``) on one GPU."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+
+    def memalloc(self, size: int):
+        with cupy.cuda.Device(self.device_id):
+            mem = cupy.cuda.alloc(size)
+        return MemoryPointer(mem.ptr, size, mem.mem.free if hasattr(mem.mem, "free") else (lambda: mem))
+
+
+memory_manager = CupyMemoryManager  # the default allocator of this package's operands (cumath.memory.default_allocator)

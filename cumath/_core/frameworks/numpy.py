@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import ctypes
+import functools
 import platform
+import sys
 
 import numpy as np
 
@@ -103,3 +103,15 @@ def aligned_empty(shape, dtype, align: int = 64):
     raw = np.empty(nbytes + align, np.uint8)
     off = (-raw.ctypes.data) % align
     return raw[off:off + nbytes].view(dtype).reshape(shape)
+
+
+_rc = sys.getrefcount
+
+
+def recycle_snapshot(e):
+    """What must stay unchanged for the result ``e[0]`` to be reused (``_core/recycle.py``): the references to it
+    and to the owner of its memory (a view of a transposed or sliced result refers to the owner, not to the
+    result), its shape, strides and dtype."""
+    x = e[0]
+    base = x.base
+    return _rc(x), (0 if base is None else _rc(base)), x.shape, x.strides, x.dtype

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-
 import logging
+import sys
 
 import torch
 
 from ..layout import inverse_perm, is_identity
+from ..allocators import MemoryPointer
 from ..operand import Operand
 
 logger = logging.getLogger(__name__)
@@ -83,3 +84,36 @@ def empty_factory(shape, dtype: str, device_id=None, perm=None):
     if is_identity(perm):
         return functools.partial(torch.empty, tuple(shape), dtype=_DTYPES[dtype], device=_device(device_id))
     return functools.partial(empty, shape, dtype, device_id, perm)
+
+
+_rc = sys.getrefcount
+_storage_count = getattr(torch._C, "_storage_Use_Count", None)
+
+
+if _storage_count is not None and getattr(torch.Tensor, "_use_count", None) is not None:
+    def recycle_snapshot(e):
+        """What must stay unchanged for the result ``e[0]`` to be reused (``_core/recycle.py``): Python references;
+        references to the TensorImpl (views' bases, autograd, DLPack capsules); to the storage (views, set_(),
+        NumPy arrays over CPU storage) and to its Python object; the metadata."""
+        x = e[0]
+        s = x.untyped_storage()
+        return (_rc(x), x._use_count(), _storage_count(s._cdata), _rc(s), x.data_ptr(), x.stride(), x.shape,
+                x.dtype, x.requires_grad)
+# else: no way to see references held in C++, so results are never reused
+
+
+class TorchMemoryManager:
+    """PyTorch's caching allocator as a cumath allocator (stream-ordered ``memalloc_async``) on one GPU."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+
+    def memalloc_async(self, size: int, stream: int):
+        ptr = torch.cuda.caching_allocator_alloc(size, self.device_id, stream) if size else 0
+        return MemoryPointer(ptr, size, (lambda: torch.cuda.caching_allocator_delete(ptr)) if ptr else None)
+
+    def memalloc(self, size: int):
+        return self.memalloc_async(size, torch.cuda.current_stream(self.device_id).cuda_stream)
+
+
+memory_manager = TorchMemoryManager  # the default allocator of this package's operands (cumath.memory.default_allocator)

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-from ..._bindings.curand_device import FUNCTIONS
 from .._common import KernelOnlyFunction
+from ._shim import FUNCTIONS
 
-__all__ = ["DeviceStub", "DEVICE_FUNCTIONS", "STATE_POSITION"]
-
-# where the state argument is: last for init and the skip-aheads (cuRAND's order), first otherwise
-STATE_POSITION = {"init": -1, "skipahead": -1, "skipahead_sequence": -1, "skipahead_subsequence": -1}
+__all__ = ["DeviceStub", "DEVICE_FUNCTIONS"]
 
 _SIGNATURES = {
     "init": "init(seed, subsequence, offset, state) for XORWOW/Philox4_32_10/MRG32k3a; "

@@ -8,9 +8,9 @@ numba-cuda vector type such as ``float32x4`` for vector results).
 
 from __future__ import annotations
 
-from ..._bindings.curand_device import FUNCTIONS, symbol
-from .._numba_support import call_c, pointer_of, stub_function_type
-from ._functions import STATE_POSITION
+from .._numba_lowering import call_c, pointer_of, stub_function_type
+from ._compile import active_files
+from ._shim import FUNCTIONS, STATE_POSITION, symbol
 from ._states import FIELD_PREFIX
 
 from numba.cuda import types  # noqa: E402
@@ -80,8 +80,6 @@ def _resolve(stub, args):
 def _lower(stub):
     def impl(context, builder, sig, args):
         from llvmlite import ir
-
-        from ._compile import active_files
 
         f, gen = _resolve(stub, sig.args)
         pos = STATE_POSITION.get(stub.__name__, 0)

@@ -7,6 +7,8 @@ Each is a one-dimensional array of records whose size and alignment are those of
 
 from __future__ import annotations
 
+from ._shim import state_layouts
+
 __all__ = ["States", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "StatesSobol32", "StatesSobol64",
            "StatesScrambledSobol32", "StatesScrambledSobol64", "state_dtype", "FIELD_PREFIX"]
 
@@ -21,8 +23,6 @@ def state_dtype(generator):
     once (``st[0] = states[i]``), drawn from (``random.normal4(st[0])``) and stored back (``states[i] = st[0]``),
     it stays in registers instead of going through global memory on every draw."""
     import numpy as np
-
-    from ._compile import state_layouts
 
     if isinstance(generator, States) or (isinstance(generator, type) and issubclass(generator, States)):
         generator = generator.generator

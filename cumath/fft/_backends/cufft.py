@@ -25,8 +25,6 @@ DATA_TYPES = {
 _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 
 
-_xt_exec = None
-
 # cuFFT's "patient JIT" plan property (NVFFT_PLAN_PROPERTY_INT64_PATIENT_JIT), off by default: on the H200
 # with cuFFT 12.0 it changed neither plain nor callback kernels (benchmarks/NOTES.md, FFT callbacks).
 # True/False force it; the environment variable CUMATH_CUFFT_PATIENT_JIT=0/1 overrides both.
@@ -50,7 +48,12 @@ def _destroy(handle):
 
 
 class CufftPlan:
-    """One cuFFT plan over fixed layouts; executes on any pair of pointers with those layouts."""
+    """One cuFFT plan over fixed layouts; executes on any pair of pointers with those layouts.
+
+    Executors call cuFFT themselves on their hot path: ``exec_fn(handle, in_ptr, out_ptr, sign)`` (the raw
+    ``cufftXtExec``, a status back, ``check(status)`` raises) once ``bound`` is the stream of the call
+    (``bind(stream)`` sets the plan's stream and attaches its workspace).
+    """
 
     def __init__(self, sizes, in_layout, out_layout, in_dtype, out_dtype, device_id, stream, allocator,
                  log=logger, callbacks=()):
@@ -80,8 +83,8 @@ class CufftPlan:
             list(out_embed), ostride, odist, DATA_TYPES[out_dtype], batch, DATA_TYPES[exec_dtype])
         cufft.cufftSetStream(self.handle, stream)
         self._stream = stream
-        global _xt_exec
-        _xt_exec = cufft._L.cufftXtExec  # the raw ctypes function: one call on the hot path
+        self.bound = None  # the stream the plan is set to with its workspace attached (None: not yet)
+        self.exec_fn = cufft._L.cufftXtExec  # the raw ctypes function: one call on the hot path
         if log.isEnabledFor(logging.INFO):
             log.info("cuFFT plan %s->%s sizes=%s batch=%d in(embed=%s, stride=%d, dist=%d) out(embed=%s, "
                      "stride=%d, dist=%d) on GPU %d%s%s: workspace %s, planned in %.2f ms", in_dtype, out_dtype,
@@ -90,21 +93,29 @@ class CufftPlan:
                      ", patient JIT" if self.patient_jit else "",
                      format_bytes(self.workspace_size), 1e3 * (time.perf_counter() - t0))
 
-    def _attach_workspace(self, stream):
-        self._ws = allocate(self._allocator, self.workspace_size, stream)
-        cufft.cufftSetWorkArea(self.handle, self._ws.device_ptr)
-
-    def execute(self, in_ptr, out_ptr, sign, stream):
+    def bind(self, stream) -> None:
+        """Set the plan's stream to ``stream`` and attach the workspace (allocated on first use)."""
         if stream != self._stream:
             cufft.cufftSetStream(self.handle, stream)
             self._stream = stream
         if self._ws is None and self.workspace_size:
-            self._attach_workspace(stream)
-        status = _xt_exec(self.handle, in_ptr, out_ptr, sign)
+            self._ws = allocate(self._allocator, self.workspace_size, stream)
+            cufft.cufftSetWorkArea(self.handle, self._ws.device_ptr)
+        self.bound = stream
+
+    @staticmethod
+    def check(status: int) -> None:
+        cufft.check(status)
+
+    def execute(self, in_ptr, out_ptr, sign, stream):
+        if self.bound != stream:
+            self.bind(stream)
+        status = self.exec_fn(self.handle, in_ptr, out_ptr, sign)
         if status:
             cufft.check(status)
 
     def release_workspace(self):
+        self.bound = None
         if self._ws is not None:
             self._ws.free()
             self._ws = None

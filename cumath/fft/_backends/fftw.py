@@ -4,6 +4,10 @@ Plans are made once per layout, on scratch arrays (measured planning overwrites 
 on the caller's arrays with FFTW's new-array functions; a plan is reused for any arrays with the same
 SIMD alignment, and another is made (and kept) for a different alignment. Planning effort is a choice
 (see FFTOptions.planning_effort); what measured planning learns is kept as FFTW wisdom on disk.
+
+Executors call FFTW's execute function themselves (``FFTWPlan.entries``: per direction, the raw ctypes
+function and the plan for SIMD-aligned arrays); everything else (other alignments, plans still to be made,
+plans to improve from new wisdom, MKL's extra batch loops) goes through ``FFTWPlan.execute``.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import weakref
 import numpy as np
 
 from ..._bindings import fftw as _fftw
+from ..._core.dtypes import ITEMSIZE
 from ...config import cache_dir
 
-__all__ = ["FFTWPlan", "threads_for"]
+__all__ = ["FFTWEngine", "FFTWPlan", "threads_for", "THREAD_MIN_POINTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +40,20 @@ _wisdom_loaded: set = set()
 
 class _WisdomState:
     """``generation`` grows whenever this process learns wisdom; plans made heuristically for lack of it
-    look again (cheaply, FFTW_WISDOM_ONLY) when it has changed."""
+    look again (cheaply, FFTW_WISDOM_ONLY) when it has changed. ``waiting`` holds the FFTWPlans that have
+    such plans: their ``entries`` are emptied when wisdom is learnt, so that their next execution goes through
+    ``FFTWPlan.execute``, which looks again (in the thread that runs the plan, never under it)."""
 
     generation = 0
+
+    def __init__(self):
+        self.waiting = weakref.WeakSet()  # read and written with _fftw.planner_lock held
+
+    def learnt(self) -> None:
+        with _fftw.planner_lock:
+            self.generation += 1
+            for plan in list(self.waiting):
+                plan.entries.clear()
 
 
 WISDOM = _WisdomState()
@@ -78,7 +94,7 @@ def _save_wisdom(lib) -> None:
             lib.import_wisdom_from_filename(path)  # merge what other processes learnt meanwhile
         lib.export_wisdom_to_filename(tmp)
     os.replace(tmp, path)
-    WISDOM.generation += 1
+    WISDOM.learnt()
     logger.info("FFTW wisdom saved to %s", path)
 
 
@@ -95,11 +111,32 @@ def _scratch(shape_strides, itemsize: int, residue: int, align: int):
     return buf, ptr
 
 
-class FFTWPlan:
-    """FFTW plans for one problem layout: ``execute(in_ptr, out_ptr, sign, stream)`` picks (or makes) the
-    plan for the direction and the alignment of the pointers."""
+class FFTWEngine:
+    """The CPU engine FFTW3 (provider 'fftw') or oneMKL's FFTW3 interface (provider 'mkl')."""
 
-    workspace_size = 0
+    def __init__(self, provider: str):
+        self.name = provider
+
+    def load(self) -> None:
+        _fftw.get_fftw("double", self.name).version  # loads the library (LibraryNotFoundError)
+
+    def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log) -> "FFTWPlan":
+        precision = {"float32": "single", "float64": "double"}[geom.precision]
+        return FFTWPlan(geom.fft_type, precision, self.name, geom.transform_dims(in_strides, out_strides),
+                        geom.batch_dims(in_strides, out_strides), ITEMSIZE[geom.in_dtype], ITEMSIZE[geom.out_dtype],
+                        geom.inplace, num_threads, options.planning_effort, log, auto_threads)
+
+
+class FFTWPlan:
+    """FFTW plans for one problem layout (the ``CPUPlan`` of ``fft/_backends``).
+
+    ``entries``: sign -> (FFTW's execute function, plan) for SIMD-aligned arrays (``align_mask``), called as
+    ``fn(plan, in_ptr, out_ptr)``; it may be emptied at any time. ``execute(in_ptr, out_ptr, sign)`` works for
+    any arrays: it picks (or makes) the plan for the direction and the alignment of the pointers, and fills
+    ``entries`` again.
+    """
+
+    nbytes = 0
 
     def __init__(self, kind, precision, provider, dims, howmany, in_dtype_size, out_dtype_size, inplace,
                  num_threads, effort, log=logger, auto_threads=True):
@@ -117,7 +154,6 @@ class FFTWPlan:
                     (sum(i * s * in_dtype_size for i, (_, s, _o) in zip(idx, outer)),
                      sum(i * o * out_dtype_size for i, (_, _s, o) in zip(idx, outer)))
                     for idx in itertools.product(*(range(n) for n, _, _ in outer))]
-                self._execute_one, self.execute = self.execute, self._execute_batches
         self.inplace = inplace
         self._sizes = (in_dtype_size, out_dtype_size)
         points = 1
@@ -128,8 +164,10 @@ class FFTWPlan:
         self.log = log
         self.align = self.lib.simd_alignment
         self._mask = self.align - 1  # the alignment is a power of two
-        self._aligned: dict = {}  # sign -> plan for SIMD-aligned pointers (the common case)
-        self._plans: dict = {}
+        # the loops over the outer batches check each batch's alignment themselves
+        self.align_mask = 0 if self._offsets else self._mask
+        self.entries: dict = {}
+        self._plans: dict = {}  # (sign, in residue, out residue) -> plan
         self._estimated: set = set()  # keys of plans made heuristically, for want of wisdom
         self._generation = WISDOM.generation
         self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
@@ -144,22 +182,28 @@ class FFTWPlan:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make(sign, in_residue, out_residue)
-            if not in_residue and not out_residue:
-                self._aligned[sign] = plan
+        if not in_residue and not out_residue:
+            self.entries[sign] = (self._loop, sign) if self._offsets else (self._exec, plan)
         return plan
 
-    def _execute_batches(self, in_ptr, out_ptr, sign, stream=None):
-        """execute() where some batch loops run here (the engine takes one loop only)."""
+    def execute(self, in_ptr, out_ptr, sign, stream=None):
+        if self._offsets is None:
+            self._execute_one(in_ptr, out_ptr, sign)
+        else:
+            self._loop(sign, in_ptr, out_ptr)
+
+    def _loop(self, sign, in_ptr, out_ptr):
+        """The outer batch loops run here (the engine takes one loop only)."""
         for di, do in self._offsets:
             self._execute_one(in_ptr + di, out_ptr + do, sign)
 
-    def execute(self, in_ptr, out_ptr, sign, stream=None):
+    def _execute_one(self, in_ptr, out_ptr, sign):
         if self._generation != WISDOM.generation:
             self._upgrade()
         if (in_ptr | out_ptr) & self._mask:  # an alignment other than the SIMD one: its own plan
             plan = self.prepare(sign, in_ptr % self.align, out_ptr % self.align)
         else:
-            plan = self._aligned.get(sign) or self.prepare(sign)
+            plan = self.prepare(sign)
         self._exec(plan, in_ptr, out_ptr)
 
     def _upgrade(self):
@@ -169,11 +213,14 @@ class FFTWPlan:
             plan = self._make(*key, wisdom_only=True)
             if plan:
                 old, self._plans[key] = self._plans[key], plan
-                if not key[1] and not key[2]:
-                    self._aligned[key[0]] = plan
                 self._estimated.discard(key)
+                if not key[1] and not key[2]:
+                    self.entries[key[0]] = (self._loop, key[0]) if self._offsets else (self._exec, plan)
                 with _fftw.planner_lock:
                     self.lib.destroy_plan(old)
+        if not self._estimated:
+            with _fftw.planner_lock:
+                WISDOM.waiting.discard(self)
 
     def _make(self, sign, in_residue, out_residue, wisdom_only=False):
         lib = self.lib
@@ -211,6 +258,8 @@ class FFTWPlan:
         del in_buf, out_buf
         if used == "estimate" and self.effort is None and self._wisdom:
             self._estimated.add((sign, in_residue, out_residue))
+            with _fftw.planner_lock:
+                WISDOM.waiting.add(self)
         if not plan:
             raise _fftw.FFTWError(0, "NULL plan", f"FFTW could not plan {self.kind} dims={self.dims} "
                                                   f"howmany={self.howmany}")
@@ -230,10 +279,8 @@ class FFTWPlan:
             return lib.plan_guru64_dft_r2c(self.dims, self.howmany, in_ptr, out_ptr, flags)
         return lib.plan_guru64_dft_c2r(self.dims, self.howmany, in_ptr, out_ptr, flags | _fftw.FFTW_DESTROY_INPUT)
 
-    def release_workspace(self):
-        pass
-
     def free(self):
+        self.entries.clear()
         self._finalizer()
 
 

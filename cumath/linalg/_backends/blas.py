@@ -11,8 +11,9 @@ import numpy as np
 from ..._bindings import blas
 from ..._core.frameworks.numpy import from_pointer
 from .._generic.traits import Caps, Ptr
+from . import GemmCall, Scalars
 
-__all__ = ["BlasEngine"]
+__all__ = ["BlasEngine", "create"]
 
 logger = logging.getLogger(__name__)
 
@@ -22,33 +23,6 @@ _SIDE = {"L": 141, "R": 142}
 _UPLO = {"U": 121, "L": 122}
 _DIAG = {"N": 131, "U": 132}
 _COL = int(blas.CBLAS_ORDER.CblasColMajor)
-
-
-class _Scalars:
-    """alpha and beta as the CBLAS functions take them: by value (real) or by address (complex)."""
-
-    def __init__(self, dtype: str):
-        self.dtype = np.dtype(dtype)
-        self.values = np.zeros(4, dtype=self.dtype)  # alpha, beta, one, zero
-        self.values[2] = 1
-        self.complex = self.dtype.kind == "c"
-        base = self.values.ctypes.data
-        self._addr = [base + i * self.dtype.itemsize for i in range(4)]
-        self.by_name = {}
-        self.set(1, 0)
-
-    def set(self, alpha, beta) -> None:
-        self.values[0] = alpha
-        self.values[1] = beta
-        if self.complex:
-            self.by_name = {"alpha": self._addr[0], "beta": self._addr[1], "one": self._addr[2],
-                            "zero": self._addr[3]}
-        else:
-            v = self.values.tolist()
-            self.by_name = {"alpha": v[0], "beta": v[1], "one": 1.0, "zero": 0.0}
-
-    def value(self, name: str):
-        return self.values[("alpha", "beta", "one", "zero").index(name)]
 
 
 class BlasEngine:
@@ -63,7 +37,9 @@ class BlasEngine:
         self.itemsize = np.dtype(dtype).itemsize
         self.prefix = _PREFIX[dtype]
         self.num_threads = num_threads
-        self.scalars = _Scalars(dtype)
+        self.threaded = num_threads is not None
+        # CBLAS takes real scalars by value, complex ones by address
+        self.scalars = Scalars(dtype, by_value=np.dtype(dtype).kind != "c")
         p = self.prefix
         self.caps = Caps(conj_no_trans=self.lib.conj_no_trans,
                          strided_batched=self.lib.has(f"cblas_{p}gemm_batch_strided"),
@@ -77,6 +53,18 @@ class BlasEngine:
     def compile(self, steps) -> list:
         """One callable ``run(ptrs)`` per step (``ptrs`` maps 'A', 'B', 'D', 'W', 'X' to addresses)."""
         return [self._compile(s) for s in steps]
+
+    def gemm_call(self, step) -> GemmCall | None:
+        """The CBLAS gemm of a step that is one general product at offset 0 (None for any other step)."""
+        if step.routine != "gemm" or len(step.offsets) != 1 or any(step.offsets[0]):
+            return None
+        args = step.args
+        if any(a.offset for a in args if isinstance(a, Ptr)):
+            return None
+        fn = getattr(self.lib, f"cblas_{self.prefix}gemm")
+        head = (_COL, _OP[args[0]], _OP[args[1]], args[2], args[3], args[4])
+        return GemmCall(fn, head, args[5], args[6].name.lower(), args[7], args[8].name.lower(), args[9], args[10],
+                        args[12], None)
 
     def _compile(self, step):
         routine, args = step.routine, step.args
@@ -96,21 +84,21 @@ class BlasEngine:
             template = [_COL] + [_translate(routine, i, a) for i, a in enumerate(args)]
             if routine == "trmm":
                 return self._trmm(fn, template, slots, names, offsets, scalar_slots, args)
-            if routine == "gemm" and len(offsets) == 1 and not any(offsets[0]):  # one call: the fast path
-                head = tuple(template[:6])
-                nf, ns, nd = names
-                ldf, lds, ldd = args[7], args[9], args[12]
-                an, bn = args[5], args[10]
+            call = self.gemm_call(step)
+            if call is not None:  # one product: the arguments laid out once
+                _, head, an, first, ldf, second, lds, bn, ldd, _ = call
+                nf, ns = first.upper(), second.upper()
 
                 def run(ptrs, fn=fn, head=head):
-                    by = sc.by_name
-                    fn(*head, by[an], ptrs[nf], ldf, ptrs[ns], lds, by[bn], ptrs[nd], ldd)
+                    by = sc.args
+                    fn(*head, by[an], ptrs[nf], ldf, ptrs[ns], lds, by[bn], ptrs["D"], ldd)
                 return run
 
             def run(ptrs, fn=fn, template=template):
                 t = list(template)
+                by = sc.args
                 for i, a in scalar_slots:
-                    t[i + 1] = sc.by_name[a]
+                    t[i + 1] = by[a]
                 for offs in offsets:
                     for j, (i, n) in enumerate(zip(slots, names)):
                         t[i + 1] = ptrs[n] + offs[j]
@@ -140,7 +128,7 @@ class BlasEngine:
         head = template[:7]  # order, side, uplo, trans, diag, m, n
 
         def run(ptrs):
-            alpha = sc.by_name[args[6]]
+            alpha = sc.args[args[6]]
             for offs in offsets:
                 t = ptrs[names[0]] + offs[0]
                 g = ptrs[names[1]] + offs[1]
@@ -223,3 +211,10 @@ def _translate(routine: str, index: int, value):
     if routine == "trmm":
         return (_SIDE, _UPLO, _OP, _DIAG)[index][value]
     raise ValueError(f"unexpected argument {value!r} of {routine}")  # pragma: no cover
+
+
+def create(dtype: str, placement, options, log, handle=None) -> BlasEngine:
+    """The CPU engine of a plan: the BLAS ``options.cpu_blas`` names, the thread count the caller named (else
+    the library's own setting)."""
+    threads = placement.execution.num_threads if placement.user_threads else None
+    return BlasEngine(dtype, options.cpu_blas, threads, log)

@@ -17,8 +17,9 @@ from ..._core import cuda
 from ..._core.cuda import set_device
 from ...memory import allocate
 from .._generic.traits import Caps, Ptr
+from . import GemmCall, Scalars
 
-__all__ = ["CublasEngine", "CublasHandle", "GroupedGemm"]
+__all__ = ["CublasEngine", "CublasHandle", "GroupedGemm", "create"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class CublasEngine:
     ``handle``: a shared ``CublasHandle`` (the engine then leaves it alive when freed), or None for its own."""
 
     space = "cuda"
+    threaded = False
 
     def __init__(self, dtype: str, device_id: int, stream: int, log=logger, handle: CublasHandle | None = None):
         self._owns = handle is None
@@ -84,10 +86,8 @@ class CublasEngine:
         self.prefix = _PREFIX[dtype]
         self.device_id = device_id
         self.handle = self._h.value
-        self._values = np.zeros(4, dtype=dtype)  # alpha, beta, one, zero (host memory, read at each call)
-        self._values[2] = 1
-        base = self._values.ctypes.data
-        self._addr = {n: base + i * self.itemsize for i, n in enumerate(("alpha", "beta", "one", "zero"))}
+        self.scalars = Scalars(dtype, by_value=False)  # host memory, read at each call (pointer mode host)
+        self._addr = self.scalars.args
         self.caps = Caps(conj_no_trans=False, strided_batched=True, max_int=(1 << 63) - 1)
         self.log = log
         self._geam = cublas.raw(f"cublas{self.prefix}geam_64")
@@ -105,22 +105,23 @@ class CublasEngine:
     def description(self) -> str:
         return "cuBLAS"
 
-    @property
-    def scalars(self):
-        return self
-
-    def set(self, alpha, beta) -> None:
-        self._values[0] = alpha
-        self._values[1] = beta
-
-    def value(self, name: str):
-        return self._values[("alpha", "beta", "one", "zero").index(name)]
-
     def set_stream(self, stream: int) -> None:
         self._h.set_stream(stream)
 
     def compile(self, steps) -> list:
         return [self._compile(s) for s in steps]
+
+    def gemm_call(self, step) -> GemmCall | None:
+        """The cuBLAS gemm of a step that is one general product at offset 0 (None for any other step)."""
+        if step.routine != "gemm" or len(step.offsets) != 1 or any(step.offsets[0]):
+            return None
+        args = step.args
+        if any(a.offset for a in args if isinstance(a, Ptr)) or args[0] not in _OP or args[1] not in _OP:
+            return None
+        fn = cublas.raw(_NAMES["gemm"].format(p=self.prefix))
+        head = (self.handle, _OP[args[0]], _OP[args[1]], args[2], args[3], args[4])
+        return GemmCall(fn, head, args[5], args[6].name.lower(), args[7], args[8].name.lower(), args[9], args[10],
+                        args[12], cublas.check)
 
     def _compile(self, step):
         routine, args = step.routine, step.args
@@ -172,7 +173,7 @@ class CublasEngine:
 
         def run(ptrs):
             t = list(template)
-            scale = self._values[0] != 1
+            scale = self.scalars.values[0] != 1
             for offs in offsets:
                 for s, name, off in zip(slots, names, offs):
                     t[s] = ptrs[name] + off
@@ -278,7 +279,8 @@ class GroupedGemm:
     def _plan_calls(self) -> None:
         groups = {}
         for p, (_, eng, key, _) in enumerate(self.problems):
-            gkey = (eng.dtype, eng.prefix) + key[:8] + (eng.value(key[8]).item(), eng.value(key[9]).item())
+            sc = eng.scalars
+            gkey = (eng.dtype, eng.prefix) + key[:8] + (sc.value(key[8]).item(), sc.value(key[9]).item())
             groups.setdefault(gkey, []).append(p)
         keys = sorted(groups, key=lambda k: _DTYPE_ORDER.index(k[0]))  # stable: first-seen order within a dtype
         order = np.array([p for k in keys for p in groups[k]], dtype=np.intp)
@@ -351,3 +353,9 @@ class GroupedGemm:
             self._buf.free()
             self._buf = None
         self._calls = None
+
+
+def create(dtype: str, placement, options, log, handle=None) -> CublasEngine:
+    """The GPU engine of a plan, on the plan's GPU and stream; ``handle``: a shared CublasHandle (explicit
+    batches) or None for one of its own."""
+    return CublasEngine(dtype, placement.device, placement.stream, log, handle=handle)

@@ -1,36 +1,38 @@
-"""How a generic matmul runs, chosen once per plan: where the operands live versus where the engine runs.
+"""How a generic matmul runs, chosen once per plan: where the operands live versus where the engine runs
+(the kinds of ``_core/executors.py``; ``FACTORIES`` maps each kind to its class here).
 
 - HostExecutor: host operands, CPU BLAS, on the caller's arrays (copies only where the plan asks for them).
 - DeviceExecutor: GPU operands, cuBLAS, on the caller's arrays.
-- HostToDeviceExecutor: host operands, cuBLAS: staged through device buffers owned by the plan.
-- DeviceToHostExecutor: GPU operands, CPU BLAS: staged through host arrays owned by the plan.
+- HostToDeviceExecutor: host operands, cuBLAS: staged through device mirrors owned by the plan.
+- DeviceToHostExecutor: GPU operands, CPU BLAS: staged through host mirrors owned by the plan.
 
 Every executor takes ``ops`` (a dict 'a', 'b', 'c' -> Operand or None) and returns the result array: a new
-array of the operands' package, or c itself in place.
+array of the operands' package, or c itself in place. Plans of one general product on the operands themselves
+call the library function directly from ``execute`` (the engine's ``gemm_call``): the hot path of a cached
+stateless call has no Python frame between the executor and the library. The GPU executors also run in
+phases (``prepare`` / the engine's ``runs`` / ``finish``, host staging adds ``download``) for explicit batches.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import platform
-import sys
 
 import numpy as np
 
 from ..._core import cuda
-from ..._core.frameworks.numpy import view as host_view
-from ..._core.layout import inverse_perm, natural_perm
+from ..._core.executors import DeviceMirror, HostMirror, host_array
+from ..._core.frameworks.numpy import from_pointer, view as host_view, wrap as host_wrap
+from ..._core.layout import natural_perm
 from ..._core.logging import format_bytes
-from ..._core.operand import adapter
+from ..._core.operand import Operand, adapter
+from ..._core.recycle import Recycler
 from ...memory import allocate
 
-__all__ = ["make_executor", "staging_perm"]
+__all__ = ["FACTORIES", "HostExecutor", "DeviceExecutor", "HostToDeviceExecutor", "DeviceToHostExecutor",
+           "staging_perm"]
 
 logger = logging.getLogger(__name__)
-
-_REFCOUNTS = platform.python_implementation() == "CPython"
-_getrefcount = sys.getrefcount
 
 
 def staging_perm(shape, strides) -> tuple:
@@ -44,14 +46,6 @@ def staging_perm(shape, strides) -> tuple:
     return tuple(perm)
 
 
-def _host_array(shape, dtype, perm):
-    return np.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
-
-
-def _ptr(x) -> int:
-    return x.__array_interface__["data"][0]
-
-
 def _log_notes(layout, log):
     for note in layout.notes:
         log.info("copy: %s", note)
@@ -61,58 +55,64 @@ def _diag_name(geom):
     return None if geom.kind != "dgmm" else "AB"[geom.structured]
 
 
-class HostExecutor:
-    """Host operands, CPU BLAS on the caller's arrays."""
+def _gemm_call(layout, engine):
+    """The engine's direct call when the plan is one general product on the operands themselves (or c in
+    place), with nothing to prepare; else None."""
+    if (len(layout.steps) != 1 or layout.c_into_d or layout.copy_back or layout.workspace
+            or any(layout.preps[n].mode != "direct" for n in "ab") or engine.threaded):
+        return None
+    return engine.gemm_call(layout.steps[0])
 
-    def __init__(self, geom, layout, ops, engine, log=logger):
+
+class HostExecutor:
+    """Host operands, CPU BLAS on the caller's arrays. ``result``: a host mirror the result is always written
+    into (the device-to-host executor's staging), else results are new arrays of the operands' package,
+    recycled once dropped."""
+
+    def __init__(self, geom, layout, ops, engine, log=logger, allocator=None, stream=None, staged=None, *,
+                 result: HostMirror | None = None):
         self.geom, self.layout, self.engine = geom, layout, engine
         self.runs = engine.compile(layout.steps)
         package = ops["a"].package
         self.adapter = adapter(package)
         self.bufs = {}
-        self.nbytes = 0
         for name in "ab":
             prep = layout.preps[name]
             if prep.mode in ("dense", "dense_conj"):
-                self.bufs[name] = _host_array(ops[name].shape, geom.dtype, prep.perm)
-                self.nbytes += self.bufs[name].nbytes
+                self.bufs[name] = host_array(ops[name].shape, geom.dtype, prep.perm)
         self.w = np.empty(layout.workspace, dtype=geom.dtype) if layout.workspace else None
         self._diag = _diag_name(geom)
-        self._new_d = None
-        if not layout.d_is_c:
-            self._new_d = self.adapter.empty_factory(geom.result_shape, geom.dtype, None, layout.d_perm)
-        self._pointer = self.adapter.pointer
-        # the last NumPy result, reused once nothing refers to it (as cumath.fft does): no allocation and no
-        # fresh pages to fault in for large results
-        self._recycle = package == "numpy" and _REFCOUNTS and not layout.d_is_c and not layout.copy_back
-        self._last = None
-        if self._recycle:
-            self.nbytes += math.prod(geom.result_shape) * np.dtype(geom.dtype).itemsize
-        self.simple = (not self.bufs and self.w is None and not layout.c_into_d and self._diag is None
-                       and not layout.copy_back and all(p.mode == "direct" for p in layout.preps.values()))
-        self._threads = getattr(engine, "num_threads", None) is not None
+        self.d_is_c = layout.d_is_c
+        self.recycler = None
+        if result is not None:
+            self._take = lambda: (result.array, result.operand.ptr)
+        elif not layout.d_is_c:
+            new = self.adapter.empty_factory(geom.result_shape, geom.dtype, None, layout.d_perm)
+            nbytes = math.prod(geom.result_shape) * np.dtype(geom.dtype).itemsize
+            self.recycler = Recycler(package, new, self.adapter.pointer, nbytes, device=False)
+            self._take = self.recycler.take
+        self.args = engine.scalars.args
+        self.call = _gemm_call(layout, engine)
         _log_notes(layout, log)
 
+    @property
+    def nbytes(self) -> int:
+        kept = 0 if self.recycler is None else self.recycler.nbytes
+        return sum(b.nbytes for b in self.bufs.values()) + (0 if self.w is None else self.w.nbytes) + kept
+
     def execute(self, ops, stream=None):
-        layout = self.layout
-        if self.simple:  # the hot paths: the engine reads the operands and writes c or a new array
-            if layout.d_is_c:
+        call = self.call
+        if call is not None:  # the hot path: one BLAS call on the operands, into c or a (recycled) result
+            if self.d_is_c:
                 c = ops["c"]
-                ptrs = {"A": ops["a"].ptr, "B": ops["b"].ptr, "D": c.ptr}
-                result = c.obj
+                result, d = c.obj, c.ptr
             else:
-                result = self._last
-                if result is None or _getrefcount(result) != 3:  # self._last, result, the call's argument
-                    result = self._new_d()
-                    if self._recycle:
-                        self._last = result
-                ptrs = {"A": ops["a"].ptr, "B": ops["b"].ptr, "D": self._pointer(result)}
-            if self._threads:
-                self._run(ptrs)
-            else:
-                for run in self.runs:
-                    run(ptrs)
+                result, d = self._take()
+            fn, head, alpha, first, ldf, second, lds, beta, ldd, _ = call
+            args = self.args
+            fn(*head, args[alpha], ops[first].ptr, ldf, ops[second].ptr, lds, args[beta], d, ldd)
             return result
+        layout = self.layout
         ptrs = {}
         for name in "ab":
             op = ops[name]
@@ -127,48 +127,42 @@ class HostExecutor:
                     np.copyto(buf, host_view(op))
                 else:
                     np.conjugate(host_view(op), out=buf)
-                ptrs[name.upper()] = _ptr(buf)
+                ptrs[name.upper()] = buf.ctypes.data
         c = ops.get("c")
-        if layout.d_is_c:
+        if self.d_is_c:
             d = result = c.obj
             ptrs["D"] = c.ptr
         else:
-            d = self._last
-            if d is None or _getrefcount(d) != 3:  # self._last, d, and the call's argument
-                d = self._new_d()
-                if self._recycle:
-                    self._last = d
+            d, ptrs["D"] = self._take()
             if layout.c_into_d:
                 self.adapter.copy_into(d, c.obj)
-            ptrs["D"] = self._pointer(d)
             result = d
         if self.w is not None:
-            ptrs["W"] = _ptr(self.w)
+            ptrs["W"] = self.w.ctypes.data
         if self._diag is not None:
             ptrs["X"] = ptrs[self._diag]
-        self._run(ptrs)
+        engine = self.engine
+        token = engine.enter()
+        try:
+            for run in self.runs:
+                run(ptrs)
+        finally:
+            engine.exit(token)
         if layout.copy_back:
             self.adapter.copy_into(c.obj, d)
             return c.obj
         return result
 
-    def _run(self, ptrs):
-        token = self.engine.enter()
-        try:
-            for run in self.runs:
-                run(ptrs)
-        finally:
-            self.engine.exit(token)
-
     def free(self):
-        self._last = None
+        if self.recycler is not None:
+            self.recycler.clear()
         self.engine.free()
 
 
 class DeviceExecutor:
     """GPU operands, cuBLAS on the caller's arrays (package copies where the plan asks for dense ones)."""
 
-    def __init__(self, geom, layout, ops, engine, log, allocator, stream):
+    def __init__(self, geom, layout, ops, engine, log, allocator, stream, staged=None):
         self.geom, self.layout, self.engine = geom, layout, engine
         self.runs = engine.compile(layout.steps)
         self.adapter = adapter(ops["a"].package)
@@ -185,15 +179,19 @@ class DeviceExecutor:
             if layout.workspace:
                 self.w = self._allocate(allocator, layout.workspace, stream)
         except BaseException:
-            self.free()
+            self._free_buffers()
             raise
         self._diag = _diag_name(geom)
+        self.d_is_c = layout.d_is_c
         if not layout.d_is_c:
             self._new_d = self.adapter.empty_factory(geom.result_shape, geom.dtype, self.device_id, layout.d_perm)
-        # the common case: the engine reads a and b where they are and writes a new result
+        # the engine reads a and b where they are and writes a new result
         self._simple = (not layout.d_is_c and not layout.c_into_d and not layout.copy_back and self.w is None
                         and self._diag is None and all(layout.preps[n].mode == "direct" for n in "ab"))
         self._pointer = self.adapter.pointer
+        self.args = engine.scalars.args
+        self.call = _gemm_call(layout, engine)
+        self._what = f"gemm on GPU {self.device_id}"
         _log_notes(layout, log)
 
     def _allocate(self, allocator, count, stream):
@@ -204,6 +202,20 @@ class DeviceExecutor:
 
     def execute(self, ops, stream):
         self.engine.set_stream(stream)
+        call = self.call
+        if call is not None:  # the hot path: one cuBLAS call on the operands, into c or a new result
+            if self.d_is_c:
+                c = ops["c"]
+                d, ptr = c.obj, c.ptr
+            else:
+                d = self._new_d()
+                ptr = self._pointer(d)
+            fn, head, alpha, first, ldf, second, lds, beta, ldd, check = call
+            args = self.args
+            status = fn(*head, args[alpha], ops[first].ptr, ldf, ops[second].ptr, lds, args[beta], ptr, ldd)
+            if status:
+                check(status, self._what)
+            return d
         ptrs, state = self.prepare(ops, stream)
         for run in self.runs:
             run(ptrs)
@@ -226,21 +238,20 @@ class DeviceExecutor:
             if prep.mode == "skip":
                 ptrs[name.upper()] = 0
                 continue
-            src = op
             if not op.is_dense_in(prep.perm):
                 tmp = A.empty(op.shape, self.geom.dtype, self.device_id, prep.perm)
                 A.copy_into(tmp, op.obj)
                 keep.append(tmp)
                 src_ptr = A.pointer(tmp)
             else:
-                src_ptr = src.ptr
+                src_ptr = op.ptr
             if prep.mode == "dense_conj":
                 dst = self.cbufs[name].device_ptr
                 engine.conj_copy(src_ptr, dst, math.prod(op.shape))
                 src_ptr = dst
             ptrs[name.upper()] = src_ptr
         c = ops.get("c")
-        if layout.d_is_c:
+        if self.d_is_c:
             d = c.obj
             ptrs["D"] = c.ptr
         else:
@@ -264,46 +275,86 @@ class DeviceExecutor:
             return c.obj
         return d
 
-    def free(self):
+    def _free_buffers(self):
         for buf in self._buffers:
             buf.free()
         self._buffers = []
+
+    def free(self):
+        self._free_buffers()
         self.engine.free()
 
 
+def _as_mirrored(op: Operand, strides) -> Operand:
+    """``op`` with the mirror's ``strides`` when it is dense in the mirror's order and differs only on axes of
+    size 1 (the same memory: the copy needs no reordering)."""
+    return Operand(op.obj, op.ptr, op.shape, strides, op.dtype, op.device_id, op.package, op.readonly)
+
+
+def _upload(mirror: DeviceMirror, op: Operand, stream) -> None:
+    if op.strides != mirror.strides and op.is_dense_in(mirror.perm):
+        op = _as_mirrored(op, mirror.strides)
+    mirror.upload(op, stream)
+
+
+def _host_target(op: Operand, mirror: DeviceMirror):
+    """A NumPy view of the host operand ``op`` with the mirror's strides (a download straight into it), or
+    None when ``op`` is not dense in the mirror's order."""
+    if not op.is_dense_in(mirror.perm):
+        return None
+    if op.strides == mirror.strides:
+        return host_view(op)
+    return from_pointer(op.ptr, op.shape, mirror.strides, op.dtype)
+
+
 class HostToDeviceExecutor:
-    """Host operands, cuBLAS: each operand crosses the bus once (in the layout the plan reads), the result
-    once back. Conjugated copies are made on the host while staging."""
+    """Host operands, cuBLAS: each operand crosses the bus once, through a device mirror in the layout the plan
+    reads, the result once back. Conjugated copies are made on the host (into plan-owned arrays) while
+    staging."""
 
     def __init__(self, geom, layout, ops, engine, log, allocator, stream, staged):
         self.geom, self.layout, self.engine = geom, layout, engine
         self.adapter = adapter(ops["a"].package)
         self.itemsize = np.dtype(geom.dtype).itemsize
         self.runs = engine.compile(layout.steps)
-        self.stage = {}  # name -> (perm, conj, nbytes)
-        for name in "ab":
-            prep = layout.preps[name]
-            if prep.mode == "skip":
-                continue
-            perm = staged[name] if prep.mode == "direct" else prep.perm
-            self.stage[name] = (perm, prep.mode == "dense_conj", math.prod(ops[name].shape) * self.itemsize)
-        self.d_bytes = math.prod(geom.result_shape) * self.itemsize
-        self.c_perm = staged.get("c")
-        self._buffers = {}
-        self.nbytes = 0
+        self.mirrors = {}  # 'a', 'b' -> DeviceMirror
+        self.conj = {}  # 'a', 'b' -> (host array, its Operand): the conjugated copy that is uploaded
+        self._buffers = []
+        self.w = None
         try:
-            for name, (_, _, nbytes) in self.stage.items():
-                self._buffers[name] = allocate(allocator, max(1, nbytes), stream)
-            self._buffers["d"] = allocate(allocator, max(1, self.d_bytes), stream)
+            for name in "ab":
+                prep = layout.preps[name]
+                if prep.mode == "skip":
+                    continue
+                perm = staged[name] if prep.mode == "direct" else prep.perm
+                self.mirrors[name] = self._mirror(ops[name].shape, perm, allocator, stream, f"matmul operand {name}")
+                if prep.mode == "dense_conj":
+                    arr = host_array(ops[name].shape, geom.dtype, perm)
+                    self.conj[name] = (arr, host_wrap(arr))
+            what = "matmul c and result" if layout.d_is_c or layout.c_into_d else "matmul result"
+            d_perm = staged["c"] if layout.d_is_c else layout.d_perm
+            self.d = self._mirror(geom.result_shape, d_perm, allocator, stream, what)
             if layout.workspace:
-                self._buffers["w"] = allocate(allocator, layout.workspace * self.itemsize, stream)
+                self.w = allocate(allocator, layout.workspace * self.itemsize, stream)
+                self._buffers.append(self.w)
         except BaseException:
-            self.free()
+            self._free_buffers()
             raise
-        self.nbytes = sum(b.size for b in self._buffers.values())
+        c = ops.get("c")
+        # an in-place c whose layout is not the mirror's receives the result through a host array of the plan
+        self.c_staging = None
+        if layout.d_is_c and not c.is_dense_in(self.d.perm):
+            self.c_staging = host_array(c.shape, geom.dtype, self.d.perm)
+        self.nbytes = sum(m.nbytes for m in self.mirrors.values()) + self.d.nbytes + (0 if self.w is None else
+                                                                                       self.w.size)
         self._diag = _diag_name(geom)
         log.info("host operands on GPU %d: staging buffers of %s", engine.device_id, format_bytes(self.nbytes))
         _log_notes(layout, log)
+
+    def _mirror(self, shape, perm, allocator, stream, what) -> DeviceMirror:
+        m = DeviceMirror(shape, self.geom.dtype, perm, allocator, stream, what)
+        self._buffers.append(m)
+        return m
 
     def execute(self, ops, stream):
         self.engine.set_stream(stream)
@@ -315,130 +366,105 @@ class HostToDeviceExecutor:
         return self.finish(ops, state)
 
     def prepare(self, ops, stream):
-        """Stage the operands (and c) into the plan's device buffers (on the engine's stream, set by the
+        """Stage the operands (and c) into the plan's device mirrors (on the engine's stream, set by the
         caller); returns (pointers, state)."""
         layout, A = self.layout, self.adapter
-        ptrs, keep = {}, []
-        for name, (perm, conj, nbytes) in self.stage.items():
+        ptrs = {"A": 0, "B": 0}
+        for name, mirror in self.mirrors.items():
             op = ops[name]
-            if conj or not op.is_dense_in(perm):
-                tmp = _host_array(op.shape, self.geom.dtype, perm)
-                if conj:
-                    np.conjugate(host_view(op), out=tmp)
-                else:
-                    np.copyto(tmp, host_view(op))
-                keep.append(tmp)
-                src = _ptr(tmp)
-            else:
-                src = op.ptr
-            dev = self._buffers[name].device_ptr
-            cuda.copy(dev, src, nbytes, cuda.H2D, stream, f"matmul operand {name}")
-            ptrs[name.upper()] = dev
-        for name in "ab":
-            ptrs.setdefault(name.upper(), 0)
+            conj = self.conj.get(name)
+            if conj is not None:
+                np.conjugate(host_view(op), out=conj[0])
+                op = conj[1]
+            _upload(mirror, op, stream)
+            ptrs[name.upper()] = mirror.ptr
         c = ops.get("c")
-        d_dev = self._buffers["d"].device_ptr
-        ptrs["D"] = d_dev
-        staging = None
+        d = self.d
+        ptrs["D"] = d.ptr
         if layout.d_is_c:
+            _upload(d, c, stream)
             target = c.obj
-            if c.is_dense_in(self.c_perm):
-                host_d = c.ptr
-            else:
-                staging = _host_array(c.shape, self.geom.dtype, self.c_perm)
-                np.copyto(staging, host_view(c))
-                keep.append(staging)
-                host_d = _ptr(staging)
-            cuda.copy(d_dev, host_d, self.d_bytes, cuda.H2D, stream, "matmul operand c")
+            into = self.c_staging if self.c_staging is not None else _host_target(c, d)
         else:
             target = A.empty(self.geom.result_shape, self.geom.dtype, None, layout.d_perm)
+            result = A.wrap(target)
             if layout.c_into_d:
                 A.copy_into(target, c.obj)
-                cuda.copy(d_dev, A.pointer(target), self.d_bytes, cuda.H2D, stream, "matmul operand c")
-            host_d = A.pointer(target)
-        if "w" in self._buffers:
-            ptrs["W"] = self._buffers["w"].device_ptr
+                _upload(d, result, stream)
+            into = _host_target(result, d)
+        if self.w is not None:
+            ptrs["W"] = self.w.device_ptr
         if self._diag is not None:
             ptrs["X"] = ptrs[self._diag]
-        return ptrs, (target, host_d, staging, keep)
+        return ptrs, (target, into)
 
     def download(self, state, stream) -> None:
         """Queue the copy of the result to the host (the caller then synchronises the stream)."""
-        cuda.copy(state[1], self._buffers["d"].device_ptr, self.d_bytes, cuda.D2H, stream, "matmul result")
+        self.d.download(state[1], stream, wait=False)
 
     def finish(self, ops, state):
         """After the stream was synchronised: host-side copies into c; returns the result."""
-        target, _, staging, _ = state
-        c = ops.get("c")
-        if staging is not None:
-            np.copyto(host_view(c), staging)
+        target = state[0]
+        if self.c_staging is not None:
+            np.copyto(host_view(ops["c"]), self.c_staging)
         elif self.layout.copy_back:  # (a staged c is always describable; kept for safety)
+            c = ops["c"]
             self.adapter.copy_into(c.obj, target)
             return c.obj
         return target
 
-    def free(self):
-        for buf in self._buffers.values():
+    def _free_buffers(self):
+        for buf in self._buffers:
             buf.free()
-        self._buffers = {}
+        self._buffers = []
+
+    def free(self):
+        self._free_buffers()
         self.engine.free()
 
 
 class DeviceToHostExecutor:
-    """GPU operands, CPU BLAS: operands are copied to host arrays owned by the plan, the CPU plan runs on
-    them, and the result is copied back to a new array of the operands' package."""
+    """GPU operands, CPU BLAS: operands are fetched into host mirrors owned by the plan, the CPU plan runs on
+    them (writing into a host mirror of the result, or of c in place), and the result is stored back into a
+    new array of the operands' package (or into c)."""
 
-    def __init__(self, geom, layout, ops, engine, log, staged, host_ops):
-        self.geom = geom
+    def __init__(self, geom, layout, ops, engine, log, allocator, stream, staged):
+        self.geom, self.layout = geom, layout
         self.adapter = adapter(ops["a"].package)
         self.device_id = ops["a"].device_id
-        self.staged = staged
-        self.host_ops = host_ops
-        self.host = HostExecutor(geom, layout, host_ops, engine, log)
-        self.nbytes = self.host.nbytes + sum(o.nbytes for o in host_ops.values() if o is not None)
-        self.layout = layout
+        self.mirrors = {name: HostMirror(op.shape, geom.dtype, staged[name], f"matmul operand {name}")
+                        for name, op in ops.items() if op is not None}
+        self.host_ops = {name: (None if name not in self.mirrors else self.mirrors[name].operand)
+                         for name in ops}
+        in_place = layout.d_is_c or layout.copy_back
+        self.out = self.mirrors["c"] if in_place else HostMirror(geom.result_shape, geom.dtype, layout.d_perm,
+                                                                 "matmul result")
+        self.host = HostExecutor(geom, layout, self.host_ops, engine, log, result=None if in_place else self.out)
+        self.in_place = in_place
+        self.nbytes = self.host.nbytes + sum(m.nbytes for m in self.mirrors.values()) + (
+            0 if in_place else self.out.nbytes)
+
+    @property
+    def engine(self):
+        return self.host.engine
 
     def execute(self, ops, stream):
         A = self.adapter
-        for name, hop in self.host_ops.items():
-            op = ops.get(name)
-            if hop is None or op is None:
-                continue
-            src = op
-            if not op.is_dense_in(self.staged[name]):
-                tmp = A.empty(op.shape, self.geom.dtype, self.device_id, self.staged[name])
-                A.copy_into(tmp, op.obj)
-                src_ptr = A.pointer(tmp)
-            else:
-                src_ptr = src.ptr
-            cuda.copy(hop.ptr, src_ptr, hop.nbytes, cuda.D2H, stream, f"matmul operand {name}")
+        for name, mirror in self.mirrors.items():
+            mirror.fetch(ops[name], A, stream, wait=False)
         cuda.synchronize(stream)
-        res = self.host.execute(self.host_ops)
-        perm = natural_perm([s // res.itemsize for s in res.strides])
-        if self.layout.d_is_c or self.layout.copy_back:
-            c = ops["c"]
-            if c.is_dense_in(perm):
-                cuda.copy(c.ptr, _ptr(res), res.nbytes, cuda.H2D, stream, "matmul result")
-            else:
-                tmp = A.empty(c.shape, self.geom.dtype, self.device_id, perm)
-                cuda.copy(A.pointer(tmp), _ptr(res), res.nbytes, cuda.H2D, stream, "matmul result")
-                A.copy_into(c.obj, tmp)
-            return c.obj
-        out = A.empty(self.geom.result_shape, self.geom.dtype, self.device_id, perm)
-        cuda.copy(A.pointer(out), _ptr(res), res.nbytes, cuda.H2D, stream, "matmul result")
-        return out
+        self.host.execute(self.host_ops)
+        out = self.out
+        if self.in_place:
+            target = ops["c"].obj
+        else:
+            target = A.empty(self.geom.result_shape, self.geom.dtype, self.device_id, out.perm)
+        out.store(target, A, self.device_id, stream, wait=False)
+        return target
 
     def free(self):
         self.host.free()
 
 
-def make_executor(geom, layout, ops, engine, log, *, allocator=None, stream=None, staged=None, host_ops=None):
-    """Pick the executor for (where the operands live, where the engine runs)."""
-    on_gpu = engine.space == "cuda"
-    if on_gpu:
-        if ops["a"].device_id is None:
-            return HostToDeviceExecutor(geom, layout, ops, engine, log, allocator, stream, staged)
-        return DeviceExecutor(geom, layout, ops, engine, log, allocator, stream)
-    if ops["a"].device_id is None:
-        return HostExecutor(geom, layout, ops, engine, log)
-    return DeviceToHostExecutor(geom, layout, ops, engine, log, staged, host_ops)
+FACTORIES = {"host": HostExecutor, "device": DeviceExecutor, "host_to_device": HostToDeviceExecutor,
+             "device_to_host": DeviceToHostExecutor}

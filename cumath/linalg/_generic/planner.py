@@ -1,4 +1,10 @@
-"""The stateful generic matmul: construct -> plan -> execute (repeatedly, with reset_operands) -> free."""
+"""The stateful generic matmul: construct -> plan -> execute (repeatedly, with reset_operands) -> free.
+
+``Matmul`` is one problem on the operation skeleton (``_core/operation.py``): its operand set is a, b and c,
+its plan an executor (``executors.py``) over an engine (``_backends``) compiling a layout (``traits.py``).
+Sequences of operands make an explicit batch: ``Matmul(list_a, list_b)`` builds the subclass that declares
+itself with ``explicit_batch=True`` (``batch.MatmulBatch``).
+"""
 
 from __future__ import annotations
 
@@ -6,28 +12,34 @@ import logging
 
 import numpy as np
 
-from ..._core.execution import check_execution, names_threads
+from ..._core import cuda
+from ..._core.executors import choose
 from ..._core.layout import dense_strides
-from ..._core.lifecycle import Stateful, requires_alive
-from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
+from ..._core.lifecycle import requires_alive
+from ..._core.operand import Operand, check_same_place, wrap_operand
+from ..._core.operation import Operation
 from ..._core.options import check_options
-from ..._core.streams import default_stream, run_ordered, stream_handle
-from ...errors import InvalidStateError
+from ..._core.streams import stream_handle
 from ...memory import default_allocator
-from .executors import _host_array, make_executor, staging_perm
+from .._backends import create_engine
+from .executors import FACTORIES, staging_perm
 from .options import MatmulOptions
 from .qualifiers import ABBREVIATIONS, check_qualifiers
 from .traits import geometry, plan_layout
 
-__all__ = ["Matmul"]
+__all__ = ["Matmul", "BETA_WITHOUT_C", "SEQUENCES", "is_sequence"]
 
 logger = logging.getLogger("cumath.linalg")
 
-_NAMES = ("a", "b", "c")
+BETA_WITHOUT_C = "beta must be given with c (the result is alpha * a @ b + beta * c)"
 
 
-def _is_sequence(x) -> bool:
-    return isinstance(x, (list, tuple))
+SEQUENCES = (list, tuple)  # what explicit batching takes for a, b and c
+
+
+def is_sequence(x) -> bool:
+    """Whether ``x`` is a sequence of operands (explicit batching)."""
+    return isinstance(x, SEQUENCES)
 
 
 def _wrap(x, name: str) -> Operand:
@@ -47,7 +59,7 @@ def _scalar(value, default, dtype: str, name: str):
         raise ValueError(f"{name}={value!r} is not convertible to the operands' dtype {dtype}") from None
 
 
-class Matmul(Stateful):
+class Matmul(Operation):
     """A planned matrix product ``alpha * a @ b + beta * c`` over operands of fixed shapes, layouts, dtype,
     package and device, on the CPU (BLAS) or a GPU (cuBLAS).
 
@@ -77,265 +89,129 @@ class Matmul(Stateful):
             mm.execute()                          # c = 2 a @ b + 0.5 c, in place
     """
 
+    _NAMES = ("a", "b", "c")
+    _RESET_HINT = "reset_operands(a=..., b=...) with all of them"
+    _handle = None  # a cuBLAS handle shared with the other problems of an explicit batch (None: the plan's own)
+    _layout = None
+    _explicit_batch = None  # the class built for sequences of operands
+
+    def __init_subclass__(cls, explicit_batch: bool = False, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if explicit_batch:
+            Matmul._explicit_batch = cls
+
+    def __new__(cls, a=None, b=None, /, *args, **kwargs):
+        if cls is Matmul and (is_sequence(a) or is_sequence(b)):
+            cls = Matmul._explicit_batch
+        return super().__new__(cls)
+
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=None, execution=None,
                  stream=None):
         opts = check_options(options, MatmulOptions, "matmul options")
         self._options = opts
-        self._log = opts.logger or logger
-        self._children = None
-        self._executor = None
-        self._released = False
-        self._handle = None  # explicit batches on the GPU: the cuBLAS handle all problems share
-        self._batch = None  # ... and their BatchExecutor
-        if _is_sequence(a) or _is_sequence(b):
-            self._init_explicit(a, b, c, alpha, beta, qualifiers, opts, execution, stream)
-            return
+        self._log = log = opts.logger or logger
         if c is None and opts.inplace:
             raise ValueError("options.inplace=True writes the result into c, but no c was given")
         if c is not None and beta is None:
-            raise ValueError("beta must be given with c (the result is alpha * a @ b + beta * c)")
+            raise ValueError(BETA_WITHOUT_C)
         ops = {"a": _wrap(a, "a"), "b": _wrap(b, "b"), "c": None if c is None else _wrap(c, "c")}
         check_same_place(ops)
         quals = check_qualifiers(qualifiers, c is not None)
-        C = ops["c"]
-        self._geom = g = geometry(ops["a"].shape, ops["b"].shape, None if C is None else C.shape,
+        A, C = ops["a"], ops["c"]
+        self._geom = g = geometry(A.shape, ops["b"].shape, None if C is None else C.shape,
                                   tuple(None if o is None else o.dtype for o in ops.values()), quals, opts.inplace)
         if opts.inplace and C.readonly:
             raise ValueError("options.inplace=True needs a writeable c, but c is read-only")
         if beta is not None and C is None:
-            self._log.warning("beta=%r is ignored: no c was given", beta)
+            log.warning("beta=%r is ignored: no c was given", beta)
         self._alpha = _scalar(alpha, 1, g.dtype, "alpha")
         self._beta = _scalar(beta if C is not None else None, 0, g.dtype, "beta")
-        first = ops["a"]
-        self._execution = check_execution(execution, first.device_id)
-        self._user_threads = names_threads(execution)
-        self._on_gpu = self._execution.name == "cuda"
-        if self._on_gpu:
-            from ..._core.cuda import require_device
-
-            require_device(self._execution.device_id)
-        if self._on_gpu or first.device_id is not None:
-            self._device = self._execution.device_id if self._on_gpu else first.device_id
-            self._stream = stream_handle(stream) if stream is not None else default_stream(first.package,
-                                                                                             self._device)
-        else:
-            self._device = self._stream = None
-        self._explicit_stream = stream is not None
-        self._ops = ops
-        self._signatures = {k: (None if o is None else o.signature) for k, o in ops.items()}
-        self._keys = {k: (None if o is None else (o.shape, o.strides, o.dtype)) for k, o in ops.items()}
-        self._host_only = not self._on_gpu and first.device_id is None
-        self._blocking = opts.blocking is True or first.device_id is None
-        if self._log.isEnabledFor(logging.INFO):
+        self._last_scalars = (alpha, beta)  # as given: a stateless call converts only when they change
+        self._init_placement(A, execution, stream, opts.blocking)
+        self._init_operands(ops)
+        self._no_operands = dict.fromkeys(self._NAMES)
+        if log.isEnabledFor(logging.INFO):
             q = ", ".join(f"{n}: {ABBREVIATIONS[qq[0]]}{' (conjugated)' if qq[1] else ''}" for n, qq in zip("ab", quals)
                           if qq[0] != "ge" or qq[1])
             where = "CPU" if not self._on_gpu else f"GPU {self._device}"
-            self._log.info("matmul (%s) of %s %s: a %s @ b %s%s -> %s%s%s, on %s", g.kind, first.package, g.dtype,
-                           list(first.shape), list(ops["b"].shape), "" if C is None else f" + c {list(C.shape)}",
-                           list(g.result_shape), " in place" if opts.inplace else "", f"; {q}" if q else "", where)
+            log.info("matmul (%s) of %s %s: a %s @ b %s%s -> %s%s%s, on %s", g.kind, A.package, g.dtype,
+                     list(A.shape), list(ops["b"].shape), "" if C is None else f" + c {list(C.shape)}",
+                     list(g.result_shape), " in place" if opts.inplace else "", f"; {q}" if q else "", where)
 
-    def _init_explicit(self, a, b, c, alpha, beta, qualifiers, opts, execution, stream):
-        seqs = {"a": a, "b": b}
-        if c is not None:
-            seqs["c"] = c
-        for name, value in seqs.items():
-            if not _is_sequence(value):
-                raise TypeError(f"explicit batching takes sequences for a, b (and c); {name} is a "
-                                f"{type(value).__name__}")
-        n = len(a)
-        for name, value in seqs.items():
-            if len(value) != n:
-                raise ValueError(f"a has {n} operands but {name} has {len(value)}: explicit batching needs one "
-                                 f"{name} per a")
-        if n == 0:
-            raise ValueError("explicit batching needs at least one problem; a and b are empty sequences")
-
-        def per(value, what):
-            if _is_sequence(value):
-                if len(value) != n:
-                    raise ValueError(f"{what} has {len(value)} entries for {n} problems")
-                return list(value)
-            return [value] * n
-        alphas, betas = per(alpha, "alpha"), per(beta, "beta")
-        if qualifiers is None or (isinstance(qualifiers, np.ndarray) and qualifiers.dtype.names):
-            quals = [qualifiers] * n
-        else:
-            quals = per(qualifiers, "qualifiers")
-        children = []
-        try:
-            for i in range(n):
-                children.append(Matmul(a[i], b[i], None if c is None else c[i], alpha=alphas[i], beta=betas[i],
-                                       qualifiers=quals[i], options=opts, execution=execution, stream=stream))
-        except BaseException:
-            for ch in children:
-                ch.free()
-            raise
-        first = children[0]._ops["a"]
-        for i, ch in enumerate(children[1:], 1):
-            other = ch._ops["a"]
-            if other.package != first.package or other.device_id != first.device_id:
-                for x in children:
-                    x.free()
-                raise ValueError(f"problem {i} is a {other.package} array on "
-                                 f"{'the host' if other.device_id is None else f'GPU {other.device_id}'}; all "
-                                 f"problems of an explicit batch must share the package and device of problem 0")
-        self._children = children
-        self._on_gpu = children[0]._on_gpu
-
-    # ------------------------------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------------------------------ planning
     @requires_alive
     def plan(self, *, stream=None):
         """Choose the BLAS routines, transposes and copies for the operands' layouts (and create the
         library handle and the staging buffers). Planning twice does nothing."""
-        if self._children is not None:
-            return self._plan_explicit(stream)
-        if self._planned:
-            return
-        if stream is not None:
-            self._use_stream(stream)
-        g, ops, opts = self._geom, self._ops, self._options
-        engine = self._make_engine()
+        if not self._planned:
+            self._plan(stream)
+
+    def _plan_sharing(self, handle, stream) -> None:
+        """Plan with ``handle``, a cuBLAS handle of an explicit batch (the plan does not own it)."""
+        self._handle = handle
+        self.plan(stream=stream)
+
+    def _make_executor(self):
+        """The engine of the execution space, the layout for the strides the engine reads (the operands' own,
+        or their staging mirrors' when they cross the bus), and the executor of that crossing."""
+        g, ops, opts, p = self._geom, self._ops, self._options, self._place
+        engine = create_engine(p.execution.name, g.dtype, p, opts, self._log, self._handle)
         try:
+            operands_on_gpu = ops["a"].device_id is not None
             strides = {k: (None if o is None else o.strides) for k, o in ops.items()}
-            staged, host_ops = {}, None
-            crosses = (ops["a"].device_id is None) == self._on_gpu
-            if crosses:
+            staged = {}
+            if operands_on_gpu != p.on_gpu:  # staged across the bus, dense in the order they cross in
                 for k, o in ops.items():
                     if o is not None:
                         staged[k] = staging_perm(o.shape, o.strides)
                         strides[k] = dense_strides(o.shape, staged[k])
-                if not self._on_gpu:
-                    host_ops = {k: (None if o is None else adapter("numpy").wrap(
-                        _host_array(o.shape, g.dtype, staged[k]))) for k, o in ops.items()}
             layout = plan_layout(g, strides["a"], strides["b"], strides["c"], opts.inplace, engine.caps)
             allocator = None
-            if self._on_gpu:
+            if p.on_gpu:
                 allocator = opts.allocator or default_allocator(ops["a"].package, self._device)
-            self._executor = make_executor(g, layout, ops, engine, self._log, allocator=allocator,
-                                           stream=self._stream, staged=staged, host_ops=host_ops)
+            return choose(FACTORIES, operands_on_gpu, p.on_gpu, g, layout, ops, engine, self._log, allocator,
+                          self._stream, staged)
         except BaseException:
             engine.free()
             raise
-        self._layout = layout
+
+    def _planned_with(self, executor) -> None:
+        layout = self._layout = executor.layout
+        engine = executor.engine
         engine.scalars.set(self._alpha, self._beta)
-        self._engine = engine
-        self._planned = True
         if self._log.isEnabledFor(logging.INFO):
             routines = sorted({s.routine for s in layout.steps})
             self._log.info("matmul planned on %s: %s (%d call%s per execution)", engine.description,
                            ", ".join(routines) or "nothing to compute",
                            sum(len(s.offsets) for s in layout.steps), "" if len(layout.steps) == 1 else "s")
 
-    def _plan_explicit(self, stream):
-        """Plan every problem; on the GPU they share one cuBLAS handle and run through one BatchExecutor."""
-        if self._planned:
-            return
-        children = self._children
-        first = children[0]
-        if self._on_gpu and self._handle is None:
-            from .._backends.cublas import CublasHandle
-
-            self._handle = CublasHandle(first._device, first._stream)
-            if self._log.isEnabledFor(logging.INFO):
-                self._log.info("cuBLAS %s on GPU %d (one handle for the %d problems of the explicit batch)",
-                               self._handle.version_string(), first._device, len(children))
-        for ch in children:
-            ch._handle = self._handle
-            ch.plan(stream=stream)
-        if self._on_gpu:
-            from .batch import BatchExecutor
-
-            allocator = self._options.allocator or default_allocator(first._ops["a"].package, first._device)
-            self._batch = BatchExecutor([ch._executor for ch in children], self._handle, allocator, first._stream,
-                                        self._log)
-        self._planned = True
-
-    def _make_engine(self):
-        if self._on_gpu:
-            from .._backends.cublas import CublasEngine
-
-            return CublasEngine(self._geom.dtype, self._device, self._stream, self._log, handle=self._handle)
-        from .._backends.blas import BlasEngine
-
-        threads = self._execution.num_threads if self._user_threads else None
-        return BlasEngine(self._geom.dtype, self._options.cpu_blas, threads, self._log)
-
+    # ----------------------------------------------------------------------------------------- execution
     def execute(self, *, stream=None):
         """Compute the product with the current operands and return the result (an array of the operands'
         package on their device; c itself in place; a list of results for explicit batching)."""
         ex = self._executor
-        if ex is not None and not self._released and self._host_only and stream is None:  # the CPU hot path
+        if self._host_only and stream is None and ex is not None and not self._released:  # the CPU hot path
             return ex.execute(self._ops)
-        if self._children is not None:
-            if self._freed:
-                self._not_ready("execute")
-            if self._batch is None:
-                return [ch.execute(stream=stream) for ch in self._children]
-            return self._execute_batch(stream)
         if ex is None or self._released:
             self._not_ready("execute")
         if stream is None:
-            stream_arg, explicit = self._stream, self._explicit_stream
+            stream, explicit = self._stream, self._explicit_stream
         else:
-            stream_arg, explicit = stream_handle(stream), True
-        return run_ordered(self._ops["a"], stream_arg, explicit, self._blocking, ex.execute, self._ops, stream_arg)
+            stream, explicit = stream_handle(stream), True
+        if explicit:  # inside the package's stream context when the stream is not its current one
+            return self._ordered(stream, True, ex.execute, self._ops, stream)
+        result = ex.execute(self._ops, stream)  # (the non-explicit case of _ordered, one frame less)
+        if self._blocking and self._place.operand_device is not None:
+            cuda.synchronize(stream)
+        return result
 
-    def _execute_batch(self, stream):
-        """An explicit batch on the GPU: every problem prepared, computed (one grouped launch for the general
-        products) and finished on one stream and one cuBLAS handle."""
-        children = self._children
-        for ch in children:
-            if ch._released:
-                ch._not_ready("execute")
-        first = children[0]
-        if stream is None:
-            stream_arg, explicit = first._stream, first._explicit_stream
-        else:
-            stream_arg, explicit = stream_handle(stream), True
-        opses = [ch._ops for ch in children]
-        return run_ordered(first._ops["a"], stream_arg, explicit, first._blocking, self._batch.execute, opses,
-                           stream_arg)
-
-    def _use_stream(self, stream):
-        self._stream = stream_handle(stream)
-        self._explicit_stream = True
-
-    def _not_ready(self, what):
-        if self._freed:
-            raise InvalidStateError(f"Matmul.{what}() was called after free(); create a new object")
-        if self._children is None and self._executor is None:
-            raise InvalidStateError(f"Matmul.{what}() needs a plan: call plan() first")
-        raise InvalidStateError("the operands were released; call reset_operands(a=..., b=...) with all of them "
-                                f"before {what}()")
-
-    # ------------------------------------------------------------------------------------------- operands
+    # ------------------------------------------------------------------------------------------ operands
     @requires_alive
     def reset_operands(self, *, a=None, b=None, c=None, alpha=None, beta=None, stream=None):
         """Point the plan at new operands (and/or new alpha, beta) of the same package, device, shapes,
         strides and dtype. Operands not given keep their current values (after release_operands(), all
         of them must be given). Explicit batches take sequences."""
-        if self._children is not None:
-            return self._reset_children(a, b, c, alpha, beta, stream, checked=True)
-        given = {"a": a, "b": b, "c": c}
-        if c is not None and self._ops_planned("c") is None:
-            raise ValueError("this Matmul was created without c, so c cannot be reset; create a new Matmul with c")
-        if self._released:
-            missing = [k for k in _NAMES if self._signatures[k] is not None and given[k] is None]
-            if missing:
-                raise ValueError(f"after release_operands(), reset_operands() needs all operands; missing "
-                                 f"{', '.join(missing)}")
-        new = {}
-        for name, value in given.items():
-            if value is None:
-                continue
-            op = wrap_operand(value, name)
-            if op.signature != self._signatures[name]:
-                raise ValueError(self._mismatch(name, op))
-            if name == "c" and self._options.inplace and op.readonly:
-                raise ValueError("options.inplace=True needs a writeable c, but the new c is read-only")
-            new[name] = op
-        self._ops.update(new)
-        self._released = False
+        self._reset({"a": a, "b": b, "c": c}, checked=True)
         self._set_scalars(alpha, beta)
         if stream is not None:
             self._use_stream(stream)
@@ -344,49 +220,28 @@ class Matmul(Stateful):
     def reset_operands_unchecked(self, *, a=None, b=None, c=None, alpha=None, beta=None, stream=None):
         """Like reset_operands() for hot loops: only the shape, strides and dtype are compared (a layout change
         would make the plan read the wrong memory, so it is still refused)."""
-        if self._children is not None:
-            return self._reset_children(a, b, c, alpha, beta, stream, checked=False)
-        for name, value in (("a", a), ("b", b), ("c", c)):
-            if value is None:
-                continue
-            op = value if type(value) is Operand else wrap_operand(value, name)
-            if (op.shape, op.strides, op.dtype) != self._keys[name]:
-                raise ValueError(self._mismatch(name, op))
-            self._ops[name] = op
-        self._released = False
+        self._reset({"a": a, "b": b, "c": c}, checked=False)
         if alpha is not None or beta is not None:
             self._set_scalars(alpha, beta)
         if stream is not None:
             self._use_stream(stream)
 
-    def _reset_children(self, a, b, c, alpha, beta, stream, checked):
-        n = len(self._children)
-        cols = {}
-        for name, value in (("a", a), ("b", b), ("c", c), ("alpha", alpha), ("beta", beta)):
-            if value is None:
-                cols[name] = [None] * n
-            elif _is_sequence(value) and len(value) == n:
-                cols[name] = list(value)
-            elif name in ("alpha", "beta") and not _is_sequence(value):
-                cols[name] = [value] * n
-            else:
-                raise ValueError(f"{name} must be a sequence of {n} entries (one per problem of the explicit batch)")
-        try:
-            for i, ch in enumerate(self._children):
-                fn = ch.reset_operands if checked else ch.reset_operands_unchecked
-                fn(a=cols["a"][i], b=cols["b"][i], c=cols["c"][i], alpha=cols["alpha"][i], beta=cols["beta"][i],
-                   stream=stream)
-        finally:
-            if self._batch is not None and (alpha is not None or beta is not None):
-                self._batch.scalars_changed()
+    def _reset(self, given: dict, checked: bool) -> None:
+        """Replace the operands given through the operand set (checked: the whole signature, and c writeable
+        in place; unchecked: shape, strides and dtype); nothing changes when one of them is refused."""
+        if self._released:
+            missing = [k for k in self._NAMES if self._signatures[k] is not None and given[k] is None]
+            if missing:
+                raise ValueError(f"after release_operands(), reset_operands() needs all operands; missing "
+                                 f"{', '.join(missing)}")
+        if checked and given["c"] is not None and self._options.inplace:
+            c = self._checked("c", given["c"])
+            if c.readonly:
+                raise ValueError("options.inplace=True needs a writeable c, but the new c is read-only")
+            given = {**given, "c": c}
+        self._reset_operands(given, checked=checked)
 
-    def _scalar_of(self, value, default, name):
-        return _scalar(value, default, self._geom.dtype, name)
-
-    def _ops_planned(self, name):
-        return self._signatures.get(name)
-
-    def _set_scalars(self, alpha, beta):
+    def _set_scalars(self, alpha, beta) -> None:
         dtype = self._geom.dtype
         if alpha is not None:
             self._alpha = _scalar(alpha, 1, dtype, "alpha")
@@ -396,50 +251,24 @@ class Matmul(Stateful):
             else:
                 self._beta = _scalar(beta, 0, dtype, "beta")
         if self._executor is not None:
-            self._engine.scalars.set(self._alpha, self._beta)
+            self._executor.engine.scalars.set(self._alpha, self._beta)
 
-    @requires_alive
-    def release_operands(self):
-        """Drop the references to the operands (so their memory can be freed); reset_operands() with all of
-        them before the next execute()."""
-        if self._children is not None:
-            for ch in self._children:
-                ch.release_operands()
-            return
-        self._ops = {k: None for k in _NAMES}
+    def _bind(self, ops: dict, alpha=None, beta=None) -> None:
+        """A stateless call's operands and scalars (converted only when they differ from the last call's)."""
+        if (alpha, beta) != self._last_scalars:
+            dtype = self._geom.dtype
+            new_alpha = _scalar(alpha, 1, dtype, "alpha")
+            new_beta = _scalar(beta if self._signatures["c"] is not None else None, 0, dtype, "beta")
+            self._alpha, self._beta = new_alpha, new_beta
+            self._executor.engine.scalars.set(new_alpha, new_beta)
+            self._last_scalars = (alpha, beta)
+        Operation._bind(self, ops)  # (the base class named: a super() lookup costs more than the rest)
+
+    def _unbind(self) -> None:
+        self._ops = self._no_operands  # (never changed in place; cheaper than a new dict per call)
         self._released = True
-
-    def _mismatch(self, name, op) -> str:
-        labels = ("package", "device", "shape", "strides", "dtype")
-        planned = self._signatures[name]
-        diffs = [f"{n} {x} (planned: {y})" for n, x, y in zip(labels, op.signature, planned) if x != y]
-        return (f"the new {name} does not match the planned one: " + ", ".join(diffs) +
-                "; create a new Matmul for it")
-
-    def _release(self):
-        if self._children is not None:
-            for ch in self._children:
-                ch.free()
-            batch, self._batch = self._batch, None
-            if batch is not None:
-                batch.free()
-            handle, self._handle = self._handle, None
-            if handle is not None:
-                handle.free()
-            return
-        ex, self._executor = self._executor, None
-        self._ops = {k: None for k in _NAMES}
-        if ex is not None:
-            ex.free()
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the plan holds (staging buffers, workspaces, a recycled result)."""
-        if self._children is not None:
-            return sum(ch.nbytes for ch in self._children) + (0 if self._batch is None else self._batch.nbytes)
-        return self._executor.nbytes if self._executor is not None else 0
 
     @property
     def layout(self):
         """The plan's layout decisions (copies, result layout, BLAS steps); None before plan()."""
-        return getattr(self, "_layout", None)
+        return self._layout

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..._core.layout import dense_strides
+from .._shapes import MatmulShapes, format_shape, matmul_shapes
 
 __all__ = ["SUPPORTED_DTYPES", "Geometry", "geometry", "Caps", "OperandPrep", "Ptr", "Step", "MatmulLayout",
-           "plan_layout", "describe", "broadcast_shapes", "orient_perm"]
+           "plan_layout", "describe", "orient_perm"]
 
 SUPPORTED_DTYPES = ("float32", "float64", "complex64", "complex128")
 _KIND = {"ge": "gemm", "sy": "symm", "he": "hemm", "tr": "trmm", "dg": "dgmm"}
@@ -30,42 +31,26 @@ _SIDE_FLIP = {"L": "R", "R": "L"}
 _UPLO = {0: "L", 1: "U"}
 
 
-def _fmt(shape) -> str:
-    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def broadcast_shapes(x, y, what: str) -> tuple:
-    """NumPy broadcasting of two batch shapes; the ValueError names the mismatching dimensions."""
-    n = max(len(x), len(y))
-    x = (1,) * (n - len(x)) + tuple(x)
-    y = (1,) * (n - len(y)) + tuple(y)
-    out = []
-    for i, (p, q) in enumerate(zip(x, y)):
-        if p != q and p != 1 and q != 1:
-            raise ValueError(f"the batch dimensions of {what} do not broadcast: {_fmt(x)} and {_fmt(y)} differ at "
-                             f"batch axis {i} ({p} vs {q}); each must be equal or 1")
-        out.append(q if p == 1 else p)
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class Geometry:
-    """What is computed, independent of memory layouts."""
+    """What is computed, independent of memory layouts (the shapes are numpy.matmul's: ``shapes``)."""
 
     kind: str  # gemm, symm, hemm, trmm, dgmm
     dtype: str
-    M: int
-    N: int
-    K: int
-    batch_shape: tuple
-    result_shape: tuple
-    a_shape: tuple
-    b_shape: tuple
-    c_shape: tuple | None
-    a_vec: bool  # a was 1-D and promoted to (1, K)
-    b_vec: bool  # b was 1-D and promoted to (K, 1)
+    shapes: MatmulShapes
     structured: int | None  # 0 (a) or 1 (b): the operand with a non-general qualifier
     qualifiers: tuple  # three (abbreviation, conjugate, uplo, diag, incx)
+
+    M = property(lambda self: self.shapes.m)
+    N = property(lambda self: self.shapes.n)
+    K = property(lambda self: self.shapes.k)
+    batch_shape = property(lambda self: self.shapes.batch_shape)
+    result_shape = property(lambda self: self.shapes.result_shape)
+    a_shape = property(lambda self: self.shapes.a_shape)
+    b_shape = property(lambda self: self.shapes.b_shape)
+    c_shape = property(lambda self: self.shapes.c_shape)
+    a_vec = property(lambda self: self.shapes.a_vec)  # a was 1-D and promoted to (1, K)
+    b_vec = property(lambda self: self.shapes.b_vec)  # b was 1-D and promoted to (K, 1)
 
     @property
     def is_complex(self) -> bool:
@@ -74,7 +59,6 @@ class Geometry:
 
 def geometry(a_shape, b_shape, c_shape, dtypes, qualifiers, inplace: bool) -> Geometry:
     """Check shapes and dtypes (ValueError/TypeError naming the culprits) and return the problem geometry."""
-    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     names = ("a", "b", "c")
     for name, dt in zip(names, dtypes):
         if dt is not None and dt not in SUPPORTED_DTYPES:
@@ -84,50 +68,18 @@ def geometry(a_shape, b_shape, c_shape, dtypes, qualifiers, inplace: bool) -> Ge
         raise TypeError("a, b and c must have one dtype; got " + ", ".join(f"{n}: {d}" for n, d in present) +
                         f" (the supported dtypes are {', '.join(SUPPORTED_DTYPES)})")
     qa, qb = qualifiers[0][0], qualifiers[1][0]
-    for name, shape in (("a", a_shape), ("b", b_shape)):
-        if len(shape) == 0:
-            raise ValueError(f"{name} is a scalar (shape ()); matmul needs at least one dimension")
-    a_vec = b_vec = False
-    if qa == "dg":
-        M = K = a_shape[-1]
-        a_batch = a_shape[:-1]
-    elif len(a_shape) == 1:
-        a_vec, M, K, a_batch = True, 1, a_shape[0], ()
-    else:
-        (M, K), a_batch = a_shape[-2:], a_shape[:-2]
-    if qb == "dg":
-        Kb = N = b_shape[-1]
-        b_batch = b_shape[:-1]
-    elif len(b_shape) == 1:
-        b_vec, Kb, N, b_batch = True, b_shape[0], 1, ()
-    else:
-        (Kb, N), b_batch = b_shape[-2:], b_shape[:-2]
-    if K != Kb:
-        what_a = "the diagonal of a has" if qa == "dg" else ("a (1-D) has" if a_vec else "a has")
-        what_b = "the diagonal of b has" if qb == "dg" else ("b (1-D) has" if b_vec else "b has")
-        raise ValueError(f"{what_a} K={K} columns but {what_b} K={Kb} rows (a: shape {_fmt(a_shape)}, b: shape "
-                         f"{_fmt(b_shape)}); the contracted dimension K of a and b must match")
-    for name, abbr, shape, vec in (("a", qa, a_shape, a_vec), ("b", qb, b_shape, b_vec)):
+    shapes = matmul_shapes(a_shape, b_shape, c_shape, inplace=inplace, diagonal=(qa == "dg", qb == "dg"))
+    for name, abbr, shape, vec in (("a", qa, shapes.a_shape, shapes.a_vec), ("b", qb, shapes.b_shape, shapes.b_vec)):
         if abbr in ("sy", "he", "tr") and (vec or shape[-1] != shape[-2]):
             raise ValueError(f"{name} has the {_KIND[abbr][:4]} qualifier '{abbr}' and must be square, but its "
-                             f"matrices are {'1-D' if vec else f'{shape[-2]} x {shape[-1]}'} (shape {_fmt(shape)})")
-    batch = broadcast_shapes(a_batch, b_batch, "a and b")
-    result = batch + (() if a_vec else (M,)) + (() if b_vec else (N,))
-    if c_shape is not None:
-        c_shape = tuple(c_shape)
-        if inplace and c_shape != result:
-            raise ValueError(f"with inplace=True the result is written into c, so c must have the result's shape "
-                             f"{_fmt(result)}; c has shape {_fmt(c_shape)}")
-        if len(c_shape) > len(result) or any(p != 1 and p != q for p, q in zip(reversed(c_shape), reversed(result))):
-            raise ValueError(f"c of shape {_fmt(c_shape)} does not broadcast to the result's shape {_fmt(result)} "
-                             f"(a: {_fmt(a_shape)}, b: {_fmt(b_shape)})")
+                             f"matrices are {'1-D' if vec else f'{shape[-2]} x {shape[-1]}'} (shape "
+                             f"{format_shape(shape)})")
     structured = 0 if qa != "ge" else (1 if qb != "ge" else None)
     abbr = "ge" if structured is None else (qa, qb)[structured]
     kind = _KIND[abbr]
     if kind == "hemm" and not dtypes[0].startswith("complex"):
         kind = "symm"  # a real Hermitian matrix is symmetric
-    return Geometry(kind, dtypes[0], M, N, K, batch, result, a_shape, b_shape, c_shape, a_vec, b_vec, structured,
-                    tuple(qualifiers))
+    return Geometry(kind, dtypes[0], shapes, structured, tuple(qualifiers))
 
 
 # ------------------------------------------------------------------------------------------------ layouts
@@ -210,33 +162,12 @@ class _View(NamedTuple):
     batch: tuple  # strides aligned to the problem's batch shape (0 where broadcast)
 
 
-def _align(own_batch, own_strides, batch_shape) -> tuple:
-    pad = len(batch_shape) - len(own_batch)
-    out = [0] * pad
-    for n, s, full in zip(own_batch, own_strides, batch_shape[pad:]):
-        out.append(0 if n == 1 else s)
-    return tuple(out)
-
-
-def _view(g: Geometry, which: str, shape, strides) -> _View:
-    """The matrices of operand a, b or the result as BLAS sees them (promoted vectors get a unit axis)."""
-    if which == "a":
-        if g.qualifiers[0][0] == "dg":
-            return _View(g.M, g.M, 0, strides[-1], _align(shape[:-1], strides[:-1], g.batch_shape))
-        if g.a_vec:
-            return _View(1, g.K, 0, strides[0], (0,) * len(g.batch_shape))
-    elif which == "b":
-        if g.qualifiers[1][0] == "dg":
-            return _View(g.N, g.N, 0, strides[-1], _align(shape[:-1], strides[:-1], g.batch_shape))
-        if g.b_vec:
-            return _View(g.K, 1, strides[0], 0, (0,) * len(g.batch_shape))
-    else:  # the result (or c in place): shape is the result shape
-        nb = len(g.batch_shape)
-        inner = list(strides[nb:])
-        rs = 0 if g.a_vec else inner.pop(0)
-        cs = 0 if g.b_vec else inner.pop(0)
-        return _View(g.M, g.N, rs, cs, _align(shape[:nb], strides[:nb], g.batch_shape))
-    return _View(shape[-2], shape[-1], strides[-2], strides[-1], _align(shape[:-2], strides[:-2], g.batch_shape))
+def _view(g: Geometry, which: str, strides) -> _View:
+    """The matrices of operand a, b or the result ('d', or c in place) as BLAS sees them: promoted vectors get
+    a unit axis of stride 0, a diagonal is one row of stride 0 (its column stride is the vector's)."""
+    full = g.shapes.matrix_strides(which, strides)
+    rows, cols = {"a": (g.M, g.K), "b": (g.K, g.N)}.get(which, (g.M, g.N))
+    return _View(rows, cols, full[-2], full[-1], full[:-2])
 
 
 def _self_overlaps(shape, strides) -> bool:
@@ -254,14 +185,14 @@ def plan_layout(g: Geometry, a_strides, b_strides, c_strides, inplace: bool, cap
     preps = {}
     shapes = {"a": g.a_shape, "b": g.b_shape}
     own = {"a": tuple(a_strides), "b": tuple(b_strides)}
-    views = {"a": _view(g, "a", g.a_shape, own["a"]), "b": _view(g, "b", g.b_shape, own["b"])}
+    views = {"a": _view(g, "a", own["a"]), "b": _view(g, "b", own["b"])}
     is_diag = {n: g.qualifiers[i][0] == "dg" for i, n in enumerate("ab")}
     conj = {n: g.is_complex and bool(g.qualifiers[i][1]) for i, n in enumerate("ab")}
 
     def use(name, mode, order, why):
         perm = tuple(range(len(shapes[name]))) if is_diag[name] else orient_perm(len(shapes[name]), order)
         preps[name] = OperandPrep(mode, perm, dense_strides(shapes[name], perm), why)
-        views[name] = _view(g, name, shapes[name], preps[name].strides)
+        views[name] = _view(g, name, preps[name].strides)
         notes.append(f"{name}: {why}")
 
     for name in "ab":
@@ -281,7 +212,7 @@ def plan_layout(g: Geometry, a_strides, b_strides, c_strides, inplace: bool, cap
         if _self_overlaps(g.result_shape, c_strides):
             raise ValueError(f"c has a zero stride (strides {tuple(c_strides)}): it overlaps itself and cannot "
                              f"receive the result in place; pass a dense c or inplace=False")
-        d = describe(*_view(g, "d", g.result_shape, c_strides)[:4])
+        d = describe(*_view(g, "d", c_strides)[:4])
         if d is None:
             copy_back = True
             notes.append(f"c: strides {tuple(c_strides)} cannot be described to BLAS (the result is computed in a "
@@ -327,7 +258,7 @@ def plan_layout(g: Geometry, a_strides, b_strides, c_strides, inplace: bool, cap
     else:
         d_perm = orient_perm(result_ndim, d_order) if not (g.a_vec or g.b_vec) else tuple(range(result_ndim))
         d_strides = dense_strides(g.result_shape, d_perm)
-    dv = _view(g, "d", g.result_shape, d_strides)
+    dv = _view(g, "d", d_strides)
     d_order, ldd = describe(*dv[:4], prefer=d_order)
     c_into_d = g.c_shape is not None and not d_is_c
 

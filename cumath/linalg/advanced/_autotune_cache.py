@@ -10,14 +10,15 @@ How to use (for the Matmul operation)
   ``store(problem_key, algorithm, time_ms)`` after autotune(); a stored entry is replaced only by a faster one.
 - Entries are keyed by the environment (GPU name, compute capability, cuBLASLt version; ``environment=`` for
   tests) and live under ``cumath.config.cache_dir("matmul-autotune")`` as one JSON file each
-  (``<environment slug>/<sha256 of the key>.json``), written atomically (temporary file + rename), so
-  concurrent processes never see a torn file. An in-memory layer serves repeated lookups. A corrupt or
-  foreign file is ignored with a warning. ``clear()`` empties both layers.
+  (``<environment slug>/<sha256 of the key>.json``, a :class:`~cumath._core.disk_cache.JsonStore`), written
+  atomically (temporary file + rename), so concurrent processes never see a torn file; a store compares with
+  the entry on disk and writes under an inter-process lock, so the fastest entry wins a race. An in-memory
+  layer serves repeated lookups. A corrupt or foreign file is ignored with a warning. ``clear()`` empties both
+  layers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -27,7 +28,8 @@ import threading
 import time
 import warnings
 
-from ._algorithms import Algorithm, atomic_write_text, current_environment
+from ..._core.disk_cache import JsonStore
+from ._algorithms import Algorithm, current_environment
 
 __all__ = ["enabled", "lookup", "store", "clear", "problem_digest", "cache_folder"]
 
@@ -37,6 +39,7 @@ ENV_VAR = "CUMATH_MATMUL_AUTOTUNE_CACHE"
 ENTRY_FORMAT = "cumath.matmul-autotune-entry"
 ENTRY_VERSION = 1
 
+_files = JsonStore("matmul-autotune")
 _lock = threading.Lock()
 _memory: dict[str, tuple[dict, float]] = {}  # file path -> (algorithm dict, time in ms)
 
@@ -79,9 +82,7 @@ def _slug(environment: dict) -> str:
 
 def cache_folder(environment: dict | None = None) -> str:
     """The folder holding the entries of one environment (created on demand)."""
-    from ... import config
-
-    return config.cache_dir("matmul-autotune", _slug(_normal_env(environment)))
+    return _files.directory(_slug(_normal_env(environment)))
 
 
 def _normal_env(environment: dict | None) -> dict:
@@ -94,14 +95,13 @@ def _path(problem_key, environment) -> tuple[str, str, dict]:
     env = _normal_env(environment)
     canonical = _canonical(problem_key)
     digest = hashlib.sha256(canonical.encode()).hexdigest()
-    return os.path.join(cache_folder(env), digest + ".json"), canonical, env
+    return _files.path(digest, _slug(env)), canonical, env
 
 
 def _read(path: str, canonical: str, env: dict):
     """(algorithm dict, time) of a valid entry file, None when absent; a corrupt/foreign file warns -> None."""
     try:
-        with open(path, encoding="utf-8") as f:
-            entry = json.load(f)
+        entry = _files.read(path)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -141,23 +141,6 @@ def lookup(problem_key, *, environment: dict | None = None) -> Algorithm | None:
     return alg
 
 
-@contextlib.contextmanager
-def _interprocess_lock(path: str):
-    """An exclusive advisory lock on ``<path>.lock`` (POSIX ``flock``; no lock where fcntl is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: atomic writes still keep files whole; the fastest entry may lose a race
-        yield
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
           environment: dict | None = None) -> bool:
     """Record ``algorithm`` (timed ``time_ms``, default its ``measured_time``) as the best for ``problem_key``.
@@ -172,7 +155,7 @@ def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
         raise ValueError(f"store needs a measured time in ms (non-negative), got {t!r}")
     t = float(t)
     path, canonical, env = _path(problem_key, environment)
-    with _interprocess_lock(path):  # read-compare-write must not interleave with another process's
+    with _files.locked(path):  # read-compare-write must not interleave with another process's
         existing = _read(path, canonical, env)
         if existing is not None and existing[1] <= t:
             with _lock:
@@ -183,7 +166,7 @@ def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
         alg_dict["measured_time_ms"] = t
         entry = {"format": ENTRY_FORMAT, "version": ENTRY_VERSION, "problem": canonical, "environment": env,
                  "time_ms": t, "stored_at": time.time(), "algorithm": alg_dict}
-        atomic_write_text(path, json.dumps(entry, indent=1))
+        _files.write(path, entry)
     with _lock:
         _memory[path] = (alg_dict, t)
     logger.info("matmul autotune cache: stored algorithm %d (%.4g ms) for %s", algorithm.algorithm_id, t, canonical)
@@ -192,17 +175,7 @@ def store(problem_key, algorithm: Algorithm, time_ms: float | None = None, *,
 
 def clear(*, memory_only: bool = False) -> None:
     """Forget the in-memory layer and (unless ``memory_only``) delete every entry file on disk."""
-    from ... import config
-
     with _lock:
         _memory.clear()
-    if memory_only:
-        return
-    root = config.cache_dir("matmul-autotune")
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            if name.endswith((".json", ".lock")):
-                try:
-                    os.unlink(os.path.join(folder, name))
-                except OSError:
-                    pass
+    if not memory_only:
+        _files.remove_all()

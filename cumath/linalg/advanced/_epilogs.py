@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._options import MatmulEpilog as E
-from ._traits import Geometry, aux_layout, orientation_of
+from ._traits import Geometry, _batch_stride, aux_layout, orientation_of
 
 __all__ = ["EpilogSpec", "EPILOGS", "epilog_spec", "check_epilog_inputs", "lt_epilog", "aux_outputs", "no_formulation"]
 
@@ -128,8 +128,6 @@ def _check_bias(bias, geom: Geometry, bias_dtype: str):
                          f"{strides[-1]}; pass a contiguous copy")
     if bias.dtype != bias_dtype:
         raise TypeError(f"epilog input 'bias' must be {bias_dtype} for this product, not {bias.dtype}")
-    from ._traits import _batch_stride
-
     stride = _batch_stride(shape[:-1], strides[:-1], geom.batch_shape)
     if stride is None:
         raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} broadcasts over only some of the batch "

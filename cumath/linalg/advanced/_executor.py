@@ -1,384 +1,460 @@
-"""One planned matmul for one operand layout (a *variant*): the cuBLASLt problem, its algorithms, the
-precomputed argument list of ``cublasLtMatmul``, and the execution (copies, auxiliary outputs, staging).
+"""How a planned matmul reaches its operands, chosen once when it is planned (the kinds of ``_core/executors``):
 
-The planner keeps one variant per operand layout it has seen, so a reset to operands of another layout (a
-result fed back as an input) switches variants instead of computing with stale leading dimensions.
+    device          GPU operands: the variants read the caller's arrays; results are the package's arrays,
+                    recycled on the hot path once dropped (``_core/recycle``); a variant per operand layout
+    host_to_device  host operands (NumPy, PyTorch CPU): the plan's device mirrors (``DeviceMirror``) of a, b,
+                    c, the epilog inputs, the result and the auxiliary outputs, uploaded and downloaded per call
+                    (each copy logged); one variant, planned for the mirrors' layouts
+
+Both run a variant's general path through one template (``run``: operands in, result and outputs out, the
+library or kernel call); the hot path (``Matmul.execute``) bypasses them for device variants that allow it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import math
-import platform
-import sys
 
+from ..._core import cuda
 from ..._core.dtypes import ITEMSIZE
+from ..._core.executors import DeviceMirror
+from ..._core.layout import dense_strides, natural_perm
 from ..._core.logging import format_bytes
-from ...memory import allocate
-from ._backends.cublaslt import LtProblem, raw_matmul
-from ._epilogs import aux_outputs, lt_epilog
+from ..._core.operand import Operand, wrap_operand
+from ..._core.recycle import Recycler
+from ._traits import matmul_geometry
+from ._variant import plan_variant, variant_key
 
-__all__ = ["Variant", "alignment", "recycling_rule"]
-
-logger = logging.getLogger(__name__)
-
-_DESC = None  # cublasLtMatmulDescAttributes_t, bound on first use
-
-# Results recycled by Matmul.execute's hot path (see Variant.take): on/off, and the largest result recycled
-# (a large result's allocation is cheap next to its matmul, and holding two of them would cost memory).
-RECYCLE_RESULTS = True
-RECYCLE_MAX_BYTES = 4 << 20
-_RC = sys.getrefcount
+__all__ = ["DeviceExecutor", "StagingExecutor", "EXECUTORS"]
 
 
-# Each package's rule: snapshot(entry) -> what must be unchanged for the result to be reused (counts of the
-# references to it and to its memory, and its metadata, which the caller may have changed in place before
-# dropping it: t_(), resize_(), set_(), a shape assignment), and free(entry) -> whether it is unchanged.
-# Both read the result through the same local references, so their counts agree.
-def _numpy_snapshot(e):  # NumPy views and buffer exports hold a reference to the array
-    x = e[0]
-    return _RC(x), x.shape, x.strides, x.dtype
+def _input_mismatch(k, op, old) -> str:
+    return (f"the new epilog input {k!r} has shape {list(op.shape)}, strides {list(op.strides)} and dtype "
+            f"{op.dtype}; the plan is for {list(old.shape)}, {list(old.strides)} and {old.dtype}")
 
 
-def _cupy_snapshot(e):  # CuPy views share the array's Memory object (and hold the array as their base)
-    x = e[0]
-    return _RC(x), _RC(x.data), _RC(x.data.mem), x.shape, x.strides, x.dtype
+class _Executor:
+    """The variants of one plan, the epilog inputs as the GPU reads them, and the general path's template."""
 
+    #: results come back through the executor's staging (the call waits for the GPU; no hot path)
+    staged = False
 
-def _same(snapshot):
-    return lambda e: snapshot(e) == e[3]
+    def __init__(self, ctx, settings, stream, scales):
+        self.ctx, self.settings, self.stream, self.scales = ctx, settings, stream, scales
+        self.variants: dict = {}
+        self.current = None
+        self.inputs: dict = {}  # epilog input name -> device Operand (what the variants point at)
 
+    # ---------------------------------------------------------------------------------------- planning
+    def _not_planned(self, k):
+        spec = self.settings.spec
+        return ValueError(f"epilog input {k!r} was not planned; the epilog {spec.epilog.name} takes "
+                          f"{list(spec.inputs)}")
 
-def _torch_rule():
-    import torch
+    def epilog_pointers(self) -> tuple:
+        """(bias, auxiliary input) device addresses (0 where the epilog takes none)."""
+        spec = self.settings.spec
+        bias = self.inputs.get("bias")
+        aux = self.inputs.get(f"{spec.aux_in}_aux") if spec.aux_in else None
+        return (bias.ptr if bias is not None else 0), (aux.ptr if aux is not None else 0)
 
-    if getattr(torch.Tensor, "_use_count", None) is None or getattr(torch._C, "_storage_Use_Count", None) is None:
-        return None  # no way to see references held in C++: no recycling
-    storage_count = torch._C._storage_Use_Count
+    def _file(self, v, a, b, c, complete):
+        """``complete()`` a new variant (freed if that fails), keep it under its layout and make it current."""
+        try:
+            complete()
+        except BaseException:
+            v.free()
+            raise
+        self.variants[variant_key(a, b, c, min(v.alignments))] = v
+        self.current = v
+        return v
 
-    def snapshot(e):
-        # Python references; references to the TensorImpl (views' bases, autograd, DLPack capsules); to the
-        # storage (views, set_(), NumPy arrays over CPU storage) and to its Python object; the metadata
-        x = e[0]
-        s = x.untyped_storage()
-        return (_RC(x), x._use_count(), storage_count(s._cdata), _RC(s), x.data_ptr(), x.stride(), x.shape,
-                x.dtype, x.requires_grad)
+    def bind_scales(self, scales) -> None:
+        for v in self.variants.values():
+            scales.bind(v.problem)
 
-    def free(e):  # snapshot(e) == e[3], stopping at the first difference
-        x = e[0]
-        b = e[3]
-        if _RC(x) != b[0] or x._use_count() != b[1]:
-            return False
-        s = x.untyped_storage()
-        return (storage_count(s._cdata) == b[2] and _RC(s) == b[3] and x.data_ptr() == b[4] and x.stride() == b[5]
-                and x.shape == b[6] and x.dtype == b[7] and x.requires_grad == b[8])
-
-    return snapshot, free
-
-
-_RULES: dict = {}
-
-
-def recycling_rule(package: str):
-    """``(snapshot, free)`` of a recycling entry ``[result, pointer, stream, snapshot]`` for ``package``, or
-    None where the package gives no reliable reference counts (its results are then never recycled)."""
-    if package not in _RULES:
-        rule = None
-        if platform.python_implementation() == "CPython":
-            if package == "torch":
-                rule = _torch_rule()
-            elif package in ("numpy", "cupy"):
-                snap = _numpy_snapshot if package == "numpy" else _cupy_snapshot
-                rule = (snap, _same(snap))
-        _RULES[package] = rule
-    return _RULES[package]
-
-
-def _attrs():
-    global _DESC
-    if _DESC is None:
-        from ..._bindings import cublaslt
-
-        _DESC = cublaslt.cublasLtMatmulDescAttributes_t
-    return _DESC
-
-
-def alignment(ptr: int) -> int:
-    """The largest power of two (up to 256) dividing ``ptr``."""
-    if ptr == 0:
-        return 256
-    return min(256, ptr & -ptr)
-
-
-class Variant:
-    """Everything planned for one operand layout; ``run`` executes on the operands currently bound."""
-
-    def __init__(self, mm, geom, form, spec, bias_stride, aux_dtype, alignments):
-        self.mm, self.geom, self.form, self.spec = mm, geom, form, spec
-        self.alignments = alignments
-        self.align_mask = min(alignments) - 1
-        dt = mm._dt
-        self.transposed = form.transposed
-        self.lt_epilog = lt_epilog(spec, form.transposed)
-        self.aux = aux_outputs(spec, form.kind, geom, dt.d, aux_dtype)
-        aux_ldb = None
-        for name, (_s, _st, _dt, ld, bstride) in self.aux.items():
-            if name.endswith("_aux"):
-                aux_ldb = (ld, bstride)
-        if spec.aux_in:  # the auxiliary input has the same layout as the forward output
-            from ._traits import aux_layout
-
-            _s, _st, ld, bstride = aux_layout(form.kind, geom, spec.aux_in, dt.d)
-            aux_ldb = (ld, bstride)
-        grad_stride = None
-        for name, (shape, _st, _dt, _ld, bstride) in self.aux.items():
-            if not name.endswith("_aux"):
-                grad_stride = bstride
-        bias_dtype = mm._bias_dtype if (spec.bias or spec.grad) else None
-        opts = mm._options
-        self.problem = LtProblem(form, dt, self.lt_epilog, mm._device, mm._handle, batch=geom.batch,
-                                 sm_count_target=opts.sm_count_target or 0,
-                                 fast_accumulation=bool(opts.fast_accumulation) and dt.narrow,
-                                 bias_dtype=bias_dtype, bias_batch_stride=bias_stride if spec.bias else grad_stride,
-                                 aux=aux_ldb, aux_dtype=aux_dtype if spec.aux_out else None,
-                                 block_scaling=opts.block_scaling)
-        self.algorithms = []
-        self.algorithm = None
-        self.kernel = None
-        self.workspace = None
-        self.ws_size = 0
-        self._algo_ref = None
-        perm = form.d_perm
-        self.d_perm = perm
-        self.args = None
-        self.fast = self.hot = False
-        self.rule = None  # recycling_rule of the results' package (None: no recycling)
-        self.slots = ()  # up to two recent results: [result, pointer, stream, snapshot when made]
-        self.slot_bytes = 0
-
-    # ------------------------------------------------------------------------------------ planning
-    def heuristics(self, prefs, workspace_limit):
-        """Bind dummy aligned addresses for the pointers the heuristic reads, then ask for algorithms."""
-        A = _attrs()
-        placeholder = 1 << 20  # 256-byte aligned, never dereferenced by the heuristic
-        mm = self.mm
-        if self.spec.bias:
-            self.problem.set_pointer(A.CUBLASLT_MATMUL_DESC_BIAS_POINTER, mm._bias_ptr() or placeholder)
-        if self.spec.grad:
-            self.problem.set_pointer(A.CUBLASLT_MATMUL_DESC_BIAS_POINTER, placeholder)
-        if self.spec.aux_in or self.spec.aux_out:
-            self.problem.set_pointer(A.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                     mm._aux_in_ptr() if self.spec.aux_in else placeholder)
-        mm._bind_scales(self.problem)
-        return self.problem.heuristics(prefs.limit, workspace=workspace_limit, alignments=self.alignments,
-                                       reduction_mask=int(prefs.reduction_scheme_mask),
-                                       max_waves=float(prefs.max_waves_count),
-                                       impl_mask=int(prefs.numerical_impl_mask))
-
-    def choose(self, algorithm):
-        """Run ``algorithm`` (an Algorithm) from now on; rebuilds the argument list."""
-        self.algorithm = algorithm
-        self._algo_ref = ctypes.byref(algorithm.algo)
-        if self.args is not None:
-            self.args[12] = self._algo_ref
-            if algorithm.workspace_size > self.ws_size:
-                self.ensure_workspace(algorithm.workspace_size, self.stream)
-            self._update_hot()
-
-    def build_args(self, stream, a, b, c):
-        mm = self.mm
-        g = self.geom
-        self.layout = (a.strides, b.strides, c.strides if c is not None else None)
-        if not mm._host:
-            self.new_d = mm._pkg.empty_factory(g.result_shape, mm._dt.d, mm._device, self.form.d_perm)
-        self.args = [mm._handle, self.problem.desc, mm._alpha_addr, 0, self.problem.adesc, 0, self.problem.bdesc,
-                     mm._beta_addr, 0, self.problem.cdesc, 0, self.problem.ddesc, self._algo_ref, 0, 0, stream]
+    def set_stream(self, stream) -> None:
         self.stream = stream
-        self.copies = [x for x in ("a", "b") if getattr(g, x).copy]
-        self.c_direct = c is not None and not self.form.c_in_d
-        # without c, cuBLASLt's C is the result itself (beta = 0), or NULL where their types differ (FP8)
-        self.c_is_d = not self.c_direct and mm._dt.c == mm._dt.d
-        self.fast = (not self.copies and not self.aux and (not self.form.c_in_d or self.kernel is not None)
-                     and not mm._host and not mm._options.result_amax and not mm._options.inplace)
-        self.raw = raw_matmul()
-        self.ptr = mm._pkg.pointer
-        self.slots = ()
-        nbytes = math.prod(g.result_shape) * ITEMSIZE[mm._dt.d]
-        self.rule = recycling_rule(mm._package) if RECYCLE_RESULTS and self.fast and nbytes <= RECYCLE_MAX_BYTES \
-            else None
-        self.slot_bytes = nbytes if self.rule is not None else 0
-        self.bind(a, b, c)
-        if self.kernel is None and self.algorithm.workspace_size:
-            self.ensure_workspace(self.algorithm.workspace_size, stream)
-        self._update_hot()
+        for v in self.variants.values():
+            v.set_stream(stream)
 
-    def _update_hot(self):
-        """Whether ``Matmul.execute`` may take its inline path (one allocation, one library call)."""
-        self.hot = (self.fast and self.kernel is None and self.args is not None
-                    and self.ws_size >= self.algorithm.workspace_size)
+    # ---------------------------------------------------------------------------------------- one call
+    def run(self, v, ops, stream, algorithm, alpha, beta):
+        """The general path: operands in, the call, result and auxiliary outputs out; ``(result, aux)``."""
+        keep = []  # temporaries alive until the call is queued (stream-ordered allocators)
+        args = v.call_args(stream, algorithm)
+        self.prepare(v, ops, args, stream, keep)
+        d, d_ptr = self.new_result(v, ops)
+        if v.copies_c(algorithm):
+            self.copy_c(v, ops, d, d_ptr, stream, keep)
+        outputs = self.new_outputs(v) if v.has_outputs else {}
+        v.set_outputs(args, d_ptr, {k: p for k, (_obj, p) in outputs.items()} if outputs else None)
+        v.launch(args, algorithm, self.c_pointer(ops["c"]), alpha, beta)
+        del keep
+        return self.finish(v, ops, d, outputs, stream)
 
-    def bind(self, a, b, c):
-        """Point the argument list at the operands (device operands, or the staging mirrors)."""
-        args = self.args
-        if self.transposed:
-            args[3], args[5] = b.ptr, a.ptr
-        else:
-            args[3], args[5] = a.ptr, b.ptr
-        args[8] = c.ptr if (c is not None and self.c_direct) else 0
+    def scratch_args(self, v, ops, scratch: int, stream, keep) -> list:
+        """The argument list of autotuning runs: operands in, c copied into the scratch result ``scratch``."""
+        args = v.call_args(stream)
+        self.prepare(v, ops, args, stream, keep)
+        if v.form.c_in_d:
+            self.copy_c_to(v, ops, scratch, stream, keep)
+        v.set_outputs(args, scratch, {})
+        return args
 
-    def take(self):
-        """A result for the hot path and its pointer: one of the two most recent results of this stream that
-        nobody but this plan refers to any more (no view, no storage or DLPack reference), else a new one.
+    def c_pointer(self, c) -> int:
+        return c.ptr if c is not None else 0
 
-        Two, so that ``d = mm.execute()`` in a loop (which keeps the previous result alive during the call)
-        recycles too. A result reused on the stream that produced it is ordered after every use of it on that
-        stream, as the framework's own caching allocator would order it; a result whose last use was queued
-        on another stream with ``record_stream`` is not tracked (``RECYCLE_RESULTS = False`` turns this off).
-        """
-        stream = self.stream
-        if self.slots:
-            free = self.rule[1]
-            for e in self.slots:
-                if e[2] == stream and free(e):
-                    return e[0], e[1]
-        d = self.new_d()
-        p = self.ptr(d)
-        if self.rule is None:
-            return d, p
-        e = [d, p, stream, None]
-        del d
-        e[3] = self.rule[0](e)
-        self.slots = (self.slots[-1], e) if self.slots else (e,)
-        return e[0], p
+    # ------------------------------------------------------------------------------------------ lifetime
+    @property
+    def nbytes(self) -> int:
+        return sum(v.ws_size for v in self.variants.values())
+
+    def free(self) -> None:
+        for v in self.variants.values():
+            v.free()
+        self.variants = {}
+        self.current = None
+
+
+class DeviceExecutor(_Executor):
+    """GPU operands: a variant per operand layout (and pointer alignment), bound to the caller's arrays."""
+
+    def __init__(self, ctx, settings, stream, scales, ops, inputs):
+        super().__init__(ctx, settings, stream, scales)
+        self.recyclers: dict = {}  # result memory order -> Recycler, shared by the variants that make such results
+        self.inputs = dict(inputs)
+
+    def plan(self, ops):
+        return self._add(ops["a"], ops["b"], ops["c"])
+
+    def _add(self, a, b, c):
+        v = plan_variant(self.ctx, self.settings, a, b, c, inputs=self.inputs, scales=self.scales)
+        return self._file(v, a, b, c, lambda: v.build_args(self.stream, a, b, c, self._recycler(v)))
+
+    def _recycler(self, v):
+        """The results of variants whose results have ``v``'s memory order: shared, so that a loop whose results
+        change the operands' alignment (another variant) still reuses the same two results."""
+        r = self.recyclers.get(v.d_perm)
+        if r is None:
+            ctx = self.ctx
+            shape, dtype = v.geom.result_shape, ctx.dt.d
+            r = self.recyclers[v.d_perm] = Recycler(
+                ctx.package, ctx.pkg.empty_factory(shape, dtype, ctx.device, v.d_perm), ctx.pkg.pointer,
+                math.prod(shape) * ITEMSIZE[dtype], device=True, keep=2)
+        return r
+
+    def attach(self, v, a, b, c):
+        """The variant for operands ``a``, ``b``, ``c`` (device Operands), bound to them: ``v`` when it fits their
+        layout and alignment (one tuple comparison), else another planned one, else a new one."""
+        key = (a.strides, b.strides, c.strides if c is not None else None)
+        ptrs = a.ptr | b.ptr | (c.ptr if c is not None else 0)
+        if v is not None and key == v.layout and not ptrs & v.align_mask:
+            v.bind(a, b, c)
+            return v
+        spec = self.settings.spec
+        for (ka, kb, kc, align), w in self.variants.items():
+            if (ka, kb, kc) == key and not ptrs & (align - 1):
+                if spec.aux_in or spec.bias:
+                    w.bind_epilog(*self.epilog_pointers())
+                w.bind(a, b, c)
+                self.current = w
+                return w
+        self.ctx.log.info("the operands' layout changed (a %s, b %s): planning for it", list(a.strides),
+                          list(b.strides))
+        return self._add(a, b, c)
+
+    def reset_inputs(self, given: dict, checked: bool) -> None:
+        """New epilog inputs; the current variant is pointed at them when they moved (another variant is when
+        it is switched to)."""
+        old, ctx = self.inputs, self.ctx
+        ops = dict(old)
+        moved = False
+        for k, x in given.items():
+            if k not in old:
+                raise self._not_planned(k)
+            op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
+            if checked:
+                if op.package != ctx.package or op.device_id != ctx.device:
+                    raise ValueError(f"epilog input {k!r} must be a {ctx.package} array on the operands' device")
+                o = old[k]
+                if (tuple(op.shape), op.strides, op.dtype) != (tuple(o.shape), o.strides, o.dtype):
+                    raise ValueError(_input_mismatch(k, op, o))
+            ops[k] = op
+            moved = moved or op.ptr != old[k].ptr
+        self.inputs = ops
+        if moved and self.current is not None:
+            self.current.bind_epilog(*self.epilog_pointers())
+
+    # ---------------------------------------------------------------------------------------- one call
+    def prepare(self, v, ops, args, stream, keep):
+        """Operands cuBLASLt cannot read as they are: a dense row-major copy of their full (broadcast) batch."""
+        for name in v.copies:
+            tmp = self._dense_copy(v, ops[name], name)
+            keep.append(tmp)
+            args[v.a_slot if name == "a" else v.b_slot] = self.ctx.pkg.pointer(tmp)
+
+    def _dense_copy(self, v, op, name):
+        pkg, geom = self.ctx.pkg, v.geom
+        matrix = getattr(geom, name)
+        shape = geom.batch_shape + (matrix.rows, matrix.cols)
+        tmp = pkg.empty(shape, op.dtype, self.ctx.device, None)
+        pkg.copy_into(tmp, op.obj.reshape(_promoted(op.shape, name)))
+        if self.ctx.log.isEnabledFor(logging.INFO):
+            self.ctx.log.info("operand %s (strides %s) is copied to a dense layout for cuBLASLt", name,
+                              list(op.strides))
+        return tmp
+
+    def new_result(self, v, ops):
+        if self.ctx.options.inplace:
+            c = ops["c"]
+            return c.obj, c.ptr
+        d = v.results.new()
+        return d, self.ctx.pkg.pointer(d)
+
+    def copy_c(self, v, ops, d, d_ptr, stream, keep):
+        """c, broadcast to the result's shape, into the result (which cuBLASLt then updates in place)."""
+        self.ctx.pkg.copy_into(d, ops["c"].obj)
+
+    def copy_c_to(self, v, ops, ptr, stream, keep):
+        """c, broadcast to the result's shape, into device memory at ``ptr`` (autotuning's scratch result)."""
+        ctx = self.ctx
+        shape = v.geom.result_shape
+        tmp = ctx.pkg.empty(shape, ctx.dt.d, ctx.device, v.d_perm)
+        ctx.pkg.copy_into(tmp, ops["c"].obj)
+        keep.append(tmp)
+        cuda.copy(ptr, ctx.pkg.pointer(tmp), math.prod(shape) * ITEMSIZE[ctx.dt.d], cuda.D2D, stream)
+
+    def new_outputs(self, v) -> dict:
+        ctx = self.ctx
+        pkg, out = ctx.pkg, {}
+        for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
+            obj = pkg.empty(shape, dtype, ctx.device, natural_perm(strides))
+            out[name] = (obj, pkg.pointer(obj))
+        if ctx.options.result_amax:
+            obj = pkg.empty((1,), "float32", ctx.device, (0,))
+            out["result_amax"] = (obj, pkg.pointer(obj))
+        return out
+
+    def finish(self, v, ops, d, outputs, stream):
+        return d, {k: obj for k, (obj, _p) in outputs.items()}
 
     @property
-    def recycled_bytes(self) -> int:
-        return self.slot_bytes * len(self.slots)
+    def nbytes(self) -> int:
+        return super().nbytes + sum(r.held_bytes for r in self.recyclers.values())
 
-    def release_workspace(self):
-        if self.workspace is not None:
-            self.workspace.free()
-            self.workspace = None
-            self.ws_size = 0
-            if self.args is not None:
-                self.args[13] = self.args[14] = 0
-            self.hot = False
+    def free(self) -> None:
+        for r in self.recyclers.values():
+            r.clear()
+        self.recyclers = {}
+        super().free()
 
-    def ensure_workspace(self, size, stream):
-        if size > self.ws_size:
-            self.release_workspace()
-            self.workspace = allocate(self.mm._allocator, size, stream)
-            self.ws_size = size
-            self.args[13], self.args[14] = self.workspace.device_ptr, size
-            if self.mm._log.isEnabledFor(logging.DEBUG):
-                self.mm._log.debug("matmul workspace: %s", format_bytes(size))
-            if self.algorithm is not None:
-                self._update_hot()
 
-    def free(self):
-        self.slots = ()
-        self.release_workspace()
-        if self.kernel is not None:
-            try:
-                self.kernel.free()
-            except Exception:  # pragma: no cover - best effort
-                pass
-            self.kernel = None
-        self.problem.free()
+class StagingExecutor(_Executor):
+    """Host operands on the GPU: a, b (and c, unless it is broadcast: then it is copied into the result) and
+    the epilog inputs live in device mirrors owned by the plan, which one variant reads; the result and the
+    auxiliary outputs are computed into mirrors and downloaded into new host arrays of the operands' package."""
 
-    # ------------------------------------------------------------------------------------ execution
-    def run_kernel(self, alpha, beta, stream):
-        """The memory-bound kernel on the bound operands (helper C's interface)."""
-        d = self.new_d()
-        args = self.args
-        a_ptr, b_ptr = (args[5], args[3]) if self.transposed else (args[3], args[5])
-        c = self.mm._c
-        self.kernel.launch(a_ptr, b_ptr, c.ptr if c is not None else 0, self.mm._pkg.pointer(d), alpha, beta, stream)
-        return d
+    staged = True
 
-    def run(self, stream, algorithm=None):
-        """The general path: operand copies, c copied into the result, auxiliary outputs, host staging."""
-        mm, g, form = self.mm, self.geom, self.form
-        A = _attrs()
-        args = self.args if stream == self.stream else self.args[:15] + [stream]
-        if algorithm is not None:
-            args[12] = ctypes.byref(algorithm.algo)
-        algo = algorithm or self.algorithm
-        if algo.workspace_size > self.ws_size:
-            self.ensure_workspace(algo.workspace_size, stream)
-            args[13], args[14] = self.args[13], self.args[14]
-        keep = []  # temporaries alive until the call is queued (stream-ordered allocators)
-        if mm._host:
-            mm._upload(stream)
-        elif self.copies:
-            for name in self.copies:
-                op = getattr(mm, f"_{name}")
-                tmp = mm._dense_copy(op, getattr(g, name), name)
-                keep.append(tmp)
-                p = mm._pkg.pointer(tmp)
-                slot = (5 if name == "a" else 3) if self.transposed else (3 if name == "a" else 5)
-                args[slot] = p
-        d, d_ptr = mm._new_result(self)
-        args[10] = d_ptr
-        if form.c_in_d and (self.kernel is None or algorithm is not None):
-            mm._copy_c_into(d, d_ptr, stream)
-            args[8] = d_ptr
-        elif not self.c_direct:
-            args[8] = d_ptr if self.c_is_d else 0
-        outputs = {}
-        for name, (shape, strides, dtype, _ld, _bs) in self.aux.items():
-            obj, p = mm._new_aux(name, shape, strides, dtype)
-            outputs[name] = (obj, p)
-            attr = A.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER if name.endswith("_aux") else \
-                A.CUBLASLT_MATMUL_DESC_BIAS_POINTER
-            self.problem.set_pointer(attr, p)
-        if mm._options.result_amax:
-            obj, p = mm._new_aux("result_amax", (1,), (1,), "float32")
-            outputs["result_amax"] = (obj, p)
-            self.problem.set_pointer(A.CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, p)
-        if self.kernel is not None and algorithm is None:
-            a_ptr, b_ptr = (args[5], args[3]) if self.transposed else (args[3], args[5])
-            self.kernel.launch(a_ptr, b_ptr, mm._c.ptr if mm._c is not None else 0, d_ptr, mm._alpha, mm._beta,
-                               stream)
+    def __init__(self, ctx, settings, stream, scales, ops, inputs):
+        super().__init__(ctx, settings, stream, scales)
+        self.mirrors: dict = {}  # name -> (DeviceMirror, promoted shape when it holds the full batch, else None)
+        self.views: dict = {}  # name -> the mirror as a device Operand
+        self.input_mirrors: dict = {}  # epilog input name -> DeviceMirror
+        self.input_ops: dict = {}  # epilog input name -> the host Operand uploaded per call
+        self.dense: tuple = ()  # operands whose mirror holds their full batch, dense and row-major
+        self.d = None
+        self.outputs: dict = {}  # auxiliary output name -> DeviceMirror
+        try:
+            self._mirror_operands(ops)
+            for k, op in inputs.items():
+                m = self._mirror(k, op.shape, op.dtype, natural_perm(op.strides), "host epilog input")
+                self.input_mirrors[k], self.input_ops[k] = m, op
+                self.inputs[k] = self._view(m, op.shape, m.strides, op)
+        except BaseException:
+            self.free()
+            raise
+
+    def _mirror(self, what, shape, dtype, perm, role="host operand") -> DeviceMirror:
+        ctx = self.ctx
+        m = DeviceMirror(shape, dtype, perm, ctx.allocator, self.stream, f"matmul {what}")
+        ctx.log.info("%s %s: a device buffer of %s", role, what, format_bytes(max(1, m.nbytes)))
+        return m
+
+    def _view(self, m, shape, strides, op) -> Operand:
+        return Operand(None, m.ptr, tuple(shape), strides, op.dtype, self.ctx.device, op.package)
+
+    def _mirror_operands(self, ops):
+        a, b, c = ops["a"], ops["b"], ops["c"]
+        opts = self.ctx.options
+        g = matmul_geometry(a.shape, a.strides, b.shape, b.strides, c.shape if c is not None else None,
+                            c.strides if c is not None else None, inplace=opts.inplace)
+        self.c_mirrored = c is not None and (opts.inplace or not matmul_geometry(
+            a.shape, _dense(a.shape), b.shape, _dense(b.shape), c.shape, c.strides).c_copy)
+        dense = []
+        for name, op in (("a", a), ("b", b), ("c", c)):
+            if op is None or (name == "c" and not self.c_mirrored):
+                continue
+            m = getattr(g, name)
+            if m.copy:  # a broadcast or strided batch: materialised on the host per call
+                mirror = self._mirror(name, g.batch_shape + (m.rows, m.cols), op.dtype, None)
+                self.mirrors[name] = (mirror, _promoted(op.shape, name))
+                self.views[name] = self._view(mirror, op.shape, _dense(op.shape), op)
+                dense.append(name)
+            else:
+                mirror = self._mirror(name, op.shape, op.dtype, natural_perm(op.strides))
+                self.mirrors[name] = (mirror, None)
+                self.views[name] = self._view(mirror, op.shape, mirror.strides, op)
+        self.dense = tuple(dense)
+
+    def plan(self, ops):
+        views, ctx = self.views, self.ctx
+        a, b = views["a"], views["b"]
+        c = views.get("c", ops["c"])  # a c copied into the result is planned as the host array it is
+        v = plan_variant(ctx, self.settings, a, b, c, inputs=self.inputs, scales=self.scales, dense=self.dense,
+                         kernels=False)
+
+        def complete():  # the argument list, and mirrors for what the variant computes
+            v.build_args(self.stream, a, b, c, None)
+            if not ctx.options.inplace:
+                self.d = self._mirror("result", v.geom.result_shape, ctx.dt.d, v.d_perm, "the host")
+            for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
+                self.outputs[name] = self._mirror(name, shape, dtype, natural_perm(strides), "host output")
+            if ctx.options.result_amax:
+                self.outputs["result_amax"] = self._mirror("result_amax", (1,), "float32", (0,), "host output")
+
+        return self._file(v, a, b, c, complete)
+
+    def attach(self, v, a, b, c):
+        """The variant reads the mirrors, whatever the layout of the host operands (uploads reorder them)."""
+        return self.current
+
+    def reset_inputs(self, given: dict, checked: bool) -> None:
+        ops = dict(self.input_ops)
+        for k, x in given.items():
+            if k not in ops:
+                raise self._not_planned(k)
+            op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
+            o = ops[k]
+            if op.device_id is not None or op.package != o.package:
+                raise ValueError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
+            if tuple(op.shape) != tuple(o.shape) or op.dtype != o.dtype:  # any layout: uploads reorder
+                raise ValueError(_input_mismatch(k, op, o))
+            ops[k] = op
+        self.input_ops = ops
+
+    # ---------------------------------------------------------------------------------------- one call
+    def prepare(self, v, ops, args, stream, keep):
+        """Upload a, b (c) and the epilog inputs into their mirrors."""
+        pkg = self.ctx.pkg
+        for name, (mirror, promoted) in self.mirrors.items():
+            op = ops[name]
+            if promoted is not None:  # the full batch, materialised on the host
+                full = pkg.empty(mirror.shape, mirror.dtype, None, None)
+                pkg.copy_into(full, op.obj.reshape(promoted))
+                keep.append(full)
+                op = pkg.wrap(full)
+            self._upload(mirror, op, stream, keep)
+        for k, mirror in self.input_mirrors.items():
+            self._upload(mirror, self.input_ops[k], stream, keep)
+
+    def _upload(self, mirror, op, stream, keep):
+        """``op`` into ``mirror``; an operand of another layout is reordered on the host by its own package first
+        (which knows every dtype it has, bfloat16 and FP8 included)."""
+        if op.strides != mirror.strides and mirror.nbytes:
+            pkg = self.ctx.pkg
+            tmp = pkg.empty(mirror.shape, mirror.dtype, None, mirror.perm)
+            pkg.copy_into(tmp, op.obj)
+            keep.append(tmp)
+            if self.ctx.log.isEnabledFor(logging.INFO):
+                self.ctx.log.info("host copy of the %s into the staging layout (%s)", mirror.what,
+                                  format_bytes(mirror.nbytes))
+            op = pkg.wrap(tmp)
+        mirror.upload(op, stream)
+
+    def new_result(self, v, ops):
+        if self.ctx.options.inplace:
+            return None, self.mirrors["c"][0].ptr
+        return None, self.d.ptr
+
+    def _host_c(self, v, ops, keep):
+        """c broadcast to the result's shape, in the result's memory order, on the host."""
+        pkg = self.ctx.pkg
+        tmp = pkg.empty(v.geom.result_shape, self.ctx.dt.d, None, v.d_perm)
+        pkg.copy_into(tmp, ops["c"].obj)
+        keep.append(tmp)
+        return tmp
+
+    def copy_c(self, v, ops, d, d_ptr, stream, keep):
+        """c, broadcast to the result's shape on the host, into the result's mirror."""
+        self.d.upload(self.ctx.pkg.wrap(self._host_c(v, ops, keep)), stream)
+
+    def copy_c_to(self, v, ops, ptr, stream, keep):
+        tmp = self._host_c(v, ops, keep)
+        nbytes = math.prod(v.geom.result_shape) * ITEMSIZE[self.ctx.dt.d]
+        cuda.copy(ptr, self.ctx.pkg.pointer(tmp), nbytes, cuda.H2D, stream, "matmul c")
+
+    def c_pointer(self, c) -> int:
+        return self.views["c"].ptr if "c" in self.views else 0
+
+    def new_outputs(self, v) -> dict:
+        return {k: (m, m.ptr) for k, m in self.outputs.items()}
+
+    def finish(self, v, ops, d, outputs, stream):
+        """Download the result (into c, in place) and the auxiliary outputs into new host arrays of the operands'
+        package, made in their mirrors' memory order."""
+        pkg = self.ctx.pkg
+        if self.ctx.options.inplace:
+            c, m = ops["c"], self.mirrors["c"][0]
+            res = c.obj
+            if c.strides == m.strides:
+                m.download_into(c.ptr, stream, wait=False)
+            else:  # through a host array of the mirror's layout, copied into c by its package
+                tmp = pkg.empty(m.shape, m.dtype, None, m.perm)
+                m.download_into(pkg.pointer(tmp), stream)
+                pkg.copy_into(res, tmp)
         else:
-            status = raw_matmul()(*args)
-            if status:
-                from ..._bindings.cublaslt import check
+            m = self.d
+            res = pkg.empty(m.shape, m.dtype, None, m.perm)
+            m.download_into(pkg.pointer(res), stream, wait=False)
+        aux = {}
+        for name, m in self.outputs.items():
+            host = aux[name] = pkg.empty(m.shape, m.dtype, None, m.perm)
+            m.download_into(pkg.pointer(host), stream, wait=False)
+        cuda.synchronize(stream)
+        return res, aux
 
-                check(status)
-        del keep
-        if mm._host:
-            return mm._download(d, outputs, self, stream)
-        return d, {k: v[0] for k, v in outputs.items()}
+    # ------------------------------------------------------------------------------------------ lifetime
+    def _all_mirrors(self):
+        yield from (m for m, _p in self.mirrors.values())
+        yield from self.input_mirrors.values()
+        yield from self.outputs.values()
+        if self.d is not None:
+            yield self.d
 
-    def run_scratch(self, algorithm, stream, scratch):
-        """One cublasLtMatmul with ``algorithm`` into the scratch result (autotuning)."""
-        args = self.args[:15] + [stream]
-        args[12] = ctypes.byref(algorithm.algo)
-        args[10] = scratch
-        if not self.c_direct:
-            args[8] = scratch if self.c_is_d else 0
-        status = raw_matmul()(*args)
-        if status:
-            from ..._bindings.cublaslt import check
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + sum(m.nbytes for m in self._all_mirrors())
 
-            check(status)
-
-    # -------------------------------------------------------------------------------------- keys
-    def problem_key(self, prefs, workspace_limit):
-        """Everything the kernel choice depends on (plain values, for the persistent autotune cache)."""
-        mm, g, f, dt = self.mm, self.geom, self.form, self.mm._dt
-        slots = [(s.rows, s.cols, s.ld, s.order, s.op, s.batch_stride) for s in (f.a, f.b, f.c, f.d)]
-        return ["cublasLtMatmul", 1, [dt.a, dt.b, dt.c, dt.d, int(dt.compute), dt.scale], [g.m, g.n, g.k, g.batch],
-                f.kind, slots, self.lt_epilog, mm._bias_dtype, list(self.alignments),
-                [mm._options.sm_count_target or 0, bool(mm._options.fast_accumulation), mm._options.block_scaling],
-                [int(prefs.reduction_scheme_mask), float(prefs.max_waves_count), int(prefs.numerical_impl_mask)],
-                workspace_limit]
+    def free(self) -> None:
+        super().free()
+        for m in list(self._all_mirrors()):
+            m.free()
+        self.mirrors, self.input_mirrors, self.outputs, self.d = {}, {}, {}, None
 
 
-def describe(form, geom, dt, spec) -> str:
-    ops = "NTC"
-    return (f"{dt.a} x {dt.b} -> {dt.d} (c {dt.c}), M={geom.m} N={geom.n} K={geom.k} batch={geom.batch}, "
-            f"formulation {form.kind} (result {form.d_order}-major), cuBLASLt ops {ops[form.a.op]}{ops[form.b.op]}, "
-            f"epilog {spec.epilog.name}")
+def _dense(shape):
+    return dense_strides(shape, range(len(shape)))
+
+
+def _promoted(shape, name) -> tuple:
+    """An operand's shape with numpy.matmul's promotion of a 1-D a to (1, K) and of a 1-D b to (K, 1)."""
+    shape = tuple(shape)
+    if len(shape) > 1:
+        return shape
+    return (1,) + shape if name == "a" else shape + (1,)
+
+
+#: the executor of each kind (``_core.executors.kind_of``): the engine is always on the GPU
+EXECUTORS = {"device": DeviceExecutor, "host_to_device": StagingExecutor}

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from ..._core.cache import plan_cache
-from ..._core.operand import Operand, adapter, wrap_operand
+from ..._core.operand import Operand, wrap_operand
 from ..._core.options import check_options
-from ..._core.streams import default_stream, stream_handle
+from ..._core.plan_cache import cached_call
+from ..._core.streams import stream_key
 from ._options import MatmulOptions, MatmulPlanPreferences
-from ._planner import Matmul, _wrap
+from ._planner import Matmul
+from ._scales import key as scales_key
 
 __all__ = ["matmul"]
-
-_CURRENT_STREAM: dict = {}  # package -> function(device_id) returning its current stream
-
-
-def _current_stream(package, device_id):
-    fn = _CURRENT_STREAM.get(package)
-    if fn is None:  # the package's own query (default_stream's answer) without the dispatch on each call
-        fn = _CURRENT_STREAM[package] = (adapter(package).current_stream if package in ("cupy", "torch")
-                                         else lambda device_id, _p=package: default_stream(_p, device_id))
-    return fn(device_id)
 
 
 def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None, qualifiers=None,
@@ -46,43 +37,45 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     A = a if type(a) is Operand else wrap_operand(a, "a")
     B = b if type(b) is Operand else wrap_operand(b, "b")
     C = None if c is None else (c if type(c) is Operand else wrap_operand(c, "c"))
-    if not (plan_cache.enabled and qualifiers is None and quantization_scales is None and algorithm is None
-            and A.device_id is not None):
-        with Matmul(A, B, C, alpha=alpha, beta=beta, qualifiers=qualifiers, quantization_scales=quantization_scales,
-                    options=options, stream=stream) as mm:
-            mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
-                    algorithms=[algorithm] if algorithm is not None else None)
-            return mm.execute()
     if options is not None and type(options) is not MatmulOptions:
         options = check_options(options, MatmulOptions, "matmul options")
     if preferences is not None and type(preferences) is not MatmulPlanPreferences:
         preferences = check_options(preferences, MatmulPlanPreferences, "plan preferences")
-    skey = stream_handle(stream) if stream is not None else _current_stream(A.package, A.device_id)
-    inputs = epilog_inputs
-    ikey = None
-    if inputs:  # wrapped once: the plan takes the Operands as they are
-        inputs = {k: _wrap(x, k) for k, x in inputs.items()}
-        ikey = tuple(sorted((k, _sig(op)) for k, op in inputs.items()))
-    key = ("linalg.advanced.matmul", A.package, A.device_id, A.shape, A.strides, A.dtype, B.shape, B.strides, B.dtype,
-           None if C is None else (C.shape, C.strides, C.dtype), epilog, ikey, options, preferences, skey)
-    mm = plan_cache.get(key)
-    if mm is None:
-        mm = Matmul(A, B, C, alpha=alpha, beta=beta, options=options, stream=stream)
-        try:
-            mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=inputs)
-            result = mm.execute()
-        except BaseException:
-            mm.free()
-            raise
-        mm._forget_operands()
-        plan_cache.put(key, mm, mm.nbytes)  # after executing: put() may evict (and free) this very plan
-        return result
-    mm._rebind(A, B, C, alpha, beta, inputs)
+    inputs = ikey = None
+    if epilog_inputs:  # wrapped once: the plan takes the Operands as they are
+        if not isinstance(epilog_inputs, dict):
+            raise TypeError(f"epilog_inputs must be a dict, not {type(epilog_inputs).__name__}")
+        inputs = {k: x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
+                  for k, x in epilog_inputs.items()}
+        ikey = tuple(sorted((k, op.signature) for k, op in inputs.items()))
+    key = (Matmul, A.package, A.device_id, A.shape, A.strides, A.dtype, B.package, B.device_id, B.shape, B.strides,
+           B.dtype, None if C is None else C.signature, epilog, ikey,
+           None if qualifiers is None else _qualifiers_key(qualifiers),
+           None if quantization_scales is None else scales_key(quantization_scales), algorithm, options, preferences,
+           stream_key(stream, A))
+    args = (A, B, C, alpha, beta, qualifiers, quantization_scales, options, stream, preferences, epilog, inputs,
+            algorithm)  # one tuple for the miss, not a closure over every local
+    return cached_call(key, lambda: _planned(*args), {"a": A, "b": B, "c": C}, alpha, beta, inputs,
+                       quantization_scales)
+
+
+def _planned(a, b, c, alpha, beta, qualifiers, scales, options, stream, preferences, epilog, inputs, algorithm):
+    """A new Matmul, planned (freed again if planning fails)."""
+    mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers, quantization_scales=scales, options=options,
+                stream=stream)
     try:
-        return mm.execute()
-    finally:
-        mm._forget_operands()
+        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=inputs,
+                algorithms=None if algorithm is None else [algorithm])
+    except BaseException:
+        mm.free()
+        raise
+    return mm
 
 
-def _sig(op) -> tuple:
-    return (op.shape, op.strides, op.dtype)
+def _qualifiers_key(qualifiers):
+    """The conjugation flags of nvmath-style qualifiers (what a plan depends on in them); qualifiers that cannot
+    be read get a key of their own, so that planning reports what is wrong with them."""
+    try:
+        return tuple(int(q) for q in qualifiers["is_conjugate"])
+    except Exception:
+        return object()

@@ -6,10 +6,11 @@ cuBLASLt's GEMM kernels, built around tiles for compute-bound shapes, reach abou
 kernel is expected to beat cuBLASLt (a rule on k, n and the arithmetic intensity, set from measurements on
 an H200), else None; ``MemoryBoundGemm.launch(a_ptr, b_ptr, c_ptr, d_ptr, alpha, beta, stream)`` runs it.
 
-The kernel is CUDA C++ compiled with NVRTC (``cumath._core.kernels``), one variant per (dtype, k, n,
-layout, vector widths), cached on disk. Supported: float32, float64, float16 and bfloat16 (float
-accumulation); D with unit stride along n (row-major) or along m (column-major); A and C with any strides
-(vector loads where their unit stride matches D's), C broadcast across columns (strides (s, 0)), no C.
+The kernel is CUDA C++ compiled with NVRTC (``cumath._core.kernels.get_kernel``, through the JIT driver
+``cumath._core.jit``), one variant per (dtype, k, n, layout, vector widths), cached on disk. Supported:
+float32, float64, float16 and bfloat16 (float accumulation); D with unit stride along n (row-major) or along m
+(column-major); A and C with any strides (vector loads where their unit stride matches D's), C broadcast across
+columns (strides (s, 0)), no C.
 Pointers that are not aligned for the vector loads run a scalar variant (chosen per launch).
 """
 
@@ -68,7 +69,7 @@ _DTYPES = {
 @dataclass(frozen=True)
 class Tuning:
     """Launch shape and selection limits, set from the H200 sweep of 2026-11-29 (benchmarks/NOTES.md,
-    "Tall-skinny GEMM"; benchmarks/device/sweep_memory_bound.py)."""
+    "Tall-skinny GEMM")."""
 
     max_k: int = 64
     max_n: int = 256

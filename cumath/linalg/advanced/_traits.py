@@ -1,6 +1,6 @@
-"""Pure plan arithmetic of the cuBLASLt matmul: shapes, 1-D promotion, batch broadcasting, layouts -> cuBLASLt
-orders, transposes and leading dimensions, the formulations that give the result in a chosen layout, and the
-table of supported dtype combinations. No GPU, no NumPy arrays: tested on any machine.
+"""Pure plan arithmetic of the cuBLASLt matmul: shapes (numpy.matmul's, from ``linalg/_shapes.py``), layouts ->
+cuBLASLt orders, transposes and leading dimensions, the formulations that give the result in a chosen layout, and
+the table of supported dtype combinations. No GPU, no NumPy arrays: tested on any machine.
 
 Conventions: a logical matrix ``X`` (rows x cols) is described by its element strides ``(rs, cs)`` (row stride,
 column stride) and a batch stride. cuBLASLt computes ``D = op(A) @ op(B)`` on column-major (or ORDER_ROW)
@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._shapes import matmul_shapes
 from ._options import MatmulComputeType as CT
 
 __all__ = ["Matrix", "Geometry", "Slot", "Formulation", "matmul_geometry", "formulations", "dtype_plan",
@@ -66,20 +67,6 @@ class Geometry:
     @property
     def batch(self) -> int:
         return math.prod(self.batch_shape)
-
-
-def _broadcast(x: tuple, y: tuple, xname: str, yname: str) -> tuple:
-    n = max(len(x), len(y))
-    x = (1,) * (n - len(x)) + tuple(x)
-    y = (1,) * (n - len(y)) + tuple(y)
-    out = []
-    for i, (p, q) in enumerate(zip(x, y)):
-        if p != q and p != 1 and q != 1:
-            raise ValueError(
-                f"the batch dimensions of {xname} {list(x)} and {yname} {list(y)} do not broadcast: "
-                f"batch dimension {i} is {p} in {xname} and {q} in {yname}")
-        out.append(max(p, q) if p and q else 0)
-    return tuple(out)
 
 
 def _batch_stride(shape, strides, batch_shape):
@@ -129,29 +116,21 @@ def _operand(shape, strides, rows, cols, batch_shape) -> Matrix:
 
 
 def matmul_geometry(a_shape, a_strides, b_shape, b_strides, c_shape=None, c_strides=None, inplace=False):
-    """Shapes, promotion and batching of ``a @ b (+ c)`` (numpy.matmul semantics; ``c`` broadcasts to the
-    result, e.g. ``(M, 1)`` across the columns). Raises ValueError naming the mismatching dimensions."""
+    """Shapes, promotion and batching of ``a @ b (+ c)`` (numpy.matmul semantics, from ``linalg/_shapes.py``;
+    ``c`` broadcasts to the result, e.g. ``(M, 1)`` across the columns) and the operands' matrices as cuBLASLt
+    reads them. Raises ValueError naming the mismatching dimensions."""
+    shapes = matmul_shapes(a_shape, b_shape)  # c is checked below, against the layouts cuBLASLt can read
+    m, n, k, batch_shape, result = shapes.m, shapes.n, shapes.k, shapes.batch_shape, shapes.result_shape
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
-    if len(a_shape) == 0 or len(b_shape) == 0:
-        raise ValueError(f"a and b must have at least one dimension; got shapes {list(a_shape)} and {list(b_shape)}")
-    a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
+    a_vec, b_vec = shapes.a_vec, shapes.b_vec
     if a_vec:  # (K,) -> (1, K)
         a_shape, a_strides = (1,) + a_shape, (a_shape[0] * a_strides[0] or 1,) + tuple(a_strides)
     if b_vec:  # (K,) -> (K, 1)
         b_shape, b_strides = b_shape + (1,), tuple(b_strides) + (b_shape[0] * b_strides[0] or 1,)
-    m, k = a_shape[-2:]
-    kb, n = b_shape[-2:]
-    if k != kb:
-        raise ValueError(
-            f"the matrices cannot be multiplied: a is {m} x {k} (shape {list(a_shape)}{', promoted from 1-D' if a_vec else ''}) "
-            f"and b is {kb} x {n} (shape {list(b_shape)}{', promoted from 1-D' if b_vec else ''}); the number of "
-            f"columns of a (K={k}) must equal the number of rows of b (K={kb})")
     if 0 in (m, n, k):
         raise ValueError(f"empty matrices are not supported: M={m}, N={n}, K={k}")
-    batch_shape = _broadcast(a_shape[:-2], b_shape[:-2], "a", "b")
     if 0 in batch_shape:
         raise ValueError(f"empty batches are not supported: batch shape {list(batch_shape)}")
-    result = batch_shape + (() if a_vec else (m,)) + (() if b_vec else (n,))
     a = _operand(a_shape, a_strides, m, k, batch_shape)
     b = _operand(b_shape, b_strides, k, n, batch_shape)
     c, c_copy = None, False

@@ -14,6 +14,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 
 from cumath._bindings import cublaslt as lt
 from cumath._core.frameworks.numpy import from_pointer
@@ -187,9 +188,11 @@ def _matmul(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, a
 
 def install(monkeypatch):
     """Patch the binding and the CUDA helpers the planner calls."""
+    import cumath._core.cuda as cuda
     import cumath.linalg.advanced._algorithms as algorithms
     import cumath.linalg.advanced._backends.cublaslt as backend
     import cumath.linalg.advanced._planner as planner
+    import cumath.linalg.advanced._scales as scales
 
     monkeypatch.setattr(lt, "cublasLtCreate", lambda: 1)
     monkeypatch.setattr(lt, "cublasLtGetVersion", lambda: 130102)
@@ -209,12 +212,24 @@ def install(monkeypatch):
                                                "cublaslt_version": 130102}})
     monkeypatch.setattr(backend, "_HANDLES", {0: 1})
     monkeypatch.setattr(algorithms, "Algorithm", FakeAlgorithm)
-    monkeypatch.setattr(planner, "set_device", lambda d: None)
-    monkeypatch.setattr(planner, "require_device", lambda d: None)
-    monkeypatch.setattr(planner, "synchronize", lambda s: None)
+    # the CUDA runtime helpers (looked up on the module per call): host memory stands for device memory
+    monkeypatch.setattr(cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(cuda, "require_device", lambda d: None)
+    monkeypatch.setattr(cuda, "synchronize", lambda s: None)
+    monkeypatch.setattr(cuda, "copy", lambda dst, src, n, kind, stream, what="": ctypes.memmove(dst, src, n))
     monkeypatch.setattr(planner, "default_allocator", lambda pkg, dev: FakeAllocator())
-    monkeypatch.setattr(planner, "cuda_copy", lambda dst, src, n, kind, stream, what="": ctypes.memmove(dst, src, n))
-    import cumath.linalg.advanced._scales as scales
-
     monkeypatch.setattr(scales, "allocate", lambda alloc, n, s: FakeAllocator().memalloc(n))
     CALLS.clear()
+
+
+@pytest.fixture(autouse=True)
+def fake_library(monkeypatch):
+    """install() for every test of a module that imports this fixture, with the plan cache emptied (and its
+    counts reset) before the test and emptied after it."""
+    from cumath.config import plan_cache
+
+    install(monkeypatch)
+    plan_cache.clear()
+    plan_cache.reset_stats()
+    yield
+    plan_cache.clear()

@@ -12,19 +12,9 @@ from cumath.linalg.advanced import MatmulEpilog as E
 from helpers.matmul_reference import epilog_ref, gelu_aux_values, rel_error, unpack_relu_mask
 
 import fake_cublaslt as fake
+from fake_cublaslt import fake_library  # noqa: F401 (an autouse fixture)
 
 RNG = np.random.default_rng(3)
-
-
-@pytest.fixture(autouse=True)
-def _fake(monkeypatch):
-    fake.install(monkeypatch)
-    from cumath.config import plan_cache
-
-    plan_cache.clear()
-    plan_cache.reset_stats()
-    yield
-    plan_cache.clear()
 
 
 def r(shape, order="C", dtype=np.float64):
@@ -174,4 +164,4 @@ def test_reset_switches_variants():
         ok(mm.execute(), af @ b)
         mm.reset_operands_unchecked(a=dev(a))
         ok(mm.execute(), a @ b)
-        assert len(mm._variants) == 2
+        assert len(mm._executor.variants) == 2

@@ -1,34 +1,27 @@
-"""Result recycling on Matmul.execute's hot path (Variant.take), on the CPU stand-in of cuBLASLt: a result is
-reused only once nobody but the plan refers to it (nor to a view of it), only on the stream that produced
-it, at most two are kept, large results never. The PyTorch and CuPy reference rules are checked on CPU
-tensors here and on the GPU in test_matmul_gpu.py."""
+"""Result recycling on Matmul.execute's hot path (the variant's ``_core.recycle.Recycler``), on the CPU stand-in of
+cuBLASLt: a result is reused only once nobody but the plan refers to it (nor to a view of it), only on the stream
+that produced it, at most two are kept, large results never. The packages' reference rules
+(``_core/frameworks/*.recycle_snapshot``) are checked on CPU tensors here and on the GPU in test_matmul_gpu.py."""
 
 from __future__ import annotations
 
 import gc
+import platform
 import warnings
 
 import numpy as np
 import pytest
 
 import cumath.linalg.advanced as la
+from cumath._core import recycle
 from cumath._core.frameworks.numpy import aligned_empty
-from cumath.linalg.advanced import _executor
+from cumath._core.operand import adapter
 from helpers.matmul_reference import rel_error
 
 import fake_cublaslt as fake
+from fake_cublaslt import fake_library  # noqa: F401 (an autouse fixture)
 
 RNG = np.random.default_rng(11)
-
-
-@pytest.fixture(autouse=True)
-def _fake(monkeypatch):
-    fake.install(monkeypatch)
-    from cumath.config import plan_cache
-
-    plan_cache.clear()
-    yield
-    plan_cache.clear()
 
 
 def r(shape):
@@ -135,10 +128,10 @@ def test_explicit_streams_allocate_on_the_plans_stream(monkeypatch):
     with la.Matmul(dev(a), dev(b), stream=777) as mm:
         mm.plan()
         d = mm.execute()
-        assert rel_error(d, a @ b) < 1e-12 and mm._v.slots == ()  # stream 777 is not numpy's current one
+        assert rel_error(d, a @ b) < 1e-12 and mm._v.results.entries == ()  # stream 777 is not numpy's current one
         monkeypatch.setattr(planner, "default_stream", lambda package, device: 777)
         mm.execute()
-        assert len(mm._v.slots) == 1
+        assert len(mm._v.results.entries) == 1
 
 
 def test_at_most_two_kept_and_freed_with_the_plan():
@@ -146,24 +139,25 @@ def test_at_most_two_kept_and_freed_with_the_plan():
     mm = la.Matmul(dev(a), dev(b))
     mm.plan()
     kept = [mm.execute() for _ in range(4)]
-    assert len(mm._v.slots) == 2 and kept[-1] is mm._v.slots[-1][0]
+    results = mm._v.results
+    assert len(results.entries) == 2 and kept[-1] is results.entries[-1][0]
     mm.free()
-    assert mm._variants == {}
+    assert results.entries == () and mm._executor is None
 
 
 def test_large_results_and_the_switch(monkeypatch):
     a, b = r((7, 5)), r((5, 3))
-    monkeypatch.setattr(_executor, "RECYCLE_MAX_BYTES", 7 * 3 * 8 - 1)
+    monkeypatch.setattr(recycle, "MAX_DEVICE_BYTES", 7 * 3 * 8 - 1)
     with la.Matmul(dev(a), dev(b)) as mm:
         mm.plan()
         mm.execute()
-        assert mm._v.slots == () and mm._v.rule is None
-    monkeypatch.setattr(_executor, "RECYCLE_MAX_BYTES", 1 << 20)
-    monkeypatch.setattr(_executor, "RECYCLE_RESULTS", False)
+        assert mm._v.results.entries == () and mm._v.results.snapshot is None
+    monkeypatch.setattr(recycle, "MAX_DEVICE_BYTES", 1 << 20)
+    monkeypatch.setattr(recycle, "RECYCLE", False)
     with la.Matmul(dev(a), dev(b)) as mm:
         mm.plan()
         mm.execute()
-        assert mm._v.slots == ()
+        assert mm._v.results.entries == ()
 
 
 def test_general_path_results_are_not_recycled():
@@ -172,7 +166,7 @@ def test_general_path_results_are_not_recycled():
     with la.Matmul(dev(a), dev(b)) as mm:
         mm.plan(epilog=la.MatmulEpilog.RELU_AUX)
         p = ptr(mm.execute()[0])
-        assert mm._v.slots == ()
+        assert mm._v.results.entries == ()
         d, _aux = mm.execute()
         assert rel_error(d, np.maximum(a @ b, 0)) < 1e-12
         del p
@@ -206,8 +200,16 @@ def _entry(rule, x):
     return e
 
 
+def recycling_rule(package):
+    """(snapshot, unchanged) of the package's rule, as the Recycler applies it; None where there is none."""
+    snapshot = getattr(adapter(package), "recycle_snapshot", None)
+    if snapshot is None or platform.python_implementation() != "CPython":
+        return None
+    return snapshot, lambda e: snapshot(e) == e[3]
+
+
 def _torch_rule():
-    rule = _executor.recycling_rule("torch")
+    rule = recycling_rule("torch")
     if rule is None:
         pytest.skip("this PyTorch has no TensorImpl/storage use counts")
     return rule
@@ -264,7 +266,7 @@ def test_torch_rule_for_permuted_results():
 
 
 def test_numpy_rule():
-    rule = _executor.recycling_rule("numpy")
+    rule = recycling_rule("numpy")
     e = _entry(rule, np.empty((4, 4)))
     v = e[0].T
     assert not rule[1](e)
@@ -274,3 +276,8 @@ def test_numpy_rule():
         warnings.simplefilter("ignore", DeprecationWarning)
         e[0].shape = (2, 8)
     assert not rule[1](e)
+    e = _entry(rule, np.empty((5, 6)).T)  # a column-major result: a view of its allocation
+    v = e[0][1:]  # whose views refer to the allocation, not to the result
+    assert not rule[1](e)
+    del v
+    assert rule[1](e)

@@ -18,21 +18,12 @@ from cumath.linalg.advanced import MatmulEpilog as E
 from helpers.matmul_reference import rel_error
 
 import fake_cublaslt as fake
+from fake_cublaslt import fake_library  # noqa: F401 (an autouse fixture)
 
 RNG = np.random.default_rng(41)
 A_SHAPE, B_SHAPE = (3, 7, 5), (5, 11)
 RELEASED = r"the operands were released; call reset_operands\(a=\.\.\., b=\.\.\.\) with all of them before"
 MISSING = r"after release_operands\(\), reset_operands\(\) needs all operands; missing "
-
-
-@pytest.fixture(autouse=True)
-def _fake(monkeypatch):
-    fake.install(monkeypatch)
-    from cumath.config import plan_cache
-
-    plan_cache.clear()
-    yield
-    plan_cache.clear()
 
 
 def r(shape, order="C"):
@@ -239,4 +230,4 @@ def test_reset_epilog_inputs_across_variants(order, bias_sets):
         assert bias_sets == []  # unchanged: nothing to set
         mm.reset_operands_unchecked(a=dev(a))  # back to the first variant, rebound to bias2
         ok(mm.execute(), a @ b + bias2[:, None])
-        assert len(mm._variants) == 2
+        assert len(mm._executor.variants) == 2

@@ -99,6 +99,32 @@ def test_variant_defines_are_pure_and_name_unit_strides():
     assert src.startswith("#define ELEM float\n") and "cumath_mbgemm" in src
 
 
+@pytest.fixture(scope="module")
+def nvrtc_present():
+    from cumath._core import jit
+    from cumath.errors import LibraryNotFoundError
+
+    try:
+        return jit.nvrtc_version()
+    except (LibraryNotFoundError, OSError) as exc:
+        pytest.skip(f"NVRTC is not available: {exc}")
+
+
+@pytest.mark.parametrize("problem", [
+    rowmajor(M, 40, 10), colmajor(M, 40, 10), rowmajor(M, 40, 10, "float64", c=False), rowmajor(M, 40, 10, "float16"),
+    colmajor(M, 8, 4, "bfloat16"), mb.GemmProblem(M, 40, 10, "float32", (10, 1), (40, 1), (1, 0), (40, 1)),
+])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_every_variant_compiles_for_sm_90(nvrtc_present, problem, aligned):
+    """The kernel source of a variant goes through the JIT driver as the GPU path compiles it (no GPU needed)."""
+    from cumath._core import jit
+
+    layout, _ = mb.plan_layout(problem)
+    defines = mb.variant_defines(problem, layout, mb.TUNING, aligned, problem.c_strides is not None)
+    art = jit.compile_source(mb.render(defines), cc=90, names=(), what="a memory-bound GEMM variant")
+    assert art.kind == "cubin" and art.data[:4] == b"\x7fELF" and mb.KERNEL_NAME.encode() in art.data
+
+
 # ------------------------------------------------------------------------------------ on the GPU
 
 

@@ -1,6 +1,8 @@
 """The GPU engine: one cuBLASLt matmul problem (descriptors built once), its heuristics, and the execution call.
 
-Only integer pointers and the pure layouts of ``_traits`` come in; arrays stay with the planner.
+Only integer pointers and the pure layouts of ``_traits`` come in; arrays stay with the planner. A planned
+variant keeps the argument list of ``cublasLtMatmul`` (``matmul_args``) and writes its slots by the names
+below, so the hot path is one list write and one ctypes call.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from ....errors import CUBLASLtError
 from .._options import CUDA_DATA_TYPES
 from .._traits import ORDER_ROW
 
-__all__ = ["LtProblem", "get_handle", "device_info", "scalar_buffer"]
+__all__ = ["LtProblem", "get_handle", "device_info", "scalar_buffer", "matmul_args", "raw_matmul", "check_status",
+           "ENGINE", "HANDLE", "DESC", "ALPHA", "A_PTR", "A_DESC", "B_PTR", "B_DESC", "BETA", "C_PTR", "C_DESC",
+           "D_PTR", "D_DESC", "ALGO", "WORKSPACE", "WORKSPACE_SIZE", "STREAM"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +32,16 @@ _INFO: dict = {}
 A = lt.cublasLtMatmulDescAttributes_t
 L = lt.cublasLtMatrixLayoutAttribute_t
 P = lt.cublasLtMatmulPreferenceAttributes_t
+
+# The slots of cublasLtMatmul's argument list, in the C function's order:
+# cublasLtMatmul(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
+#                workspaceSizeInBytes, stream)
+(HANDLE, DESC, ALPHA, A_PTR, A_DESC, B_PTR, B_DESC, BETA, C_PTR, C_DESC, D_PTR, D_DESC, ALGO, WORKSPACE,
+ WORKSPACE_SIZE, STREAM) = range(16)
+N_ARGS = 16
+
+_SCALE_ATTRS = {"a": A.CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, "b": A.CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                "c": A.CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, "d": A.CUBLASLT_MATMUL_DESC_D_SCALE_POINTER}
 
 
 def get_handle(device_id: int) -> int:
@@ -147,6 +161,22 @@ class LtProblem:
     def set_pointer(self, attr: int, ptr: int) -> None:
         lt.cublasLtMatmulDescSetAttribute(self.desc, attr, ptr)
 
+    def set_bias(self, ptr: int) -> None:
+        """The bias input, or the bias-gradient output of BGRAD epilogs (cuBLASLt reads both from one pointer)."""
+        lt.cublasLtMatmulDescSetAttribute(self.desc, A.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr)
+
+    def set_aux(self, ptr: int) -> None:
+        """The epilog's auxiliary matrix (ReLU bit-mask or GELU input): output of forward, input of backward."""
+        lt.cublasLtMatmulDescSetAttribute(self.desc, A.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ptr)
+
+    def set_amax(self, ptr: int) -> None:
+        """Where the result's maximum absolute value goes (FP8 products)."""
+        lt.cublasLtMatmulDescSetAttribute(self.desc, A.CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr)
+
+    def set_scale(self, name: str, ptr: int) -> None:
+        """The device address of operand ``name``'s quantization scale ('a', 'b', 'c' or 'd')."""
+        lt.cublasLtMatmulDescSetAttribute(self.desc, _SCALE_ATTRS[name], ptr)
+
     def heuristics(self, count: int, *, workspace: int, alignments=(256, 256, 256, 256), reduction_mask=7,
                    max_waves=0.0, impl_mask=0xFFFFFFFFFFFFFFFF):
         """Up to ``count`` algorithms (best estimate first): a list of heuristic result structs."""
@@ -194,3 +224,33 @@ def raw_matmul():
     if RAW_MATMUL is None:
         RAW_MATMUL = lt._L.cublasLtMatmul
     return RAW_MATMUL
+
+
+def check_status(status: int) -> None:
+    """Raise the CUBLASLtError of a nonzero status returned by ``raw_matmul()``."""
+    lt.check(status)
+
+
+def matmul_args(handle: int, problem: LtProblem, alpha_addr: int, beta_addr: int, stream: int) -> list:
+    """The argument list of ``cublasLtMatmul`` for ``problem``: operand, algorithm and workspace slots empty."""
+    args = [0] * N_ARGS
+    args[HANDLE], args[DESC] = handle, problem.desc
+    args[ALPHA], args[BETA] = alpha_addr, beta_addr
+    args[A_DESC], args[B_DESC], args[C_DESC], args[D_DESC] = problem.adesc, problem.bdesc, problem.cdesc, problem.ddesc
+    args[ALGO] = None
+    args[STREAM] = stream
+    return args
+
+
+class _Engine:
+    """cuBLASLt as an engine of the registry (``_backends/__init__.py``): it plans every variant and runs each one
+    that no kernel engine takes, through the variant's own argument list, so it offers no kernel of its own."""
+
+    name = "cublaslt"
+
+    @staticmethod
+    def select(product, log):
+        return None
+
+
+ENGINE = _Engine()

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU machine's part of a verification, in phases that each fit one device call (<= 10 min):
+#
+#   bash benchmarks/gpu_session.sh tests      GPU tests of fft, linalg (generic, advanced, solvers), bindings, core
+#   bash benchmarks/gpu_session.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
+#   bash benchmarks/gpu_session.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
+#   bash benchmarks/gpu_session.sh solvers    solver GPU tests and benchmarks/solvers.py (needs cuDSS)
+#   bash benchmarks/gpu_session.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
+#
+# Wheels the machine lacks (libmathdx, cuDSS, nvmath-python) are installed from .whl/ and /tmp/*.whl (cuDSS
+# arrives in parts: see ../shared/device/README.md) into /tmp/site, which stays while the machine does.
+# Logs and JSON go to $OUT (at most 8 files come back per call).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/gpu-session}
+mkdir -p "$OUT" /tmp/site
+phase=${1:-tests}
+log="$OUT/$phase-log.txt"
+
+for whl in .whl/*.whl /tmp/*.whl; do
+  [ -f "$whl" ] || continue
+  stamp="/tmp/site/.installed-$(basename "$whl")"
+  [ -f "$stamp" ] || { python3 -m pip install -q --no-index --no-deps --target /tmp/site "$whl" 2>&1 | tail -2; touch "$stamp"; }
+done
+export PYTHONPATH=$PWD:/tmp/site:${PYTHONPATH:-}
+export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}
+export CUMATH_CACHE_DIR=${CUMATH_CACHE_DIR:-/tmp/cumath-cache}
+
+{
+  echo "== $phase on $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv,noheader)"
+  python3 -c "import numpy, cupy, torch; print('numpy', numpy.__version__, 'cupy', cupy.__version__, 'torch', torch.__version__)"
+  git log --oneline -1 2>/dev/null
+} > "$log" 2>&1
+
+pytest_gpu() {  # name, timeout, pytest arguments...
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rfE "$@" > "$OUT/$name.txt" 2>&1
+  echo "$name rc=$? $(tail -1 "$OUT/$name.txt")" | tee -a "$log"
+}
+
+case "$phase" in
+  tests)
+    pytest_gpu tests-gpu 420 -m gpu tests --ignore=tests/device --ignore=tests/sparse
+    pytest_gpu tests-examples 120 tests/test_examples.py
+    ;;
+  device)
+    timeout 100 python3 tests/device/pregenerate.py --cc 90 --jobs "$(nproc)" --json "$OUT/pregenerate.json" \
+      > "$OUT/pregenerate.txt" 2>&1
+    echo "pregenerate rc=$? $(tail -1 "$OUT/pregenerate.txt")" | tee -a "$log"
+    pytest_gpu device-tests 300 tests/device/test_device_gpu.py tests/device/test_device_gpu_more.py \
+      tests/device/test_mathdx_binding.py tests/device/test_device_import.py tests/device/test_access.py \
+      tests/fft/test_callbacks_gpu.py tests/core/test_kernels.py
+    for f in examples/device_*.py examples/fft_callback_*.py; do
+      timeout 30 python3 "$f" >> "$OUT/examples.txt" 2>&1
+      echo "$f rc=$?" | tee -a "$log"
+    done
+    ;;
+  bench)
+    timeout 200 python3 benchmarks/fft.py --gpu --quick --json "$OUT/fft.json" > "$OUT/fft.txt" 2>&1
+    echo "fft rc=$?" | tee -a "$log"
+    timeout 280 python3 benchmarks/matmul.py --gpu --quick --json "$OUT/matmul.json" > "$OUT/matmul.txt" 2>&1
+    echo "matmul rc=$?" | tee -a "$log"
+    ;;
+  solvers)
+    python3 -c "from cumath._bindings import _loader; print(_loader.load('cudss'))" >> "$log" 2>&1
+    pytest_gpu solver-tests 240 -m gpu tests/sparse tests/linalg -k "solver or sparse"
+    timeout 300 python3 benchmarks/solvers.py --gpu --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
+    echo "solvers rc=$?" | tee -a "$log"
+    ;;
+  percall)
+    before=${2:?the checkout to compare with}
+    timeout 400 python3 "$before/percall.py" "$before" "$PWD" 1 "$OUT/percall.json" > "$OUT/percall.txt" 2>&1
+    echo "percall rc=$?" | tee -a "$log"
+    ;;
+  *)
+    echo "unknown phase $phase" | tee -a "$log"
+    exit 2
+    ;;
+esac

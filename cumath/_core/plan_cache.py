@@ -1,0 +1,164 @@
+"""The plan cache behind stateless calls: an LRU bounded by count and bytes, one per thread.
+
+Keys hold everything a plan depends on (the operation's class first, then the problem, options, execution
+space and device, stream), so a per-thread cache is also per device. Evicted plans are freed, and so are a
+thread's plans when the thread ends. ``cached_call`` is the body of every stateless function.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+
+__all__ = ["PlanCache", "plan_cache", "cached_call"]
+
+logger = logging.getLogger(__name__)
+
+
+def _free_all(entries: OrderedDict) -> None:
+    while entries:
+        _, (plan, _n) = entries.popitem()
+        try:
+            plan.free()
+        except Exception:  # pragma: no cover - a plan that cannot be freed must not stop the others
+            logger.warning("freeing a cached plan failed", exc_info=True)
+
+
+class _ThreadCache:
+    """One thread's plans. When the thread ends its ``threading.local`` slot drops the last reference, and
+    the finalizer frees the plans (they are not reachable from any other thread)."""
+
+    __slots__ = ("entries", "nbytes", "hits", "misses", "evictions", "__weakref__")
+
+    def __init__(self):
+        self.entries: OrderedDict = OrderedDict()  # key -> (plan, nbytes)
+        self.nbytes = 0
+        self.hits = self.misses = self.evictions = 0
+        weakref.finalize(self, _free_all, self.entries)
+
+
+class PlanCache:
+    """Plan cache with limits ``max_plans`` and ``max_bytes`` (per thread), ``enabled``, ``clear()`` and
+    ``stats()``."""
+
+    def __init__(self, max_plans: int = 64, max_bytes: int = 2 << 30):
+        self._local = threading.local()
+        self._all: weakref.WeakSet = weakref.WeakSet()  # every live thread's cache
+        self._lock = threading.Lock()
+        self.max_plans = max_plans
+        self.max_bytes = max_bytes
+        self.enabled = True
+
+    def _mine(self) -> _ThreadCache:
+        cache = getattr(self._local, "cache", None)
+        if cache is None:
+            cache = self._local.cache = _ThreadCache()
+            with self._lock:
+                self._all.add(cache)
+        return cache
+
+    def get(self, key):
+        try:
+            cache = self._local.cache
+        except AttributeError:
+            cache = self._mine()
+        entry = cache.entries.get(key)
+        if entry is None:
+            cache.misses += 1
+            return None
+        cache.entries.move_to_end(key)
+        cache.hits += 1
+        return entry[0]
+
+    def put(self, key, plan, nbytes: int = 0) -> None:
+        cache = self._mine()
+        cache.entries[key] = (plan, nbytes)
+        cache.nbytes += nbytes
+        self._trim(cache)
+
+    def _trim(self, cache: _ThreadCache) -> None:
+        while cache.entries and (len(cache.entries) > self.max_plans or cache.nbytes > self.max_bytes):
+            key, (plan, nbytes) = cache.entries.popitem(last=False)
+            cache.nbytes -= nbytes
+            cache.evictions += 1
+            logger.debug("plan cache evicts %r", key)
+            plan.free()
+
+    def set_limits(self, max_plans: int | None = None, max_bytes: int | None = None) -> None:
+        """Change the limits; plans over the new limits are freed (in the calling thread's cache)."""
+        if max_plans is not None:
+            if max_plans < 0:
+                raise ValueError("max_plans must be >= 0")
+            self.max_plans = max_plans
+        if max_bytes is not None:
+            if max_bytes < 0:
+                raise ValueError("max_bytes must be >= 0")
+            self.max_bytes = max_bytes
+        self._trim(self._mine())
+
+    def clear(self, all_threads: bool = False) -> None:
+        """Free every plan of the calling thread's cache (``all_threads=True``: of every thread's; only safe
+        while the other threads make no stateless calls)."""
+        if all_threads:
+            with self._lock:
+                caches = list(self._all)
+        else:
+            caches = [self._mine()]
+        for cache in caches:
+            _free_all(cache.entries)
+            cache.nbytes = 0
+
+    def stats(self) -> dict:
+        """Counts of the calling thread's cache: hits, misses, evictions, plans and bytes held."""
+        c = self._mine()
+        return {"hits": c.hits, "misses": c.misses, "evictions": c.evictions,
+                "plans": len(c.entries), "bytes": c.nbytes}
+
+    def reset_stats(self) -> None:
+        c = self._mine()
+        c.hits = c.misses = c.evictions = 0
+
+
+plan_cache = PlanCache()
+
+
+def cached_call(key, make, ops: dict, *bind_args, **execute_kwargs):
+    """The body of a stateless function: execute the planned operation of ``key`` on ``ops``.
+
+    A hit lends the cached operation to this call (``_bind(ops, *bind_args)``, ``execute(**execute_kwargs)``,
+    ``_unbind()``); a miss calls ``make()``, which constructs and plans the operation, executes it and keeps it
+    (after executing: ``put`` may evict, and free, this very plan). With the cache disabled the operation is
+    freed after the call. ``key`` starts with the operation's class; the rest is everything the plan depends
+    on, as cheap to build as the domain can make it.
+    """
+    cache = plan_cache
+    if cache.enabled:  # PlanCache.get, inlined: this is every stateless call's path
+        try:
+            mine = cache._local.cache
+        except AttributeError:
+            mine = cache._mine()
+        entry = mine.entries.get(key)
+        if entry is not None:
+            mine.entries.move_to_end(key)
+            mine.hits += 1
+            op = entry[0]
+            try:
+                op._bind(ops, *bind_args)
+                return op.execute(**execute_kwargs)
+            finally:
+                op._unbind()
+        mine.misses += 1
+    op = make()
+    try:
+        result = op.execute(**execute_kwargs)
+    except BaseException:
+        op.free()
+        raise
+    if not cache.enabled:
+        op.free()
+        return result
+    op._unbind()
+    cache.put(key, op, op.nbytes)
+    return result

@@ -1,0 +1,76 @@
+"""Reuse of results the caller has dropped: one allocation less per call, and no fresh pages for large results.
+
+A plan keeps its most recent results (one or two) with a *snapshot* taken when each was made: the counts of
+the references to it and to its memory, and its metadata. A result is handed out again only when a new
+snapshot equals the old one, that is when nothing but the plan refers to it (no name, no view, no storage or
+DLPack reference) and the caller has not changed it in place (a shape assignment, ``t_()``, ``set_()``...).
+What must be counted differs by package, so each adapter gives the rule (``recycle_snapshot``); a package with
+no rule (or a Python without reference counts) has its results never reused.
+
+A reused result is handed out on the stream that made it (ordered after every use of it on that stream, as
+the package's own caching allocator would order it); results whose last use was queued on another stream are
+not tracked, so ``RECYCLE = False`` turns this off for code that does that.
+"""
+
+from __future__ import annotations
+
+import platform
+
+from .operand import adapter
+
+__all__ = ["Recycler", "RECYCLE", "MAX_DEVICE_BYTES", "MIN_HOST_BYTES"]
+
+#: on/off for every plan created from now on
+RECYCLE = True
+#: the largest GPU result kept (a large result's allocation is cheap next to its computation, and holding two
+#: of them would cost device memory; small ones are where the package's allocator costs most per call)
+MAX_DEVICE_BYTES = 4 << 20
+#: the smallest host result kept: below it the C library's allocator hands back memory already faulted in, and
+#: a new array (~0.1 us) is cheaper than checking that the last one was dropped (~0.25 us); from here on, fresh
+#: pages are what a new result costs (a 32 MiB complex64 FFT result cost up to 1.7x the transform's time)
+MIN_HOST_BYTES = 1 << 20
+
+_CPYTHON = platform.python_implementation() == "CPython"
+
+
+def _rule(package: str):
+    fn = getattr(adapter(package), "recycle_snapshot", None)
+    return fn if (_CPYTHON and fn is not None) else None
+
+
+class Recycler:
+    """Results made by ``new()`` (a zero-argument allocator) and their addresses (``pointer(x)``), reused once
+    dropped. ``take(stream)`` returns ``(result, pointer)``; ``keep`` is how many recent results are watched
+    (two lets ``d = op.execute()`` in a loop, which holds the previous result during the call, reuse too)."""
+
+    __slots__ = ("new", "pointer", "snapshot", "keep", "entries", "nbytes")
+
+    def __init__(self, package: str, new, pointer, nbytes: int, *, device: bool, keep: int = 1):
+        self.new, self.pointer, self.keep = new, pointer, keep
+        allowed = RECYCLE and (nbytes <= MAX_DEVICE_BYTES if device else nbytes >= MIN_HOST_BYTES)
+        self.snapshot = _rule(package) if allowed else None
+        self.entries = ()  # [result, pointer, stream, snapshot when made]
+        self.nbytes = nbytes if self.snapshot is not None else 0
+
+    def take(self, stream=None):
+        snapshot = self.snapshot
+        if snapshot is None:
+            d = self.new()
+            return d, self.pointer(d)
+        for e in self.entries:
+            if e[2] is stream or e[2] == stream:
+                if snapshot(e) == e[3]:
+                    return e[0], e[1]
+        d = self.new()
+        e = [d, self.pointer(d), stream, None]
+        del d
+        e[3] = snapshot(e)
+        self.entries = (self.entries[-1], e) if (self.entries and self.keep > 1) else (e,)
+        return e[0], e[1]
+
+    @property
+    def held_bytes(self) -> int:
+        return self.nbytes * len(self.entries)
+
+    def clear(self) -> None:
+        self.entries = ()
