@@ -19,6 +19,11 @@ __all__ = [
     "CUDADriverError",
     "MathDxError",
     "CURANDError",
+    "CUDSSError",
+    "PARDISOError",
+    "SingularMatrixError",
+    "CUSOLVERError",
+    "LAPACKError",
 ]
 
 
@@ -87,6 +92,33 @@ class MathDxError(LibraryError):
 
 class CURANDError(LibraryError):
     library = "cuRAND"
+
+
+class CUSOLVERError(LibraryError):
+    library = "cuSOLVER"
+
+
+class LAPACKError(LibraryError):
+    """A LAPACK routine refused an argument (``info < 0``: ``status`` is minus the argument's position)."""
+
+    library = "LAPACK"
+
+
+class CUDSSError(LibraryError):
+    library = "cuDSS"
+
+
+class PARDISOError(LibraryError):
+    """oneMKL PARDISO returned a negative ``error``; ``name`` says what it means (see
+    ``cumath._bindings.mkl_pardiso.PardisoStatus``)."""
+
+    library = "MKL PARDISO"
+
+
+class SingularMatrixError(CumathError, ValueError):
+    """A matrix could not be factorized, or the solution computed from its factors is not trustworthy: it is
+    singular or numerically singular (zero or perturbed pivots leave a large residual), or it is not positive
+    definite although a positive definite type was asked for. The message says which, and what to try."""
 
 
 class LibraryNotFoundError(CumathError, OSError):

@@ -230,3 +230,22 @@ for _routine, (_precisions, _pattern, _args, _names) in ROUTINES.items():
 def raw(name: str):
     """The bound ctypes function ``name`` itself (returns the status; for hot paths that check it inline)."""
     return getattr(_L, name)
+
+
+# ------------------------------------------------------------------------------------------ batched LU
+# cublas<t>getrfBatched / cublas<t>getrsBatched (cublas_api.h of the nvidia-cublas 13.10.0.20 wheel; 32-bit
+# integers only, no _64 entry points). Aarray/Barray: device memory holding one device pointer per problem;
+# PivotArray (getrf: P) and infoArray: device int arrays (n per problem, one per problem); getrs's ``info`` is
+# host memory (one int: -i when argument i is invalid).
+BATCHED_LU = {
+    "getrfBatched": ("SDCZ", "cublas{p}getrfBatched", [c_int, _p, c_int, _p, _p, c_int],
+                     "n Aarray lda PivotArray infoArray batchSize"),
+    "getrsBatched": ("SDCZ", "cublas{p}getrsBatched", [c_int, c_int, c_int, _p, c_int, _p, _p, c_int, _p, c_int],
+                     "trans n nrhs Aarray lda devIpiv Barray ldb info batchSize"),
+}
+for _routine, (_precisions, _pattern, _args, _names) in BATCHED_LU.items():
+    for _prec in _precisions:
+        _cname = _pattern.format(p=_prec)
+        TABLE[_cname] = (c_int, [c_void_p] + list(_args))
+        globals()[_cname] = _make_wrapper(_cname, _names)
+        __all__.append(_cname)

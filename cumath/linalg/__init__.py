@@ -1,5 +1,6 @@
 """Linear algebra: the generic matrix product on the CPU (BLAS) and the GPU (cuBLAS), with structured operands
-(symmetric, Hermitian, triangular, diagonal) through qualifiers. The shape of nvmath-python's ``nvmath.linalg``.
+(symmetric, Hermitian, triangular, diagonal) through qualifiers, and the dense direct solver (LAPACK on the CPU,
+cuSOLVER and cuBLAS's batched LU on the GPU). The shape of nvmath-python's ``nvmath.linalg``.
 
 ``cumath.linalg.advanced`` (cuBLASLt: epilogs, autotuning, narrow precisions) loads on first use.
 """
@@ -10,6 +11,16 @@ from ._generic import batch as _batch  # noqa: F401 - defines the class of Matmu
 from ._generic.functions import matmul
 from ._generic.options import MatmulOptions
 from ._generic.planner import Matmul
+from ._solver import (
+    DirectSolver,
+    DirectSolverMatrixType,
+    DirectSolverOptions,
+    IllConditionedWarning,
+    InvalidDirectSolverState,
+    SingularMatrixError,
+    direct_solver,
+)
+from ._solver import DirectSolverBatch as _DirectSolverBatch  # noqa: F401 - the class of DirectSolver(lists, ...)
 from ._generic.qualifiers import (
     DiagonalMatrixQualifier,
     DiagType,
@@ -29,7 +40,9 @@ InvalidMatmulState = InvalidStateError
 __all__ = ["matmul", "Matmul", "MatmulOptions", "matrix_qualifiers_dtype", "MatrixQualifier",
            "GeneralMatrixQualifier", "SymmetricMatrixQualifier", "HermitianMatrixQualifier",
            "TriangularMatrixQualifier", "DiagonalMatrixQualifier", "FillMode", "DiagType", "SideMode",
-           "ExecutionCPU", "ExecutionCUDA", "InvalidMatmulState", "advanced"]
+           "ExecutionCPU", "ExecutionCUDA", "InvalidMatmulState", "advanced", "DirectSolver", "direct_solver",
+           "DirectSolverOptions", "DirectSolverMatrixType", "SingularMatrixError", "IllConditionedWarning",
+           "InvalidDirectSolverState"]
 
 
 def __getattr__(name):

@@ -1,0 +1,291 @@
+"""Direct solver benchmark: cumath's dense direct solver (``cumath.linalg.DirectSolver`` / ``direct_solver``)
+against its peers, in one process, on the same data.
+
+Groups (``--list`` shows every case):
+  dense     CPU: one float64 system of order 2048 against scipy.linalg.solve and numpy.linalg.solve; a batch of
+            4096 float64 systems of order 32 against numpy.linalg.solve. GPU: one float64 system of order 8192
+            and a batch of 16,384 float32 systems of order 32, against torch.linalg.solve, cupy.linalg.solve and
+            nvmath-python where installed; the batch-method table (one cuSOLVER call per system against the
+            batched routines, per order) behind ``DirectSolverOptions(batch_method='auto')``; optional: the CPU
+            thread table (``--case dense/cpu-threads``).
+  sparse    the sparse direct solver's cases, from benchmarks/solvers_sparse.py when that script is present (it
+            registers them through ``register(bench)``).
+
+cumath is timed stateful (factorize() + solve() of a planned DirectSolver, a new a and b bound each time with
+reset_operands: what a loop over new systems costs) and stateless (direct_solver: a cached plan).
+
+    python benchmarks/solvers.py                        # every default case; GPU cases skip without a GPU
+    python benchmarks/solvers.py --case dense --quick
+    python benchmarks/solvers.py --case dense/gpu-8192-float64 --json solvers-gpu.json
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from harness import Bench, Skip, device_sync, need, optional  # noqa: E402
+
+import cumath  # noqa: E402
+import cumath.linalg  # noqa: E402
+
+bench = Bench("solvers", __doc__)
+RNG = np.random.default_rng(23)
+# NumPy and SciPy each bring an OpenBLAS whose idle workers spin for a while after a call: idling before each
+# CPU sample lets the last contender's threads go to sleep (benchmarks/NOTES.md, "two OpenBLAS thread pools").
+SETTLE = 0.3
+
+
+def api():
+    """(DirectSolver, direct_solver) from the public module, else from the solver's package (before the public
+    names are wired in)."""
+    solver = getattr(cumath.linalg, "DirectSolver", None)
+    function = getattr(cumath.linalg, "direct_solver", None)
+    if solver is None or function is None:
+        from cumath.linalg import _solver
+
+        return _solver.DirectSolver, _solver.direct_solver
+    return solver, function
+
+
+DirectSolver, direct_solver = api()
+
+
+def well_conditioned(xp, shape, dtype):
+    """Random systems with a dominant diagonal (LU needs no large pivots, every contender is accurate)."""
+    n = shape[-1]
+    a = RNG.standard_normal(shape).astype(dtype) + float(2 * np.sqrt(n)) * np.eye(n, dtype=dtype)
+    return xp.asarray(a)
+
+
+def rel_residual(a, x, b) -> float:
+    a, x, b = (np.asarray(v, dtype=np.float64) for v in (a, x, b))
+    return float(np.abs(a @ x - b).max() / (np.abs(a).max() * max(1.0, np.abs(x).max()) * a.shape[-1]))
+
+
+def stateful(a, b, options=None):
+    """A planned DirectSolver and the callable that binds a and b and runs factorize() + solve()."""
+    s = DirectSolver(a, b, options=options)
+    s.plan()
+
+    def run():
+        s.reset_operands(a=a, b=b)
+        s.factorize()
+        return s.solve()
+
+    return s, run
+
+
+def lapack_note(case):
+    try:  # which LAPACK the CPU path found (informational only)
+        from cumath._bindings import lapack
+
+        lib = lapack.find_lapack("auto")
+        case.note(f"cumath's CPU LAPACK: {lib.description} ({lib.blas.config or ''}); numpy {np.__version__}")
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# ------------------------------------------------------------------------------------------------ CPU
+@bench.case("dense/cpu-2048-float64", "CPU, one float64 system of order 2048, one right-hand side")
+def cpu_single(case):
+    sla = need("scipy.linalg")
+    n = 2048
+    a = well_conditioned(np, (n, n), np.float64)
+    b = RNG.standard_normal((n, 1))
+    lapack_note(case)
+    s, run = stateful(a, b)
+    x = run()
+    extra = {"cumath DirectSolver factorize+solve": {"rel_residual": rel_residual(a, x, b)}}
+    fns = {"scipy.linalg.solve": lambda: sla.solve(a, b), "numpy.linalg.solve": lambda: np.linalg.solve(a, b),
+           "cumath DirectSolver factorize+solve": run, "cumath direct_solver (stateless)": lambda: direct_solver(a, b)}
+    case.time(fns, rounds=case.rounds(5, 2), target=0.5, settle=SETTLE, extra=extra)
+    for mine in ("cumath DirectSolver factorize+solve", "cumath direct_solver (stateless)"):
+        case.ratio(mine, "scipy.linalg.solve")
+        case.ratio(mine, "numpy.linalg.solve")
+    case.note("scipy.linalg.solve also checks that a is finite and estimates its condition number (gecon)")
+    s.free()
+
+
+@bench.case("dense/cpu-batched-4096x32-float64", "CPU, 4096 float64 systems of order 32, one right-hand side each")
+def cpu_batched(case):
+    count, n = (1024 if case.quick else 4096), 32
+    a = well_conditioned(np, (count, n, n), np.float64)
+    b = RNG.standard_normal((count, n, 1))
+    lapack_note(case)
+    s, run = stateful(a, b)
+    x = run()
+    extra = {"cumath DirectSolver factorize+solve": {"rel_residual": rel_residual(a, x, b)}}
+    fns = {"numpy.linalg.solve": lambda: np.linalg.solve(a, b), "cumath DirectSolver factorize+solve": run,
+           "cumath direct_solver (stateless)": lambda: direct_solver(a, b)}
+    torch = optional("torch")
+    if torch is not None:
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        fns["torch.linalg.solve (CPU)"] = lambda: torch.linalg.solve(ta, tb)
+    case.time(fns, rounds=case.rounds(9, 3), target=0.2, settle=SETTLE, extra=extra)
+    for mine in ("cumath DirectSolver factorize+solve", "cumath direct_solver (stateless)"):
+        case.ratio(mine, "numpy.linalg.solve")
+    s.free()
+
+
+@bench.case("dense/cpu-threads", "CPU batches over threads against the calling thread, per order (the table of "
+                                 "_traits.THREADS_FROM)", default=False)
+def cpu_threads(case):
+    from cumath._core.execution import ExecutionCPU, available_cpus
+
+    cpus = available_cpus()
+    if cpus < 2:
+        raise Skip("needs 2 cores")
+    for n in (8, 16, 32, 48, 64, 128, 256):
+        count = max(8, int(2e8 / (n ** 3)))
+        a = well_conditioned(np, (count, n, n), np.float64)
+        b = RNG.standard_normal((count, n, 1))
+        serial = DirectSolver(a, b, execution=ExecutionCPU(num_threads=1))
+        threaded = DirectSolver(a, b, execution=ExecutionCPU(num_threads=cpus))
+        for s in (serial, threaded):
+            s.plan()
+        t = case.time({f"n={n} x{count} calling thread": serial.execute, f"n={n} x{count} {cpus} threads":
+                       threaded.execute}, rounds=case.rounds(5, 2), target=0.1)
+        case.ratio(f"n={n} x{count} {cpus} threads", f"n={n} x{count} calling thread")
+        del t
+        serial.free()
+        threaded.free()
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+def gpu_contenders(case, a, b, dtype_name):
+    """Rows for torch/cupy operands (cumath stateful and stateless), torch.linalg.solve, cupy.linalg.solve and
+    nvmath-python's direct solver where importable."""
+    torch = optional("torch")
+    cp = optional("cupy")
+    if (torch is None or not torch.cuda.is_available()) and cp is None:
+        raise Skip("needs CuPy or a CUDA PyTorch")
+    fns, plans = {}, []
+    ref = None
+    if torch is not None and torch.cuda.is_available():
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        s, run = stateful(ta, tb)
+        plans.append(s)
+        ref = (ta, tb, run)
+        fns["torch.linalg.solve"] = lambda: torch.linalg.solve(ta, tb)
+        fns["cumath DirectSolver factorize+solve (torch)"] = run
+        fns["cumath direct_solver (stateless, torch)"] = lambda: direct_solver(ta, tb)
+    if cp is not None:
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        s, run = stateful(ca, cb)
+        plans.append(s)
+        fns["cupy.linalg.solve"] = lambda: cp.linalg.solve(ca, cb)
+        fns["cumath DirectSolver factorize+solve (cupy)"] = run
+        fns["cumath direct_solver (stateless, cupy)"] = lambda: direct_solver(ca, cb)
+        if ref is None:
+            ref = (ca, cb, run)
+    nvmath = optional("nvmath")
+    nv_fn = getattr(getattr(nvmath, "linalg", None), "direct_solver", None) if nvmath is not None else None
+    if nv_fn is not None:
+        xa, xb = ref[0], ref[1]
+        try:
+            nv_fn(xa, xb)
+            fns["nvmath.linalg.direct_solver (stateless)"] = lambda: nv_fn(xa, xb)
+            nv_cls = nvmath.linalg.DirectSolver
+            nvs = nv_cls(xa, xb)
+            nvs.plan()
+
+            def nv_run():
+                nvs.reset_operands(a=xa, b=xb)
+                nvs.factorize()
+                return nvs.solve()
+
+            nv_run()
+            plans.append(nvs)
+            fns["nvmath DirectSolver factorize+solve"] = nv_run
+        except Exception as exc:  # noqa: BLE001
+            case.note(f"nvmath-python not measured: {type(exc).__name__}: {exc}")
+    else:
+        case.note("nvmath-python (with nvmath.linalg.direct_solver) not installed: no nvmath rows")
+    x = ref[2]()
+    host = (lambda v: v.cpu().numpy()) if hasattr(ref[0], "cpu") else (lambda v: v.get())
+    err = rel_residual(a, host(x), b)
+    return fns, plans, err
+
+
+def gpu_case(case, a, b, dtype_name, rounds):
+    fns, plans, err = gpu_contenders(case, a, b, dtype_name)
+    first = next(k for k in fns if k.startswith("cumath DirectSolver"))
+    case.time(fns, sync=device_sync(), rounds=rounds, target=0.2, extra={first: {"rel_residual": err}})
+    for mine in [k for k in fns if k.startswith("cumath")]:
+        for peer in ("torch.linalg.solve", "cupy.linalg.solve", "nvmath.linalg.direct_solver (stateless)"):
+            case.ratio(mine, peer)
+    case.ratio("cumath DirectSolver factorize+solve (torch)", "nvmath DirectSolver factorize+solve")
+    for p in plans:
+        p.free()
+
+
+@bench.case("dense/gpu-8192-float64", "GPU, one float64 system of order 8192, one right-hand side", gpu=True)
+def gpu_single(case):
+    n = 4096 if case.quick else 8192
+    a = well_conditioned(np, (n, n), np.float64)
+    b = RNG.standard_normal((n, 1))
+    gpu_case(case, a, b, "float64", case.rounds(5, 2))
+
+
+@bench.case("dense/gpu-batched-16384x32-float32", "GPU, 16,384 float32 systems of order 32, one right-hand side "
+                                                   "each", gpu=True)
+def gpu_batched(case):
+    count, n = 16384, 32
+    a = well_conditioned(np, (count, n, n), np.float32)
+    b = RNG.standard_normal((count, n, 1)).astype(np.float32)
+    gpu_case(case, a, b, "float32", case.rounds(7, 3))
+
+
+@bench.case("dense/gpu-batch-method", "GPU, one cuSOLVER call per system ('loop') against the batched routines "
+                                      "('batched'), per order and matrix type (the table of "
+                                      "_traits.BATCHED_UP_TO)", gpu=True)
+def gpu_batch_method(case):
+    torch = optional("torch")
+    cp = optional("cupy")
+    if cp is None and (torch is None or not torch.cuda.is_available()):
+        raise Skip("needs CuPy or a CUDA PyTorch")
+    to_gpu = cp.asarray if cp is not None else (lambda v: torch.from_numpy(v).cuda())
+    orders = (8, 32, 64, 128) if case.quick else (8, 16, 32, 48, 64, 96, 128, 192, 256)
+    for kind in ("general", "spd"):
+        for n in orders:
+            count = max(16, min(8192, int(4e8 / n ** 3)))
+            a = well_conditioned(np, (count, n, n), np.float32)
+            if kind == "spd":
+                a = a @ np.swapaxes(a, -1, -2)
+            ga, gb = to_gpu(a), to_gpu(RNG.standard_normal((count, n, 1)).astype(np.float32))
+            fns, plans = {}, []
+            for method in ("loop", "batched"):
+                s, run = stateful(ga, gb, options={"matrix_type": kind, "batch_method": method})
+                plans.append(s)
+                fns[f"{kind} n={n} x{count} {method}"] = run
+            case.time(fns, sync=device_sync(), rounds=case.rounds(3, 2), target=0.05)
+            case.ratio(f"{kind} n={n} x{count} batched", f"{kind} n={n} x{count} loop")
+            for p in plans:
+                p.free()
+    case.note("the cases where 'batched' / 'loop' < 1 are where DirectSolverOptions(batch_method='auto') should pick "
+              "'batched' (cumath.linalg._solver._traits.BATCHED_UP_TO: the largest such order per matrix type)")
+
+
+# --------------------------------------------------------------------------------------------- sparse
+def _sparse_hook():
+    """The sparse direct solver's cases live in benchmarks/solvers_sparse.py (written separately): when present,
+    its ``register(bench)`` adds them (as group ``sparse``) to this script."""
+    if not os.path.exists(os.path.join(HERE, "solvers_sparse.py")):
+        return
+    module = importlib.import_module("solvers_sparse")
+    register = getattr(module, "register", None)
+    if register is not None:
+        register(bench)
+
+
+_sparse_hook()
+
+if __name__ == "__main__":
+    sys.exit(bench.main())

@@ -1,0 +1,295 @@
+"""Sparse direct solver benchmark: cumath.sparse.advanced against its peers, in one process, on the same data.
+
+Group ``sparse`` (``--list`` shows every case):
+  cpu-poisson-90k   2-D Poisson, 300 x 300 grid (5-point Laplacian, 90,000 unknowns, float64, as a general
+                    matrix): a fresh solve (plan + factorize + solve, the plan cache off) on cumath's default CPU
+                    engine and on SuperLU, against pypardiso.spsolve (new values every call, so it factorizes),
+                    scipy.sparse.linalg.spsolve and splu; the stateless call with new values of the same pattern
+                    (the cached analysis refactorized); the first call split into plan / factorize / solve.
+  gpu-poisson-90k   the same system on the GPU (cuDSS) with CuPy operands: the first call in a fresh process,
+                    a fresh call split into plan / factorize / solve, the stateless re-solve with new values;
+                    NumPy operands staged to the GPU; cupyx.scipy.sparse.linalg.spsolve; nvmath-python's
+                    direct_solver where importable.
+  gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split, stateless re-solve.
+  gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
+                    solve times, the factors' fill (lu_nnz) and cuDSS's memory estimates.
+
+    python benchmarks/solvers_sparse.py                       # every default case; GPU cases skip without a GPU
+    python benchmarks/solvers_sparse.py --case sparse/cpu-poisson-90k --json sparse.json
+    python benchmarks/solvers_sparse.py --reorderings
+
+``register(bench)`` adds the cases to another script's Bench (benchmarks/solvers.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Bench, device_sync, need, optional  # noqa: E402
+
+__all__ = ["register", "poisson", "main"]
+
+SETTLE = 0.2  # MKL's and OpenBLAS's idle workers spin a while after a call (benchmarks/NOTES.md)
+
+
+def poisson(m: int, dtype="float64"):
+    """The 5-point Laplacian of an m x m grid as a SciPy CSR array (int32 indices, sorted)."""
+    sp = need("scipy.sparse")
+    t = sp.diags_array([-np.ones(m - 1), 4.0 * np.ones(m), -np.ones(m - 1)], offsets=[-1, 0, 1])
+    s = sp.diags_array([-np.ones(m - 1), -np.ones(m - 1)], offsets=[-1, 1])
+    a = sp.csr_array(sp.kron(sp.eye_array(m), t) + sp.kron(s, sp.eye_array(m))).astype(dtype)
+    a.sort_indices()
+    a.indptr, a.indices = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    return a
+
+
+def _variants(a, k=2):
+    """``k`` matrices with ``a``'s pattern and other values (the same arrays of indices)."""
+    sp = need("scipy.sparse")
+    rng = np.random.default_rng(3)
+    return [sp.csr_array((a.data * (1 + 0.05 * rng.random(a.nnz)), a.indices, a.indptr), shape=a.shape)
+            for _ in range(k)]
+
+
+class _Cycle:
+    def __init__(self, items):
+        self.items, self.i = items, 0
+
+    def __call__(self):
+        self.i = (self.i + 1) % len(self.items)
+        return self.items[self.i]
+
+
+def _split(case, make_solver, sync, prefix: str, repeats: int = 3):
+    """Rows of the plan / factorize / solve times of fresh solvers (best of ``repeats``)."""
+    best = {"plan": [], "factorize": [], "solve": [], "total": []}
+    info = None
+    for _ in range(repeats):
+        solver = make_solver()
+        try:
+            sync()
+            t0 = time.perf_counter()
+            solver.plan()
+            sync()
+            t1 = time.perf_counter()
+            f = solver.factorize()
+            sync()
+            t2 = time.perf_counter()
+            solver.solve()
+            sync()
+            t3 = time.perf_counter()
+            plans = getattr(solver._executor, "plans", None)
+            two_level = f", two-level factorization {'on' if plans[0].iparm[23] == 10 else 'off'}" if (
+                plans and hasattr(plans[0], "iparm")) else ""
+            info = (f.lu_nnz, solver.engine + two_level)
+        finally:
+            solver.free()
+        for key, dt in (("plan", t1 - t0), ("factorize", t2 - t1), ("solve", t3 - t2), ("total", t3 - t0)):
+            best[key].append(dt)
+    for key, values in best.items():
+        case.value(f"{prefix} {key} (best of {repeats})", min(values) * 1e3, "ms",
+                   median_ms=float(np.median(values)) * 1e3)
+    if info:
+        case.note(f"{prefix}: engine {info[1]}, factors' stored entries {info[0]:,}")
+
+
+# ------------------------------------------------------------------------------------------------ CPU
+def cpu_poisson(case, m=300):
+    splinalg = need("scipy.sparse.linalg")
+    import cumath.sparse.advanced as S
+    from cumath.config import plan_cache
+
+    a = poisson(m)
+    n = a.shape[0]
+    b = np.random.default_rng(0).standard_normal(n)
+    variants = _variants(a)
+    values = _Cycle(variants)
+    case.note(f"2-D Poisson {m} x {m}: n = {n:,}, nnz = {a.nnz:,}; {os.cpu_count()} cores")
+
+    def fresh(engine=None):
+        opts = None if engine is None else {"cpu_engine": engine}
+        mine = _Cycle(variants)
+
+        def run():
+            enabled, plan_cache.enabled = plan_cache.enabled, False
+            try:
+                return S.direct_solver(mine(), b, options=opts)
+            finally:
+                plan_cache.enabled = enabled
+        return run
+
+    # every contender alternates between two value sets of its own, so that none can skip a factorization
+    again = _Cycle(variants)
+    fns = {"cumath fresh": fresh(), "cumath same pattern, new values": lambda: S.direct_solver(again(), b),
+           "cumath fresh (superlu)": fresh("superlu")}
+    pyp = optional("pypardiso")
+    if pyp is not None:
+        solver, theirs = pyp.PyPardisoSolver(), _Cycle(variants)
+        fns["pypardiso.spsolve"] = lambda: pyp.spsolve(theirs(), b, solver=solver)
+    csc = [v.tocsc() for v in variants]
+    c1, c2 = _Cycle(csc), _Cycle(csc)
+    fns["scipy spsolve"] = lambda: splinalg.spsolve(c1(), b)
+    fns["scipy splu + solve"] = lambda: splinalg.splu(c2()).solve(b)
+    x = S.direct_solver(a, b)
+    case.note(f"cumath's residual max|a x - b| = {np.abs(a @ x - b).max():.2e}")
+    case.time(fns, rounds=case.rounds(5, 2), number=1, settle=SETTLE)
+    case.ratio("cumath fresh", "pypardiso.spsolve", "fresh solve / pypardiso.spsolve")
+    case.ratio("cumath fresh", "scipy spsolve", "fresh solve / scipy spsolve")
+    case.ratio("cumath same pattern, new values", "cumath fresh", "new values (stateless) / fresh solve")
+    _split(case, lambda: S.DirectSolver(values(), b), lambda: None, "cumath first call")
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+_FIRST_CALL = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+    import numpy as np, cupy as cp, cupyx.scipy.sparse as csp
+    from solvers_sparse import poisson
+    a = csp.csr_matrix(poisson(int(sys.argv[3])))
+    b = cp.asarray(np.random.default_rng(0).standard_normal(a.shape[0]))
+    cp.cuda.Device().synchronize()
+    import cumath.sparse.advanced as S
+    t0 = time.perf_counter()
+    x = S.direct_solver(a, b)
+    cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    a.data *= 1.01
+    x = S.direct_solver(a, b)
+    cp.cuda.Device().synchronize()
+    t2 = time.perf_counter()
+    print((t1 - t0) * 1e3, (t2 - t1) * 1e3)
+""")
+
+
+def _first_call_in_a_fresh_process(case, m: int):
+    """The first and second stateless calls of new processes: with an empty cache folder (cuDSS compiles its
+    run-time kernels), then with the kernels that process cached."""
+    import tempfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CUMATH_CACHE_DIR=tempfile.mkdtemp(prefix="cumath-bench-cudss-"))
+    env.pop("CUDSS_JIT_CACHE_DIR", None)
+    for label in ("empty kernel cache", "kernels cached"):
+        out = subprocess.run([sys.executable, "-c", _FIRST_CALL, root, os.path.dirname(os.path.abspath(__file__)),
+                              str(m)], capture_output=True, text=True, timeout=600, env=env)
+        if out.returncode:
+            case.note(f"first call in a fresh process failed: {out.stderr.strip().splitlines()[-1:]}")
+            return
+        first, second = map(float, out.stdout.split()[-2:])
+        case.value(f"cumath first call, new process, {label} (load, plan, factorize, solve)", first, "ms")
+        case.value(f"cumath second call, same process, {label} (new values)", second, "ms")
+
+
+def _gpu_poisson(case, m: int, peers: bool):
+    cp = need("cupy")
+    csp = need("cupyx.scipy.sparse")
+    import cumath.sparse.advanced as S
+
+    a_host = poisson(m)
+    n = a_host.shape[0]
+    case.note(f"2-D Poisson {m} x {m}: n = {n:,}, nnz = {a_host.nnz:,}")
+    _first_call_in_a_fresh_process(case, m)
+    a = csp.csr_matrix(a_host)
+    b = cp.asarray(np.random.default_rng(0).standard_normal(n))
+    sync = device_sync()
+    mats = [csp.csr_matrix(v) for v in _variants(a_host)]
+    values = _Cycle(mats)
+    x = S.direct_solver(a, b)
+    case.note(f"cumath's residual max|a x - b| = {float(cp.abs(a @ x - b).max()):.2e}")
+    _split(case, lambda: S.DirectSolver(values(), b), sync, "cumath fresh call")
+    fns = {"cumath same pattern, new values (CuPy)": lambda: S.direct_solver(values(), b)}
+    host_values = _Cycle(_variants(a_host))
+    b_host = cp.asnumpy(b)
+    fns["cumath same pattern, new values (NumPy, staged)"] = lambda: S.direct_solver(host_values(), b_host,
+                                                                                       execution="cuda")
+    if peers:
+        cspl = optional("cupyx.scipy.sparse.linalg")
+        if cspl is not None:
+            fns["cupyx spsolve"] = lambda: cspl.spsolve(values(), b)
+        nvmath = optional("nvmath.sparse.advanced")
+        if nvmath is not None:
+            fns["nvmath-python direct_solver"] = lambda: nvmath.direct_solver(values(), b)
+        splinalg = optional("scipy.sparse.linalg")
+        if splinalg is not None:
+            cpu_values = _Cycle([v.tocsc() for v in _variants(a_host)])
+            fns["scipy spsolve (CPU)"] = lambda: splinalg.spsolve(cpu_values(), b_host)
+    case.time(fns, sync=sync, number=1, rounds=case.rounds(5, 2))
+    if peers:
+        case.ratio("cumath same pattern, new values (CuPy)", "cupyx spsolve")
+        case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver")
+
+
+def gpu_poisson_90k(case):
+    _gpu_poisson(case, 300, peers=True)
+
+
+def gpu_poisson_1m(case):
+    _gpu_poisson(case, 1000, peers=False)
+
+
+def gpu_reorderings(case, m=1000):
+    cp = need("cupy")
+    csp = need("cupyx.scipy.sparse")
+    import cumath.sparse.advanced as S
+
+    a = csp.csr_matrix(poisson(m))
+    b = cp.asarray(np.random.default_rng(0).standard_normal(a.shape[0]))
+    sync = device_sync()
+    for alg in S.DirectSolverReorderingAlg:
+        t = {}
+        with S.DirectSolver(a, b) as s:
+            s.plan_config.reordering_algorithm = alg
+            try:
+                sync()
+                t0 = time.perf_counter()
+                info = s.plan()
+                sync()
+                t1 = time.perf_counter()
+                f = s.factorize()
+                sync()
+                t2 = time.perf_counter()
+                x = s.solve()
+                sync()
+                t3 = time.perf_counter()
+            except Exception as exc:  # noqa: BLE001 - a reordering cuDSS refuses for this matrix is a row too
+                case.value(f"{alg.name}", f"failed: {type(exc).__name__}: {exc}")
+                continue
+            est = info.memory_estimates
+            t = {"plan_ms": (t1 - t0) * 1e3, "factorize_ms": (t2 - t1) * 1e3, "solve_ms": (t3 - t2) * 1e3}
+            res = float(cp.abs(a @ x - b).max())
+            case.value(f"{alg.name}", (t3 - t0) * 1e3, "ms", **t, lu_nnz=int(f.lu_nnz),
+                       peak_device_MiB=int(est.peak_device_memory) / 2 ** 20, npivots=int(f.npivots),
+                       residual=res)
+    case.note("total = plan + factorize + solve of one fresh solver per reordering; lu_nnz = the factors' fill")
+
+
+def register(bench: Bench) -> None:
+    """Add the ``sparse`` group to ``bench``."""
+    bench.case("sparse/cpu-poisson-90k", "2-D Poisson 90k f64 on the CPU: cumath vs pypardiso, SciPy")(cpu_poisson)
+    bench.case("sparse/gpu-poisson-90k", "2-D Poisson 90k f64 on the GPU (cuDSS) vs cupyx, nvmath-python",
+               gpu=True)(gpu_poisson_90k)
+    bench.case("sparse/gpu-poisson-1m", "2-D Poisson 1M f64 on the GPU (cuDSS)", gpu=True)(gpu_poisson_1m)
+    bench.case("sparse/gpu-reorderings", "every cuDSS reordering on the 1M Poisson system", gpu=True,
+               default=False)(gpu_reorderings)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--reorderings" in argv:
+        argv.remove("--reorderings")
+        argv += ["--case", "sparse/gpu-reorderings"]
+    bench = Bench("solvers_sparse", __doc__)
+    register(bench)
+    return bench.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

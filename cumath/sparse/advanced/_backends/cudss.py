@@ -1,0 +1,411 @@
+"""cuDSS 1.0: the GPU engine. One handle (the caller's or its own), one config and one data object, and the
+matrix objects of one problem (a system or a batch of them, through cuDSS's batch matrices).
+
+Handles: creating a cuDSS handle costs (it sets up cuBLAS and streams), so the solvers of one thread on one GPU
+share one (cuDSS handles are not thread-safe: one per thread), destroyed when the thread ends or by
+``release_shared_handles()``; a caller's handle (``DirectSolverOptions.handle``) is used as given and never destroyed.
+
+Threads: cuDSS does its reordering and symbolic analysis on the host, in parallel through a threading layer.
+By default the one that ships with cuDSS (``libcudss_mtlayer_gomp.so*``, next to ``libcudss``) is loaded with
+as many threads as the process may use (``CUDSS_CONFIG_HOST_NTHREADS``); ``multithreading_lib`` names another.
+cuDSS 1.0 compiles some kernels at run time; they are cached under cumath's cache folder
+(``cache_dir("cudss-jit")``) unless ``CUDSS_JIT_CACHE_DIR`` says otherwise, so a second process does not compile
+them again.
+
+Pivoting: cuDSS's default reordering (nested dissection) pivots only within supernodes and perturbs pivots
+that stay small, which can leave wrong solutions for general matrices without diagonal dominance. After each
+factorization the solver reads how many pivots were perturbed; the solutions of such a factorization are
+checked (``_executors``), and for a general matrix whose reordering, pivoting and matching the caller left
+alone, a solution that fails the check makes the plan switch to global pivoting (``pivot_globally``: the
+BTF+COLAMD reordering, matching off, which cuDSS does not combine with it), analyse and factorize again, and
+solve again (logged).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import logging
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from ...._bindings import cudss
+from ...._bindings._loader import find_library
+from ...._core import cuda
+from ...._core.allocators import allocate
+from ...._core.disk_cache import cache_dir
+from ....errors import CUDSSError, SingularMatrixError
+from .._options import DirectSolverMatrixType as MT
+
+__all__ = ["CudssSolver", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
+
+logger = logging.getLogger(__name__)
+
+_C = cudss.ConfigParam
+#: setting name (of the plan/factorization/solution configs) -> cuDSS config parameter
+SETTINGS = {
+    "host_nthreads": _C.HOST_NTHREADS, "reordering_algorithm": _C.REORDERING_ALG, "pivot_type": _C.PIVOT_TYPE,
+    "pivot_threshold": _C.PIVOT_THRESHOLD, "max_nnz": _C.MAX_LU_NNZ, "matching_algorithm": _C.MATCHING_ALG,
+    "nd_min_levels": _C.ND_NLEVELS, "use_superpanels": _C.USE_SUPERPANELS,
+    "factorization_algorithm": _C.FACTORIZATION_ALG, "pivot_eps_algorithm": _C.PIVOT_EPSILON_ALG,
+    "pivot_eps": _C.PIVOT_EPSILON, "solution_algorithm": _C.SOLVE_ALG, "ir_num_steps": _C.IR_N_STEPS,
+}
+VALUE_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}  # cudaDataType
+_R_32I = 10
+_REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
+_D = cudss.DataParam
+
+
+def bundled_threading_layer() -> str | None:
+    """The threading layer shipped next to the loaded libcudss, or None."""
+    path = find_library("cudss")
+    if not path or not os.path.isabs(path):
+        return None
+    found = sorted(glob.glob(os.path.join(os.path.dirname(path), "libcudss_mtlayer_gomp.so*")))
+    return found[0] if found else None
+
+
+class _Handle:
+    """A cuDSS handle and what was set on it once (the threading layer, the kernel cache, the stream)."""
+
+    def __init__(self, handle: int, own: bool):
+        self.handle, self.own = handle, own
+        self.threading = None  # (path asked for, loaded or not) once tried
+        self.jit = False
+        self.stream = None
+        self._finalizer = weakref.finalize(self, _destroy_handle, handle) if own else None
+
+
+def _destroy_handle(handle) -> None:
+    try:
+        cudss.cudssDestroy(handle)
+    except Exception:  # noqa: BLE001 - a failing destroy (e.g. at interpreter exit) is logged, never raised
+        logger.warning("destroying a cuDSS handle failed", exc_info=True)
+
+
+_local = threading.local()
+
+
+def _shared_handle(device_id: int) -> _Handle:
+    table = getattr(_local, "handles", None)
+    if table is None:
+        table = _local.handles = {}
+    h = table.get(device_id)
+    if h is None:
+        h = table[device_id] = _Handle(cudss.cudssCreate(), True)
+    return h
+
+
+def release_shared_handles() -> None:
+    """Let go of the cuDSS handles this thread's solvers share: each is destroyed once no solver uses it."""
+    _local.handles = {}
+
+
+def _destroy(handle, config, data, matrices, buffers, keep) -> None:
+    """Destroy what a CudssSolver made (idempotent; also its weakref.finalize safety net, which must not raise)."""
+    try:
+        for m in matrices:
+            if m:
+                cudss.cudssMatrixDestroy(m)
+        matrices.clear()
+        for b in buffers:
+            b.free()
+        buffers.clear()
+        if data[0]:
+            cudss.cudssDataDestroy(handle, data[0])
+            data[0] = 0
+        if config[0]:
+            cudss.cudssConfigDestroy(config[0])
+            config[0] = 0
+        keep.clear()  # the handle's holder: a handle no solver refers to any more is destroyed with it
+    except Exception:  # noqa: BLE001 - a failing destroy (e.g. at interpreter exit) is logged, never raised
+        logger.warning("destroying cuDSS objects failed", exc_info=True)
+
+
+class CudssSolver:
+    """cuDSS's objects for one problem of ``count`` systems (``sizes``, ``nnz`` per system) of ``dtype``.
+
+    ``set_a``/``set_b``/``set_x`` give the arrays' addresses (per system: ``(indptr, indices, values)``, and
+    ``(ptr, rows, cols, ld)`` column-major for dense ones): the matrix objects are made on the first call and
+    pointed elsewhere afterwards. ``analyse``/``factorize``/``solve`` run the phases on ``stream``.
+    """
+
+    def __init__(self, *, count, sizes, nnz, dtype, mtype, view, device_id, handle, threading_lib, execution,
+                 threads, allocator, settings, log):
+        self.count, self.sizes, self.nnz, self.dtype = count, tuple(sizes), tuple(nnz), dtype
+        self.mtype, self.view, self.device_id, self.allocator = mtype, view, device_id, allocator
+        self.settings, self.log = settings, log or logger
+        self.batch = count > 1
+        cuda.set_device(device_id)
+        path = threading_lib or bundled_threading_layer()
+        if handle is not None:
+            self._h = _Handle(handle, False)
+        else:
+            self._h = _shared_handle(device_id)
+            if self._h.threading is not None and self._h.threading[0] != path:  # another layer: a handle of its own
+                self._h = _Handle(cudss.cudssCreate(), True)
+        self.handle = self._h.handle
+        self._config, self._data, self._matrices, self._buffers = [0], [0], [], []
+        self._finalizer = weakref.finalize(self, _destroy, self.handle, self._config, self._data, self._matrices,
+                                           self._buffers, [self._h])
+        self._config[0] = cudss.cudssConfigCreate()
+        self._data[0] = cudss.cudssDataCreate(self.handle)
+        self.A = self.B = self.X = 0
+        self._ptrs = {}  # device arrays of pointers (batches): name -> [buffer, last uploaded, host copy]
+        self._dense_shape = {}  # "B"/"X" -> the shape its matrix object was made for
+        self._dense_arrays = {}  # "B"/"X" -> the host size arrays of a batch matrix (kept alive with it)
+        self.global_pivoting = False
+        self.perturbed = 0
+        self.factorized = False
+        self._threading(path, threading_lib is not None, execution, threads)
+        self._jit_cache()
+        hm = execution.hybrid_memory
+        if hm.hybrid_memory_mode:
+            self.config_set(_C.HYBRID_MEMORY_MODE, 1)
+            if hm.hybrid_device_memory_limit is not None:
+                from ...._bindings import cudart
+                from .._execution import memory_limit_bytes
+
+                limit = memory_limit_bytes(hm.hybrid_device_memory_limit, cudart.cudaMemGetInfo()[1])
+                self.log.info("cuDSS hybrid memory mode, device memory limit %d bytes", limit)
+                self.config_set(_C.HYBRID_DEVICE_MEMORY_LIMIT, limit)
+            self.config_set(_C.USE_CUDA_REGISTER_MEMORY, int(hm.register_cuda_memory))
+        if execution.kind == "hybrid":
+            self.config_set(_C.HYBRID_EXECUTE_MODE, 1)
+        for name, value in settings.items():
+            if value is not None:
+                self.config_set(SETTINGS[name], value)
+
+    # ------------------------------------------------------------------------------------------ setup
+    def _threading(self, path, named: bool, execution, threads) -> None:
+        h = self._h
+        if h.threading is None or not h.own:  # once per handle of cumath's; every time on the caller's
+            h.threading = (path, self._load_threading(path, named))
+        self.threading = path if h.threading[1] else None
+        if self.threading is None:
+            return
+        n = execution.num_threads or threads
+        self.config_set(_C.HOST_NTHREADS, n)
+        self.log.info("cuDSS threading layer %s (%s), %d host threads", os.path.basename(path),
+                      "multithreading_lib" if named else "shipped with cuDSS", n)
+
+    def _load_threading(self, path, named: bool) -> bool:
+        if path is None:
+            self.log.warning("cuDSS's threading layer (libcudss_mtlayer_gomp) was not found next to libcudss; its "
+                             "reordering and analysis run on one core (give DirectSolverOptions.multithreading_lib)")
+            return False
+        try:
+            cudss.cudssSetThreadingLayer(self.handle, path)
+        except CUDSSError as exc:
+            self.log.warning("cuDSS could not load the threading layer %s (%s); its reordering and analysis run on "
+                             "one core", path, exc)
+            return False
+        return True
+
+    def _jit_cache(self) -> None:
+        if os.environ.get("CUDSS_JIT_CACHE_DIR") is not None or (self._h.jit and self._h.own):
+            return
+        self._h.jit = True
+        try:
+            cudss.cudssSetJitCacheDir(self.handle, cache_dir("cudss-jit"))
+        except AttributeError:  # a cuDSS older than 1.0 compiles nothing at run time
+            pass
+        except (CUDSSError, OSError) as exc:  # a cache that cannot be used is skipped
+            self.log.warning("cuDSS's kernel cache folder cannot be used (%s); kernels are compiled per process", exc)
+
+    def config_set(self, param, value) -> None:
+        cudss.cudssConfigSet(self._config[0], param, int(value) if cudss.CONFIG_TYPES[param] is not ctypes.c_double
+                             else float(value))
+
+    def config_get(self, param):
+        return cudss.cudssConfigGet(self._config[0], param)
+
+    def set_stream(self, stream: int) -> None:
+        h = self._h
+        if stream != h.stream or not h.own:  # the caller's handle may have been given another stream meanwhile
+            cudss.cudssSetStream(self.handle, stream)
+            h.stream = stream
+
+    # ---------------------------------------------------------------------------------------- matrices
+    def _device_pointers(self, key: str, ptrs, stream) -> int:
+        """A device array of the pointers ``ptrs`` (uploaded when they changed)."""
+        host = np.asarray(ptrs, dtype=np.uint64)
+        known = self._ptrs.get(key)
+        if known is None:
+            buf = allocate(self.allocator, host.nbytes, stream)
+            self._buffers.append(buf)
+            known = self._ptrs[key] = [buf, None, host]
+        if known[1] is None or not np.array_equal(known[1], host):
+            known[2] = host  # kept alive until the copy has run (stream-ordered)
+            cuda.copy(known[0].device_ptr, host.ctypes.data, host.nbytes, cuda.H2D, stream, f"cuDSS {key} pointers")
+            known[1] = host.copy()
+        return known[0].device_ptr
+
+    def set_a(self, systems, stream) -> None:
+        vt = VALUE_TYPES[self.dtype]
+        if not self.batch:
+            (indptr, indices, values), = systems
+            if self.A:
+                cudss.cudssMatrixSetCsrPointers(self.A, indptr, 0, indices, values)
+                return
+            n = self.sizes[0]
+            self.A = cudss.cudssMatrixCreateCsr(n, n, self.nnz[0], indptr, 0, indices, values, _R_32I, _R_32I, vt,
+                                                self.mtype, self.view, cudss.IndexBase.ZERO)
+            self._matrices.append(self.A)
+            return
+        rows = self._device_pointers("row offsets", [s[0] for s in systems], stream)
+        cols = self._device_pointers("column indices", [s[1] for s in systems], stream)
+        vals = self._device_pointers("values", [s[2] for s in systems], stream)
+        if self.A:
+            cudss.cudssMatrixSetBatchCsrPointers(self.A, rows, 0, cols, vals)
+            return
+        self._sizes = np.asarray(self.sizes, dtype=np.int32)
+        self._nnz = np.asarray(self.nnz, dtype=np.int32)
+        self.A = cudss.cudssMatrixCreateBatchCsr(self.count, self._sizes.ctypes.data, self._sizes.ctypes.data,
+                                                 self._nnz.ctypes.data, rows, 0, cols, vals, _R_32I, _R_32I, vt,
+                                                 self.mtype, self.view, cudss.IndexBase.ZERO)
+        self._matrices.append(self.A)
+
+    def _dense(self, attr: str, items, stream) -> None:
+        vt = VALUE_TYPES[self.dtype]
+        current = getattr(self, attr)
+        if not self.batch:
+            (ptr, rows, cols, ld), = items
+            if current and self._dense_shape.get(attr) == (rows, cols, ld):
+                cudss.cudssMatrixSetValues(current, ptr)
+                return
+            if current:
+                cudss.cudssMatrixDestroy(current)
+                self._matrices.remove(current)
+            m = cudss.cudssMatrixCreateDn(rows, cols, ld, ptr, vt, cudss.Layout.COL_MAJOR)
+            self._dense_shape[attr] = (rows, cols, ld)
+        else:
+            p = self._device_pointers(attr, [i[0] for i in items], stream)
+            shape = tuple((i[1], i[2], i[3]) for i in items)
+            if current and self._dense_shape.get(attr) == shape:
+                cudss.cudssMatrixSetBatchValues(current, p)
+                return
+            if current:
+                cudss.cudssMatrixDestroy(current)
+                self._matrices.remove(current)
+            arrays = [np.asarray([s[k] for s in shape], dtype=np.int32) for k in range(3)]
+            self._dense_arrays[attr] = arrays
+            m = cudss.cudssMatrixCreateBatchDn(self.count, arrays[0].ctypes.data, arrays[1].ctypes.data,
+                                               arrays[2].ctypes.data, p, _R_32I, vt, cudss.Layout.COL_MAJOR)
+            self._dense_shape[attr] = shape
+        self._matrices.append(m)
+        setattr(self, attr, m)
+
+    def set_b(self, items, stream) -> None:
+        self._dense("B", items, stream)
+
+    def set_x(self, items, stream) -> None:
+        self._dense("X", items, stream)
+
+    # ------------------------------------------------------------------------------------------ phases
+    def _execute(self, phase) -> None:
+        # before the first solve the solution's matrix object may not exist yet: the analysis and the
+        # factorization do not touch it, so the right-hand side's stands in for it
+        cudss.cudssExecute(self.handle, phase, self._config[0], self._data[0], self.A, self.X or self.B, self.B)
+
+    def analyse(self, stream) -> None:
+        self.set_stream(stream)
+        self._execute(cudss.Phase.ANALYSIS)
+        self.factorized = False
+
+    def factorize(self, stream) -> None:
+        """Factorize, then read cuDSS's status: a non-positive-definite SPD/HPD matrix raises; ``perturbed`` says
+        how many pivots were perturbed (their solutions get checked)."""
+        self.set_stream(stream)
+        self._execute(cudss.Phase.FACTORIZATION)
+        self.factorized = True
+        self._read_status()
+
+    def _read_status(self) -> None:
+        info, npivots = self._status()
+        if info and self.mtype in (MT.SPD, MT.HPD):
+            raise SingularMatrixError(f"a is not positive definite (cuDSS reports info {info} after its Cholesky "
+                                      f"factorization); use sparse_system_type=SYMMETRIC (or HERMITIAN) for "
+                                      f"indefinite matrices")
+        self.perturbed = npivots if npivots else (1 if info else 0)
+        if self.perturbed:
+            self.log.info("cuDSS factorization: %d perturbed pivots, info %d; the solution will be checked", npivots,
+                          info)
+
+    def pivot_globally(self, stream) -> bool:
+        """Switch a general matrix's plan to global pivoting (BTF+COLAMD, matching off), analyse and factorize
+        again; False when the caller chose the reordering, pivoting or matching, or it was done already."""
+        s = self.settings
+        if (self.mtype != MT.GENERAL or self.global_pivoting or s.get("reordering_algorithm") is not None
+                or s.get("pivot_type") is not None or s.get("matching_algorithm") is not None):
+            return False
+        self.log.info("cuDSS's default reordering perturbed %d pivots and the solution failed its check: analysing "
+                      "and factorizing again with global pivoting (BTF+COLAMD reordering)", self.perturbed)
+        self.global_pivoting = True
+        self.config_set(_C.REORDERING_ALG, cudss.ReorderingAlg.BTF_COLAMD)
+        self.config_set(_C.MATCHING_ALG, cudss.MatchingAlg.NONE)
+        self.set_stream(stream)
+        self._execute(cudss.Phase.ANALYSIS)
+        self._execute(cudss.Phase.FACTORIZATION)
+        self._read_status()
+        return True
+
+    def _status(self):
+        return int(self.data_scalar(_D.INFO)), int(self.data_scalar(_D.NPIVOTS))
+
+    def solve(self, stream) -> None:
+        self.set_stream(stream)
+        self._execute(cudss.Phase.SOLVE)
+
+    # -------------------------------------------------------------------------------------------- data
+    def data_scalar(self, param, ctype=None):
+        ctype = ctype or cudss.DATA_TYPES[param]
+        v = ctype()
+        cudss.cudssDataGet(self.handle, self._data[0], param, ctypes.addressof(v), ctypes.sizeof(v))
+        return v.value
+
+    def data_array(self, param, count: int, dtype) -> np.ndarray:
+        out = np.zeros(count, dtype=dtype)
+        cudss.cudssDataGet(self.handle, self._data[0], param, out.ctypes.data, out.nbytes)
+        return out
+
+    def info(self, name: str):
+        n = self.sizes[0]
+        if name == "memory_estimates":
+            return self.data_array(_D.MEMORY_ESTIMATES, cudss.MEMORY_ESTIMATES_COUNT, np.int64)
+        if name == "info":
+            return int(self.data_scalar(_D.INFO))
+        if name == "lu_nnz":
+            return int(self.data_scalar(_D.LU_NNZ))
+        if name == "npivots":
+            return int(self.data_scalar(_D.NPIVOTS))
+        if name == "inertia":
+            return self.data_array(_D.INERTIA, 2, np.int32)
+        if name == "num_superpanels":
+            try:
+                return int(self.data_scalar(_D.NSUPERPANELS))
+            except CUDSSError:
+                return int(self.data_scalar(_D.NSUPERPANELS, ctypes.c_int64))
+        if self.batch:
+            raise RuntimeError(f"{name} is not available for batched systems")
+        arrays = {"plan_row_permutation": (_D.PERM_REORDER_ROW, np.int32),
+                  "plan_col_permutation": (_D.PERM_REORDER_COL, np.int32),
+                  "row_permutation": (_D.PERM_ROW, np.int32), "col_permutation": (_D.PERM_COL, np.int32),
+                  "matching_col_permutation": (_D.PERM_MATCHING, np.int32), "diag": (_D.DIAG, self.dtype),
+                  "row_scale_factors": (_D.SCALE_ROW, _REAL[self.dtype]),
+                  "col_scale_factors": (_D.SCALE_COL, _REAL[self.dtype])}
+        if name not in arrays:
+            raise KeyError(name)
+        param, dtype = arrays[name]
+        return self.data_array(param, n, dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.size for b in self._buffers)
+
+    def free(self) -> None:
+        self._finalizer()
+

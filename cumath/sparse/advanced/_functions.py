@@ -1,0 +1,69 @@
+"""The stateless sparse direct solve: a DirectSolver planned once per sparsity pattern and kept in the plan
+cache; a call with new values of a cached pattern refactorizes and solves without planning.
+
+``direct_solver`` is ``cached_call(key, make, operands)``: the key holds the sparsity pattern's fingerprint
+(CRC-32s of the row offsets and column indices, see ``cumath.sparse._operand``), the operands' signatures, the
+options, preferences, execution and stream.
+"""
+
+from __future__ import annotations
+
+from ..._core.execution import execution_key
+from ..._core.options import check_options
+from ..._core.plan_cache import cached_call
+from ..._core.streams import stream_key
+from ._options import (DirectSolverFactorizationPreferences, DirectSolverOptions, DirectSolverPlanPreferences,
+                       DirectSolverSolutionPreferences)
+from ._planner import DirectSolver, fingerprint, wrap_lhs, wrap_rhs
+
+__all__ = ["direct_solver"]
+
+
+def _prefs(value, cls, what: str):
+    return None if value is None else check_options(value, cls, what)
+
+
+def _planned(a, b, options, execution, stream, preferences) -> DirectSolver:
+    """A new DirectSolver of the call, its preferences applied and planned (a miss of the plan cache)."""
+    solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
+    try:
+        configs = (solver.plan_config, solver.factorization_config, solver.solution_config)
+        for prefs, config in zip(preferences, configs):
+            if prefs is not None:
+                for name in type(config)._FIELDS:
+                    value = getattr(prefs, name)
+                    if value is not None:
+                        setattr(config, name, value)
+        solver.plan()
+    except BaseException:
+        solver.free()
+        raise
+    return solver
+
+
+def direct_solver(a, b, /, *, options=None, execution=None, stream=None, plan_preferences=None,
+                  factorization_preferences=None, solution_preferences=None):
+    """Solve ``a @ x = b`` for ``x`` (see :class:`DirectSolver` for the operands, the result and where it runs).
+
+    Plans are cached by sparsity pattern: calling again with new values of the same pattern (same options and
+    right-hand side layout) refactorizes the cached analysis and solves. ``plan_preferences``,
+    ``factorization_preferences``, ``solution_preferences``: :class:`DirectSolverPlanPreferences` (and the
+    factorization and solution ones), or dicts of their fields, applied before planning.
+
+    >>> import numpy as np, scipy.sparse as sp, cumath
+    >>> a = sp.csr_array(np.array([[4.0, 1, 0], [1, 3, 0], [0, 0, 2]]))
+    >>> x = cumath.sparse.advanced.direct_solver(a, np.array([1.0, 2, 3]))
+    >>> bool(np.allclose(a @ x, [1, 2, 3]))
+    True
+    """
+    A, B = wrap_lhs(a), wrap_rhs(b)
+    opts = options if options is None or type(options) is DirectSolverOptions else check_options(
+        options, DirectSolverOptions, "sparse direct solver options")
+    prefs = (_prefs(plan_preferences, DirectSolverPlanPreferences, "plan preferences"),
+             _prefs(factorization_preferences, DirectSolverFactorizationPreferences, "factorization preferences"),
+             _prefs(solution_preferences, DirectSolverSolutionPreferences, "solution preferences"))
+    first_b = B[0] if isinstance(B, tuple) else B
+    skey = None if stream is None and first_b.device_id is None else stream_key(stream, first_b)
+    key = (DirectSolver, A.signature, fingerprint(A, skey), B.signature, opts,
+           execution if type(execution) is not dict else execution_key(execution), skey, prefs)
+    return cached_call(key, lambda: _planned(A, B, opts, execution, stream, prefs), {"a": A, "b": B})

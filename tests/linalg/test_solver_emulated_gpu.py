@@ -1,0 +1,447 @@
+"""The GPU code paths of the dense direct solver (the cuSOLVER and batched engines, the device, host-to-device
+and device-to-host executors) run on the CPU against an emulation: cuSOLVER's and cuBLAS's routines written
+with SciPy's LAPACK on host addresses, CUDA copies as memmove, "device" operands that are NumPy arrays tagged
+with device 0, "device" memory from NumPy buffers that the fake library knows. This checks the argument order,
+enums, pointer arrays, staging and copies of those paths on every CI run; the GPU tests check them against the
+real libraries."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+import scipy.linalg.lapack as sl  # noqa: E402
+
+from cumath._core.frameworks.numpy import from_pointer  # noqa: E402
+from cumath.config import plan_cache  # noqa: E402
+from cumath.linalg._solver import DirectSolver, IllConditionedWarning, SingularMatrixError, direct_solver  # noqa: E402
+from helpers.matrix import random_array, with_layout  # noqa: E402
+from test_generic_emulated_gpu import HostAllocator, device  # noqa: E402
+from test_generic_emulated_gpu import emulation as cuda_emulation  # noqa: E402
+from test_solver_cpu import assert_solves, frames_to, near_singular, system  # noqa: E402
+
+CUDA_TYPES = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128"}
+_LETTER = {"S": "float32", "D": "float64", "C": "complex64", "Z": "complex128"}
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+def _mat(ptr, rows, cols, ld, dtype):
+    """The column-major rows x cols matrix at ptr (a writable view)."""
+    return from_pointer(ptr, (cols, rows), (ld, 1), dtype).T
+
+
+def _ints(ptr, count, dtype):
+    return from_pointer(ptr, (count,), (1,), dtype)
+
+
+def _lapack(name, dtype):
+    return getattr(sl, _PREFIX[dtype] + name)
+
+
+class FakeSolverLibs:
+    """cuSOLVER's (64-bit API, batched Cholesky) and cuBLAS's (batched LU) routines with SciPy's LAPACK,
+    called as the engines call the raw ctypes functions, on top of the generic matmul's CUDA emulation
+    (``cuda``: its fake, which knows the "device" memory of HostAllocator, records copies and synchronisations,
+    and creates the handles). Records the calls and the streams set, and checks that every workspace, pivot,
+    info and pointer array argument lives where the library expects it."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.calls = []
+        self.streams = []
+        self.params = []
+        self.created, self.destroyed, self.copies = cuda.created, cuda.destroyed, cuda.copies
+
+    # ------------------------------------------------------------------------------------ memory
+    def is_device(self, ptr, nbytes=1) -> bool:
+        return self.cuda.is_device(ptr, nbytes)
+
+    def _device_ints(self, ptr, count, dtype):
+        assert self.is_device(ptr, count * np.dtype(dtype).itemsize), "expected device memory"
+        return _ints(ptr, count, dtype)
+
+    def _pointers(self, ptr, count):
+        assert self.is_device(ptr, 8 * count), "a pointer array must be in device memory"
+        return [int(p) for p in _ints(ptr, count, "uint64")]
+
+    # ------------------------------------------------------------------------------------ kernels
+    def get_kernel(self, source, name, arg_types, *, device_id=None):
+        """The pivot kernel of the batched engine, in NumPy (one 'thread' per system)."""
+        assert name[:-1] == "cumath_solver_pivots_" and name[-1] in "sdcz" and arg_types == "PqiiP"
+        assert f"CUMATH_PIVOTS({name[-1]}, " in source
+        dtype = _LETTER[name[-1].upper()]
+        fake = self
+
+        class Kernel:
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, out):
+                assert grid * block >= count and shared == 0
+                fake.calls.append(name)
+                res = from_pointer(out, (count, 2), (2, 1), "float64")
+                assert fake.is_device(out, 16 * count)
+                for p, ptr in enumerate(fake._pointers(aptrs, count)):
+                    d = np.abs(np.diagonal(_mat(ptr, n, n, lda, dtype)))
+                    res[p] = (d.min(), d.max()) if np.all(np.isfinite(d)) else (np.nan, np.nan)
+
+        return Kernel()
+
+    # ----------------------------------------------------------------------------------- handles
+    def live(self, handle):
+        assert handle not in self.destroyed, "a call on a destroyed handle"
+
+    def create_params(self):
+        self.params.append(0x9000 + 16 * len(self.params))
+        return self.params[-1]
+
+    # ---------------------------------------------------------------------------------- routines
+    def raw(self, name):
+        fn = getattr(self, "_" + name)
+
+        def call(*args):
+            self.calls.append(name)
+            return fn(name, *args)
+
+        call.__name__ = name
+        return call
+
+    def _cusolverDnXgetrf(self, name, h, params, m, n, dt, A, lda, ipiv, ct, dwork, dsize, hwork, hsize, info):
+        self.live(h)
+        dtype = CUDA_TYPES[dt]
+        assert dt == ct and m == n and lda >= max(1, n)
+        assert self.is_device(dwork, max(1, dsize)), "the workspace must be in device memory"
+        a = _mat(A, n, n, lda, dtype)
+        lu, piv, inf = _lapack("getrf", dtype)(a.copy())
+        a[...] = lu
+        self._device_ints(ipiv, n, "int64")[:] = piv + 1
+        self._device_ints(info, 1, "int32")[0] = inf
+        return 0
+
+    def _cusolverDnXgetrs(self, name, h, params, trans, n, nrhs, dta, A, lda, ipiv, dtb, B, ldb, info):
+        self.live(h)
+        dtype = CUDA_TYPES[dta]
+        assert dta == dtb and trans in (0, 1)
+        lu = _mat(A, n, n, lda, dtype)
+        b = _mat(B, n, nrhs, ldb, dtype)
+        piv = self._device_ints(ipiv, n, "int64") - 1
+        x, inf = _lapack("getrs", dtype)(lu, piv, b.copy(), trans=trans)
+        b[...] = x
+        self._device_ints(info, 1, "int32")[0] = inf
+        return 0
+
+    def _cusolverDnXpotrf(self, name, h, params, uplo, n, dt, A, lda, ct, dwork, dsize, hwork, hsize, info):
+        self.live(h)
+        dtype = CUDA_TYPES[dt]
+        assert self.is_device(dwork, max(1, dsize))
+        a = _mat(A, n, n, lda, dtype)
+        c, inf = _lapack("potrf", dtype)(a.copy(), lower=int(uplo == 0), clean=0)
+        a[...] = c
+        self._device_ints(info, 1, "int32")[0] = inf
+        return 0
+
+    def _cusolverDnXpotrs(self, name, h, params, uplo, n, nrhs, dta, A, lda, dtb, B, ldb, info):
+        self.live(h)
+        dtype = CUDA_TYPES[dta]
+        c = _mat(A, n, n, lda, dtype)
+        b = _mat(B, n, nrhs, ldb, dtype)
+        x, inf = _lapack("potrs", dtype)(c, b.copy(), lower=int(uplo == 0))
+        b[...] = x
+        self._device_ints(info, 1, "int32")[0] = inf
+        return 0
+
+    def _potrfBatched(self, name, h, uplo, n, Aarray, lda, info, count):
+        self.live(h)
+        dtype = _LETTER[name[len("cusolverDn")]]
+        infos = self._device_ints(info, count, "int32")
+        for i, p in enumerate(self._pointers(Aarray, count)):
+            a = _mat(p, n, n, lda, dtype)
+            c, inf = _lapack("potrf", dtype)(a.copy(), lower=int(uplo == 0), clean=0)
+            a[...] = c
+            infos[i] = inf
+        return 0
+
+    def _potrsBatched(self, name, h, uplo, n, nrhs, Aarray, lda, Barray, ldb, d_info, count):
+        self.live(h)
+        assert nrhs == 1, "cusolverDn<t>potrsBatched supports nrhs == 1 only"
+        dtype = _LETTER[name[len("cusolverDn")]]
+        for pa, pb in zip(self._pointers(Aarray, count), self._pointers(Barray, count)):
+            b = _mat(pb, n, 1, ldb, dtype)
+            x, _ = _lapack("potrs", dtype)(_mat(pa, n, n, lda, dtype), b.copy(), lower=int(uplo == 0))
+            b[...] = x
+        self._device_ints(d_info, 1, "int32")[0] = 0
+        return 0
+
+    def _getrfBatched(self, name, h, n, Aarray, lda, P, info, count):
+        self.live(h)
+        dtype = _LETTER[name[len("cublas")]]
+        piv = self._device_ints(P, n * count, "int32")
+        infos = self._device_ints(info, count, "int32")
+        for i, p in enumerate(self._pointers(Aarray, count)):
+            a = _mat(p, n, n, lda, dtype)
+            lu, pv, inf = _lapack("getrf", dtype)(a.copy())
+            a[...] = lu
+            piv[i * n:(i + 1) * n] = pv + 1
+            infos[i] = inf
+        return 0
+
+    def _getrsBatched(self, name, h, trans, n, nrhs, Aarray, lda, P, Barray, ldb, info, count):
+        self.live(h)
+        assert not self.is_device(info, 4), "getrsBatched's info is host memory"
+        dtype = _LETTER[name[len("cublas")]]
+        piv = self._device_ints(P, n * count, "int32")
+        for i, (pa, pb) in enumerate(zip(self._pointers(Aarray, count), self._pointers(Barray, count))):
+            b = _mat(pb, n, nrhs, ldb, dtype)
+            x, _ = _lapack("getrs", dtype)(_mat(pa, n, n, lda, dtype), piv[i * n:(i + 1) * n] - 1, b.copy(),
+                                           trans=trans)
+            b[...] = x
+        _ints(info, 1, "int32")[0] = 0
+        return 0
+
+
+for _p in "SDCZ":  # the batched routines are found by their generic names
+    setattr(FakeSolverLibs, f"_cusolverDn{_p}potrfBatched", FakeSolverLibs._potrfBatched)
+    setattr(FakeSolverLibs, f"_cusolverDn{_p}potrsBatched", FakeSolverLibs._potrsBatched)
+    setattr(FakeSolverLibs, f"_cublas{_p}getrfBatched", FakeSolverLibs._getrfBatched)
+    setattr(FakeSolverLibs, f"_cublas{_p}getrsBatched", FakeSolverLibs._getrsBatched)
+
+def emulation(monkeypatch):
+    """The generic matmul's CUDA emulation, plus cuSOLVER and cuBLAS's batched LU; yields the solvers' fake."""
+    from cumath._bindings import cublas, cudart, cusolver
+    from cumath.linalg._solver._backends import cublas_batched as batched_engine
+    from cumath.linalg._solver._backends import cusolver as cusolver_engine
+
+    cuda = cuda_emulation(monkeypatch)
+    fake = FakeSolverLibs(next(cuda))
+    monkeypatch.setattr(cusolver, "raw", fake.raw)
+    monkeypatch.setattr(cublas, "raw", fake.raw)
+    monkeypatch.setattr(cusolver, "cusolverDnCreate", fake.cuda.create)
+    monkeypatch.setattr(cusolver, "cusolverDnDestroy", fake.cuda.destroy)
+    monkeypatch.setattr(cusolver, "cusolverDnSetStream", lambda h, s: fake.streams.append((h, s)))
+    monkeypatch.setattr(cusolver, "cusolverDnCreateParams", fake.create_params)
+    monkeypatch.setattr(cusolver, "cusolverDnDestroyParams", lambda p: None)
+    monkeypatch.setattr(cusolver, "cusolverDnXgetrf_bufferSize", lambda *a: (256, 0))
+    monkeypatch.setattr(cusolver, "cusolverDnXpotrf_bufferSize", lambda *a: (128, 16))
+    monkeypatch.setattr(cusolver_engine, "set_device", lambda d: None)
+    monkeypatch.setattr(batched_engine, "get_kernel", fake.get_kernel)
+
+    def copy2d(dst, dpitch, src, spitch, width, height, kind, stream=0):
+        fake.copies.append("2d")
+        for row in range(height):
+            ctypes.memmove(dst + row * dpitch, src + row * spitch, width)
+
+    monkeypatch.setattr(cudart, "cudaMemcpy2DAsync", copy2d)
+    yield fake
+    next(cuda, None)
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    plan_cache.clear()
+    yield from emulation(monkeypatch)
+    plan_cache.clear()
+
+
+# ------------------------------------------------------------------------------------------------ problems
+DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+MT = {"lu": "general", "cholesky": "hpd"}
+
+
+def _opts(kind, method, **more):
+    return {"matrix_type": MT[kind], "allocator": HostAllocator(), "batch_method": method, **more}
+
+
+# ------------------------------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_device_operands(emulated, dtype, kind, method, layout, vector):
+    a0, b0, ref = system((3,), 7, 2, dtype, kind, vector)
+    a, b = with_layout(a0, layout), with_layout(b0, layout)
+    keep_a, keep_b = a.copy(), b.copy()
+    with DirectSolver(device(a), device(b), options=_opts(kind, method)) as s:
+        s.plan()
+        s.factorize()
+        assert_solves(ref, s.solve(), b0, dtype)
+        b1 = random_array(b0.shape, dtype)
+        s.reset_operands(b=device(with_layout(b1, layout)))
+        assert_solves(ref, s.solve(), b1, dtype)
+    np.testing.assert_array_equal(a, keep_a)  # the caller's memory is never written
+    np.testing.assert_array_equal(b, keep_b)
+    used = set(emulated.calls)
+    if method == "batched":
+        assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
+    else:
+        assert all(n.startswith("cusolverDnX") for n in used), used
+    assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("layout", ["C", "F", "permuted"])
+def test_host_operands_staged_to_the_gpu(emulated, dtype, kind, method, layout):
+    a0, b0, ref = system((4,), 5, 3, dtype, kind)
+    a, b = with_layout(a0, layout), with_layout(b0, layout)
+    x = direct_solver(a, b, options=_opts(kind, method), execution="cuda")
+    assert type(x) is np.ndarray and x.shape == b0.shape
+    assert_solves(ref, x, b0, dtype)
+    assert "solver matrix a" in emulated.copies and "solver b and x" in emulated.copies
+    np.testing.assert_array_equal(a, a0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_device_operands_on_the_cpu(emulated, dtype, kind):
+    a0, b0, ref = system((2,), 6, 2, dtype, kind)
+    x = direct_solver(device(a0), device(b0), options={"matrix_type": MT[kind]}, execution="cpu")
+    assert_solves(ref, x, b0, dtype)
+    assert not emulated.calls
+
+
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_inplace_on_the_gpu(emulated, method, kind):
+    dtype = "float64"
+    for layout in ("F", "C"):
+        a0, b0, ref = system((2,), 6, 2, dtype, kind)
+        a, b = with_layout(a0, layout), with_layout(b0, layout)
+        opts = _opts(kind, method, inplace_a=True, inplace_b=True)
+        with DirectSolver(device(a), device(b), options=opts) as s:
+            s.plan()
+            s.factorize()
+            x = s.solve()
+        assert x is b
+        assert_solves(ref, b, b0, dtype)
+        # a holds the factors of a itself, in its own layout
+        for i in range(2):
+            if kind == "lu":
+                lu, piv, _ = sl.dgetrf(a0[i])
+                np.testing.assert_allclose(a[i], lu, rtol=1e-12, atol=1e-12)
+            else:
+                low = np.tril(a[i])
+                np.testing.assert_allclose(low @ low.T, ref[i], rtol=1e-12, atol=1e-10)
+
+
+def test_singular_system_of_a_gpu_batch(emulated):
+    a = np.stack([np.eye(4) + 0.1, np.ones((4, 4)), np.eye(4)])
+    for method in ("loop", "batched"):
+        with pytest.raises(SingularMatrixError, match=r"a\[1\] is singular") as err:
+            direct_solver(device(a), device(np.ones((3, 4))), options=_opts("lu", method))
+        assert err.value.problem == (1,) and isinstance(err.value, np.linalg.LinAlgError)
+    with pytest.raises(SingularMatrixError, match="not positive definite"):
+        direct_solver(device(-np.eye(3)), device(np.ones(3)), options=_opts("cholesky", "loop"))
+
+
+def test_pointer_arrays_upload_only_when_addresses_change(emulated):
+    a0, b0, ref = system((5,), 4, 1, "float64")
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", "batched")) as s:
+        s.plan()
+        for _ in range(3):
+            s.factorize()
+            s.solve()
+        # the factor buffer stays; each solve's x is the recycled one (dropped by the caller): one upload each
+        assert emulated.copies.count("solver pointer array") == 2
+    a0, b0, ref = system((5,), 4, 1, "float64")
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", "batched", inplace_a=True, inplace_b=True)) as s:
+        s.plan()
+        before = emulated.copies.count("solver pointer array")
+        for _ in range(3):
+            s.factorize()
+            s.solve()
+        assert emulated.copies.count("solver pointer array") - before == 2  # in place: the same addresses
+
+
+def test_the_callers_cusolver_handle_is_borrowed(emulated):
+    a0, b0, ref = system((), 5, 2, "float64")
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", "loop", handle=0x7777)) as s:
+        s.plan()
+        s.factorize()
+        assert_solves(ref, s.solve(), b0, "float64")
+    assert not emulated.created and not emulated.destroyed
+    assert (0x7777, 0) in emulated.streams
+
+
+def test_explicit_gpu_batch_shares_one_handle(emulated):
+    systems = [system((), n, 2, "float64") for n in (3, 5, 8)]
+    a = [device(s[0]) for s in systems]
+    b = [device(s[1]) for s in systems]
+    xs = direct_solver(a, b, options=_opts("lu", "loop"))
+    for (a0, b0, ref), x in zip(systems, xs):
+        assert_solves(ref, x, b0, "float64")
+    assert len(emulated.created) == 1 and emulated.destroyed == emulated.created
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
+    a = with_layout(np.stack([near_singular(6, 1.0), near_singular(6)]), layout)
+    with pytest.warns(IllConditionedWarning, match=r"a\[1\] is numerically singular: the smallest pivot .* 1\.0e-20"):
+        direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
+    a[0, 2, 2] = np.nan
+    with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
+        direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
+    assert ("cumath_solver_pivots_d" in emulated.calls) == (method == "batched")
+
+
+def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
+    from cumath.linalg._solver._backends import cublas_batched
+
+    def no_kernel(*args, **kwargs):
+        raise RuntimeError("no NVRTC here")
+
+    monkeypatch.setattr(cublas_batched, "get_kernel", no_kernel)
+    monkeypatch.setattr(cublas_batched, "_unavailable", [])
+    a0, b0, ref = system((8,), 5, 2, "float32")
+    with caplog.at_level("WARNING", logger="cumath"):
+        for _ in range(2):
+            assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "batched")), b0, "float32")
+            plan_cache.clear()
+    assert caplog.text.count("the pivot check of batched solves is off") == 1
+
+
+def test_the_pivot_kernel_compiles():
+    """The CUDA source of the pivot kernel compiles with NVRTC for the H200 (sm_90) on this machine."""
+    from cumath._core import jit
+    from cumath.linalg._solver._backends import cublas_batched
+
+    try:
+        art = jit.compile_source(cublas_batched.PIVOTS_SOURCE, cc=90, name="pivots.cu", what="the pivot kernel")
+    except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment
+        pytest.skip(f"NVRTC is not usable here: {exc}")
+    assert art.kind in ("cubin", "ptx") and len(art.data) > 1000
+
+
+def test_cached_gpu_call_reaches_the_library_within_four_frames(emulated, monkeypatch):
+    import cumath.linalg._solver._functions as F
+    from cumath._bindings import cublas, cusolver
+
+    seen = []
+    raw = emulated.raw
+
+    def traced(name):
+        fn = raw(name)
+
+        def call(*args):
+            seen.append(frames_to(F.direct_solver, sys._getframe(1)))
+            return fn(*args)
+
+        call.__name__ = name
+        return call
+
+    monkeypatch.setattr(cusolver, "raw", traced)
+    monkeypatch.setattr(cublas, "raw", traced)
+    a0, b0, ref = system((), 6, 1, "float64")
+    for method in ("loop", "batched"):
+        plan_cache.clear()
+        seen.clear()
+        for _ in range(3):
+            assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", method)), b0, "float64")
+        assert len(seen) == 6
+        for frames in seen[2:]:
+            assert len(frames) <= 4, frames

@@ -1,0 +1,232 @@
+"""The dense direct solver on a real GPU (cuSOLVER, cuBLAS's batched LU, cuSOLVER's batched Cholesky): residuals
+in float64 for CuPy and PyTorch CUDA operands of every dtype and layout, both batch methods, host operands
+solved on the GPU and GPU operands on the CPU, streams, in-place factors and solutions, singular systems, the
+caller's cuSOLVER handle, explicit batches and the plan cache. Every test is marked ``gpu`` (skipped without a
+GPU). Run on a GPU machine with::
+
+    python -m pytest -q tests/linalg/test_solver_gpu.py          # or: python tests/linalg/test_solver_gpu.py
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from cumath.config import plan_cache
+from cumath.linalg._solver import DirectSolver, IllConditionedWarning, SingularMatrixError, direct_solver
+from helpers.matrix import random_array, with_layout
+from test_solver_cpu import assert_solves as cpu_assert_solves
+from test_solver_cpu import near_singular, system
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+MT = {"lu": "general", "cholesky": "hpd"}
+
+
+def _cupy():
+    return pytest.importorskip("cupy")
+
+
+def _torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA PyTorch")
+    return torch
+
+
+def to_host(x) -> np.ndarray:
+    if hasattr(x, "get"):
+        return x.get()
+    if hasattr(x, "cpu"):
+        return x.cpu().numpy()
+    return np.asarray(x)
+
+
+def device_of(x) -> int:
+    d = x.device
+    return d.id if hasattr(d, "id") else d.index
+
+
+def assert_solves(ref_a, x, b, dtype):
+    cpu_assert_solves(ref_a, to_host(x), b, dtype)
+
+
+def on_gpu(package, x, layout="C"):
+    if package == "cupy":
+        return with_layout(x, layout, "cupy")
+    return with_layout(x, layout, "torch", "cuda")
+
+
+PACKAGES = ["cupy", "torch"]
+
+
+def _need(package):
+    return _cupy() if package == "cupy" else _torch_cuda()
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+def test_gpu_operands(package, dtype, kind, method, layout):
+    _need(package)
+    for batch, n, rhs in (((), 37, 3), ((5,), 16, 1), ((2, 3), 9, "vector")):
+        vector = rhs == "vector"
+        a0, b0, ref = system(batch, n, 1 if vector else rhs, dtype, kind, vector)
+        a, b = on_gpu(package, a0, layout), on_gpu(package, b0, layout)
+        opts = {"matrix_type": MT[kind], "batch_method": method}
+        x = direct_solver(a, b, options=opts)
+        assert type(x) is type(b) and device_of(x) == device_of(b)
+        assert_solves(ref, x, b0, dtype)
+        np.testing.assert_array_equal(to_host(a), a0)
+        np.testing.assert_array_equal(to_host(b), b0)
+        with DirectSolver(a, b, options=opts) as s:
+            s.plan()
+            s.factorize()
+            assert_solves(ref, s.solve(), b0, dtype)
+            b1 = random_array(b0.shape, dtype)
+            s.reset_operands(b=on_gpu(package, b1, layout))
+            assert_solves(ref, s.solve(), b1, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_large_single_system(dtype, kind):
+    cp = _cupy()
+    a0, b0, ref = system((), 1500, 4, dtype, kind)
+    x = direct_solver(cp.asarray(a0), cp.asarray(b0), options={"matrix_type": MT[kind]})
+    assert_solves(ref, x, b0, dtype)
+
+
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_host_operands_solved_on_the_gpu(kind, method):
+    a0, b0, ref = system((7,), 12, 2, "float64", kind)
+    for layout in ("C", "F"):
+        a, b = with_layout(a0, layout), with_layout(b0, layout)
+        x = direct_solver(a, b, options={"matrix_type": MT[kind], "batch_method": method}, execution="cuda")
+        assert type(x) is np.ndarray
+        assert_solves(ref, x, b0, "float64")
+        np.testing.assert_array_equal(a, a0)
+
+
+def test_gpu_operands_solved_on_the_cpu():
+    cp = _cupy()
+    a0, b0, ref = system((3,), 10, 2, "complex128")
+    x = direct_solver(cp.asarray(a0), cp.asarray(b0), execution="cpu")
+    assert isinstance(x, cp.ndarray)
+    assert_solves(ref, x, b0, "complex128")
+
+
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_inplace_on_the_gpu(method):
+    cp = _cupy()
+    import scipy.linalg as sla
+
+    for layout in ("F", "C"):
+        a0, b0, ref = system((2,), 8, 2, "float64")
+        a, b = on_gpu("cupy", a0, layout), on_gpu("cupy", b0, layout)
+        with DirectSolver(a, b, options={"inplace_a": True, "inplace_b": True, "batch_method": method}) as s:
+            s.plan()
+            s.factorize()
+            assert s.solve() is b
+        assert_solves(ref, b, b0, "float64")
+        for i in range(2):
+            np.testing.assert_allclose(cp.asnumpy(a[i]), sla.lu_factor(a0[i])[0], rtol=1e-10, atol=1e-10)
+
+
+def test_explicit_stream_and_blocking():
+    cp = _cupy()
+    a0, b0, ref = system((4,), 20, 3, "float32")
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        a, b = cp.asarray(a0), cp.asarray(b0)
+    with DirectSolver(a, b, stream=stream, options={"blocking": True}) as s:
+        s.plan()
+        s.factorize()
+        x = s.solve()
+        assert_solves(ref, x, b0, "float32")
+    with DirectSolver(a, b) as s:
+        s.plan()
+        s.factorize(stream=stream)
+        x = s.solve(stream=stream)
+        stream.synchronize()
+        assert_solves(ref, x, b0, "float32")
+    x = direct_solver(a, b, stream=stream)
+    stream.synchronize()
+    assert_solves(ref, x, b0, "float32")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_singular_gpu_systems(package, method):
+    _need(package)
+    a = np.stack([np.eye(5) + 0.1, np.ones((5, 5)), np.eye(5)])
+    with pytest.raises(SingularMatrixError, match=r"a\[1\] is singular") as err:
+        direct_solver(on_gpu(package, a), on_gpu(package, np.ones((3, 5))), options={"batch_method": method})
+    assert err.value.problem == (1,) and isinstance(err.value, np.linalg.LinAlgError)
+    spd = np.stack([np.eye(4), -np.eye(4)])
+    with pytest.raises(SingularMatrixError, match=r"a\[1\] is not positive definite"):
+        direct_solver(on_gpu(package, spd), on_gpu(package, np.ones((2, 4))),
+                      options={"matrix_type": "spd", "batch_method": method})
+
+
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_ill_conditioned_gpu_system_warns(method):
+    cp = _cupy()
+    a = np.stack([near_singular(6, 1.0), near_singular(6)])
+    with pytest.warns(IllConditionedWarning, match=r"a\[1\] is numerically singular"):
+        direct_solver(cp.asarray(a), cp.ones((2, 6)), options={"batch_method": method})
+    a[0, 1, 1] = np.inf
+    with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots"):
+        direct_solver(cp.asarray(a), cp.ones((2, 6)), options={"batch_method": method})
+
+
+def test_the_callers_cusolver_handle():
+    cp = _cupy()
+    from cupy.cuda import device
+
+    handle = device.get_cusolver_handle()
+    a0, b0, ref = system((), 30, 2, "float64")
+    with DirectSolver(cp.asarray(a0), cp.asarray(b0), options={"handle": handle}) as s:
+        s.plan()
+        s.factorize()
+        assert_solves(ref, s.solve(), b0, "float64")
+    # the handle still works after the solver freed its resources
+    x = direct_solver(cp.asarray(a0), cp.asarray(b0), options={"handle": handle})
+    assert_solves(ref, x, b0, "float64")
+
+
+def test_explicit_gpu_batch():
+    cp = _cupy()
+    systems = [system((), n, k, "float64") for n, k in ((3, 1), (40, 2), (7, 5))]
+    xs = direct_solver([cp.asarray(s[0]) for s in systems], [cp.asarray(s[1]) for s in systems])
+    for (a0, b0, ref), x in zip(systems, xs):
+        assert_solves(ref, x, b0, "float64")
+
+
+def test_stateless_gpu_calls_plan_once():
+    cp = _cupy()
+    plan_cache.clear()
+    plan_cache.reset_stats()
+    for _ in range(3):
+        a0, b0, ref = system((64,), 16, 1, "float32")
+        assert_solves(ref, direct_solver(cp.asarray(a0), cp.asarray(b0)), b0, "float32")
+    assert plan_cache.stats()["misses"] == 1 and plan_cache.stats()["hits"] == 2
+    plan_cache.clear()
+
+
+def test_agrees_with_torch():
+    torch = _torch_cuda()
+    a0, b0, ref = system((32,), 24, 2, "float32")
+    a, b = torch.from_numpy(a0).cuda(), torch.from_numpy(b0).cuda()
+    x = direct_solver(a, b)
+    torch.testing.assert_close(x, torch.linalg.solve(a, b), rtol=1e-4, atol=1e-4)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-rA"]))

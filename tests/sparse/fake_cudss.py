@@ -1,0 +1,342 @@
+"""A NumPy emulation of cuDSS (the functions of ``cumath._bindings.cudss`` the GPU engine calls), for running the
+GPU executors on the CPU: "device" memory is host memory (NumPy buffers of :class:`HostAllocator`, NumPy arrays
+presented as operands on GPU 0), CUDA copies are memmoves.
+
+It checks what the real library would refuse: objects used after being destroyed, the byte sizes of config and
+data parameters (cuDSS wants them exact), pointer arrays of batch matrices outside "device" memory, phases out of
+order. It emulates cuDSS's default pivoting by perturbing zero diagonal entries of general matrices (and counting
+them in NPIVOTS) unless the BTF_COLAMD or COLAMD reordering (global pivoting) is configured, so the solver's
+fallback and checks can be tested.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+
+import numpy as np
+
+from cumath._bindings import cudss as C
+from cumath._core.frameworks.numpy import from_pointer
+from cumath._core.operand import Operand
+from cumath.memory import MemoryPointer
+
+_VT = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128"}
+_DEFAULTS = {C.ConfigParam.REORDERING_ALG: 0, C.ConfigParam.FACTORIZATION_ALG: 0, C.ConfigParam.SOLVE_ALG: 0,
+             C.ConfigParam.MATCHING_ALG: 6, C.ConfigParam.SOLVE_MODE: 0, C.ConfigParam.IR_N_STEPS: 0,
+             C.ConfigParam.IR_TOL: 0.0, C.ConfigParam.PIVOT_TYPE: 0, C.ConfigParam.PIVOT_THRESHOLD: 1.0,
+             C.ConfigParam.PIVOT_EPSILON: -1.0, C.ConfigParam.MAX_LU_NNZ: -1, C.ConfigParam.HYBRID_MEMORY_MODE: 0,
+             C.ConfigParam.HYBRID_DEVICE_MEMORY_LIMIT: -1, C.ConfigParam.USE_CUDA_REGISTER_MEMORY: 1,
+             C.ConfigParam.HOST_NTHREADS: -1, C.ConfigParam.HYBRID_EXECUTE_MODE: 0,
+             C.ConfigParam.PIVOT_EPSILON_ALG: 0, C.ConfigParam.ND_NLEVELS: 10, C.ConfigParam.USE_SUPERPANELS: 1}
+
+
+class FakeCudss:
+    def __init__(self):
+        self.ids = itertools.count(0x1000, 16)
+        self.handles, self.configs, self.datas, self.matrices = {}, {}, {}, {}
+        self.destroyed = []
+        self.calls = []  # (phase name, config snapshot) of every cudssExecute
+        self.device = []  # (lo, hi, buffer) of "device" allocations
+        self.copies = []
+        self.threading = {}  # handle -> threading layer path
+        self.jit_dirs = {}
+        self.streams = {}
+        self.fail_threading = False
+
+    # ------------------------------------------------------------------------------------------- objects
+    def _new(self, table, value) -> int:
+        key = next(self.ids)
+        table[key] = value
+        return key
+
+    def _live(self, table, key, what):
+        assert key in table, f"{what} {key:#x} is not alive"
+        return table[key]
+
+    def cudssCreate(self):
+        return self._new(self.handles, {})
+
+    def cudssDestroy(self, handle):
+        self._live(self.handles, handle, "handle")
+        del self.handles[handle]
+        self.destroyed.append(("handle", handle))
+
+    def cudssSetStream(self, handle, stream):
+        self._live(self.handles, handle, "handle")
+        self.streams[handle] = stream
+
+    def cudssSetThreadingLayer(self, handle, path):
+        self._live(self.handles, handle, "handle")
+        if self.fail_threading:
+            raise C.CUDSSError(C.Status.INVALID_VALUE, "INVALID_VALUE")
+        self.threading[handle] = path
+
+    def cudssSetJitCacheDir(self, handle, path):
+        self.jit_dirs[handle] = path
+
+    def cudssConfigCreate(self):
+        return self._new(self.configs, dict(_DEFAULTS))
+
+    def cudssConfigDestroy(self, config):
+        self._live(self.configs, config, "config")
+        del self.configs[config]
+        self.destroyed.append(("config", config))
+
+    def cudssConfigSet(self, config, param, value):
+        cfg = self._live(self.configs, config, "config")
+        ctype = C.CONFIG_TYPES[param]
+        assert isinstance(value, float if ctype is ctypes.c_double else int), (param, value)
+        cfg[C.ConfigParam(param)] = value
+
+    def cudssConfigGet(self, config, param):
+        return self._live(self.configs, config, "config").get(C.ConfigParam(param), 0)
+
+    def cudssDataCreate(self, handle):
+        self._live(self.handles, handle, "handle")
+        return self._new(self.datas, {"phase": None})
+
+    def cudssDataDestroy(self, handle, data):
+        self._live(self.datas, data, "data")
+        del self.datas[data]
+        self.destroyed.append(("data", data))
+
+    def cudssMatrixCreateCsr(self, nrows, ncols, nnz, row_start, row_end, cols, values, otype, itype, vtype, mtype,
+                             mview, base):
+        assert otype == itype == 10 and row_end == 0 and base == 0
+        return self._new(self.matrices, {"kind": "csr", "n": nrows, "nnz": nnz, "ptrs": [(row_start, cols, values)],
+                                         "dtype": _VT[vtype], "mtype": mtype, "mview": mview})
+
+    def cudssMatrixCreateBatchCsr(self, count, nrows, ncols, nnz, rows, row_end, cols, values, otype, itype, vtype,
+                                  mtype, mview, base):
+        assert otype == itype == 10 and row_end == 0 and base == 0
+        n = from_pointer(nrows, (count,), (1,), "int32").copy()
+        z = from_pointer(nnz, (count,), (1,), "int32").copy()
+        m = {"kind": "csr", "n": list(n), "nnz": list(z), "count": count, "dtype": _VT[vtype], "mtype": mtype,
+             "mview": mview}
+        m["ptrs"] = self._batch_ptrs(count, rows, cols, values)
+        return self._new(self.matrices, m)
+
+    def _pointers(self, ptr, count):
+        assert self.is_device(ptr, 8 * count), "a batch pointer array must be in device memory"
+        return [int(p) for p in from_pointer(ptr, (count,), (1,), "uint64")]
+
+    def _batch_ptrs(self, count, rows, cols, values):
+        return list(zip(self._pointers(rows, count), self._pointers(cols, count), self._pointers(values, count)))
+
+    def cudssMatrixCreateDn(self, rows, cols, ld, ptr, vtype, layout):
+        assert layout == C.Layout.COL_MAJOR and ld >= rows
+        return self._new(self.matrices, {"kind": "dense", "shape": [(rows, cols, ld)], "ptrs": [ptr],
+                                         "dtype": _VT[vtype]})
+
+    def cudssMatrixCreateBatchDn(self, count, nrows, ncols, ld, ptrs, itype, vtype, layout):
+        assert layout == C.Layout.COL_MAJOR and itype == 10
+        shape = list(zip(*(from_pointer(p, (count,), (1,), "int32").tolist() for p in (nrows, ncols, ld))))
+        return self._new(self.matrices, {"kind": "dense", "shape": shape, "ptrs": self._pointers(ptrs, count),
+                                         "dtype": _VT[vtype], "count": count})
+
+    def cudssMatrixDestroy(self, matrix):
+        self._live(self.matrices, matrix, "matrix")
+        del self.matrices[matrix]
+        self.destroyed.append(("matrix", matrix))
+
+    def cudssMatrixSetValues(self, matrix, ptr):
+        self._live(self.matrices, matrix, "matrix")["ptrs"] = [ptr]
+
+    def cudssMatrixSetCsrPointers(self, matrix, rows, row_end, cols, values):
+        self._live(self.matrices, matrix, "matrix")["ptrs"] = [(rows, cols, values)]
+
+    def cudssMatrixSetBatchValues(self, matrix, ptrs):
+        m = self._live(self.matrices, matrix, "matrix")
+        m["ptrs"] = self._pointers(ptrs, m["count"])
+
+    def cudssMatrixSetBatchCsrPointers(self, matrix, rows, row_end, cols, values):
+        m = self._live(self.matrices, matrix, "matrix")
+        m["ptrs"] = self._batch_ptrs(m["count"], rows, cols, values)
+
+    # -------------------------------------------------------------------------------------------- math
+    def is_device(self, ptr, nbytes=1) -> bool:
+        return any(lo <= ptr and ptr + nbytes <= hi for lo, hi, _ in self.device)
+
+    def _systems(self, m):
+        """The full dense matrices of a CSR matrix object."""
+        count = m.get("count", 1)
+        sizes = m["n"] if isinstance(m["n"], list) else [m["n"]]
+        nnzs = m["nnz"] if isinstance(m["nnz"], list) else [m["nnz"]]
+        out = []
+        for (rp, cp, vp), n, nnz in zip(m["ptrs"], sizes, nnzs):
+            n, nnz = int(n), int(nnz)
+            indptr = from_pointer(rp, (n + 1,), (1,), "int32")
+            indices = from_pointer(cp, (nnz,), (1,), "int32")
+            values = from_pointer(vp, (nnz,), (1,), m["dtype"])
+            assert indptr[-1] == nnz
+            dense = np.zeros((n, n), dtype=m["dtype"])
+            rows = np.repeat(np.arange(n), np.diff(indptr))
+            np.add.at(dense, (rows, indices), values)
+            mt, mv = m["mtype"], m["mview"]
+            if mt != C.MatrixType.GENERAL and mv != C.MatrixViewType.FULL:
+                tri = np.triu(dense) if mv == C.MatrixViewType.UPPER else np.tril(dense)
+                strict = tri - np.diag(np.diag(tri))
+                herm = mt in (C.MatrixType.HERMITIAN, C.MatrixType.HPD) or (
+                    mt == C.MatrixType.SPD and np.iscomplexobj(dense))
+                dense = tri + (strict.conj().T if herm else strict.T)
+            out.append(dense)
+        assert len(out) == count
+        return out
+
+    def _dense(self, m):
+        out = []
+        for (rows, cols, ld), ptr in zip(m["shape"], m["ptrs"]):
+            out.append(from_pointer(ptr, (cols, rows), (ld, 1), m["dtype"]).T)
+        return out
+
+    def cudssExecute(self, handle, phase, config, data, a, x, b):
+        self._live(self.handles, handle, "handle")
+        cfg = dict(self._live(self.configs, config, "config"))
+        d = self._live(self.datas, data, "data")
+        A = self._live(self.matrices, a, "matrix")
+        self.calls.append((C.Phase(phase).name, cfg))
+        mats = self._systems(A)
+        if phase == C.Phase.ANALYSIS:
+            d.update(phase="analysed", n=[m.shape[0] for m in mats], mtype=A["mtype"], factors=None)
+            return
+        if phase in (C.Phase.FACTORIZATION, C.Phase.REFACTORIZATION):
+            assert d["phase"] in ("analysed", "factorized"), "factorization before analysis"
+            global_pivots = cfg[C.ConfigParam.REORDERING_ALG] in (C.ReorderingAlg.BTF_COLAMD, C.ReorderingAlg.COLAMD)
+            factors, npiv, info = [], 0, 0
+            for m in mats:
+                f = m.copy()
+                scale = max(np.abs(m).max(), 1.0) * 1e-15
+                if A["mtype"] == C.MatrixType.GENERAL and not global_pivots:
+                    zero = np.flatnonzero(np.diag(m) == 0)
+                    npiv += zero.size
+                    f[zero, zero] = scale  # a static perturbation, as pivoting restricted to supernodes does
+                deficit = m.shape[0] - np.linalg.matrix_rank(f.astype(np.complex128)) if m.size else 0
+                if deficit:  # singular even so: pivots perturbed by any pivoting
+                    npiv += deficit
+                    f = f + scale * np.eye(m.shape[0])
+                if A["mtype"] in (C.MatrixType.SPD, C.MatrixType.HPD):
+                    try:
+                        np.linalg.cholesky(m.astype(np.complex128))
+                        if np.abs(m - m.conj().T).max() > 1e-6 * np.abs(m).max():
+                            info = info or 1
+                    except np.linalg.LinAlgError:
+                        info = info or 1
+                factors.append(f if global_pivots or A["mtype"] != C.MatrixType.GENERAL else _no_pivot_lu(f))
+            d.update(phase="factorized", factors=factors, npivots=npiv, info=info,
+                     lu_nnz=int(sum(np.count_nonzero(m) for m in mats)))
+            return
+        assert phase == C.Phase.SOLVE and d["phase"] == "factorized", "solve before factorization"
+        X, B = self._live(self.matrices, x, "matrix"), self._live(self.matrices, b, "matrix")
+        assert x != b, "the solution's matrix object must be its own"
+        for f, xs, bs in zip(d["factors"], self._dense(X), self._dense(B)):
+            sol = f.solve(bs) if isinstance(f, _no_pivot_lu) else np.linalg.solve(f.astype(np.complex128),
+                                                                                  bs.astype(np.complex128))
+            xs[...] = sol if np.iscomplexobj(xs) else sol.real
+
+    def cudssDataGet(self, handle, data, param, ptr, nbytes):
+        d = self._live(self.datas, data, "data")
+        param = C.DataParam(param)
+        n = d.get("n", [0])[0]
+        f = (d.get("factors") or [None])[0]
+        values = {
+            C.DataParam.INFO: np.array([d.get("info", 0)], np.int32),
+            C.DataParam.NPIVOTS: np.array([d.get("npivots", 0)], np.int32),
+            C.DataParam.LU_NNZ: np.array([d.get("lu_nnz", 0)], np.int64),
+            C.DataParam.INERTIA: np.array([0, 0], np.int32),
+            C.DataParam.NSUPERPANELS: np.array([3], np.int32),
+            C.DataParam.MEMORY_ESTIMATES: np.arange(16, dtype=np.int64) * 1024,
+            C.DataParam.PERM_REORDER_ROW: np.arange(n, dtype=np.int32)[::-1].copy(),
+            C.DataParam.PERM_REORDER_COL: np.arange(n, dtype=np.int32)[::-1].copy(),
+            C.DataParam.PERM_ROW: np.arange(n, dtype=np.int32),
+            C.DataParam.PERM_COL: np.arange(n, dtype=np.int32),
+            C.DataParam.PERM_MATCHING: np.arange(n, dtype=np.int32),
+        }
+        diag = f.diag if isinstance(f, _no_pivot_lu) else (None if f is None else np.diag(f))
+        if param == C.DataParam.DIAG:
+            value = diag.copy()
+        elif param in (C.DataParam.SCALE_ROW, C.DataParam.SCALE_COL):
+            value = np.ones(n, dtype=np.real(diag).dtype)
+        else:
+            value = values[param]
+        assert nbytes == value.nbytes, f"{param.name}: {nbytes} bytes asked, cuDSS has {value.nbytes}"
+        ctypes.memmove(ptr, value.ctypes.data, value.nbytes)
+        return value.nbytes
+
+
+class _no_pivot_lu:
+    """LU without pivoting, as elimination within supernodes does: tiny (perturbed) pivots make it grow."""
+
+    def __init__(self, m):
+        u = m.astype(np.complex128).copy()
+        n = u.shape[0]
+        lo = np.eye(n, dtype=np.complex128)
+        for k in range(n - 1):
+            lo[k + 1:, k] = u[k + 1:, k] / u[k, k]
+            u[k + 1:, :] -= np.outer(lo[k + 1:, k], u[k, :])
+        self.l, self.u = lo, np.triu(u)
+        self.diag = np.diag(m).copy()
+
+    def solve(self, b):
+        import scipy.linalg as la
+
+        y = la.solve_triangular(self.l, b.astype(np.complex128), lower=True, unit_diagonal=True)
+        return la.solve_triangular(self.u, y)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.diag(self.diag) if dtype is None else np.diag(self.diag).astype(dtype)
+
+
+class HostAllocator:
+    """'Device' memory from NumPy buffers, registered with the fake."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def memalloc(self, size):
+        buf = np.empty(max(1, size), np.uint8)
+        self.fake.device.append((buf.ctypes.data, buf.ctypes.data + buf.nbytes, buf))
+        return MemoryPointer(buf.ctypes.data, size, lambda: None)
+
+
+NAMES = [n for n in dir(FakeCudss) if n.startswith("cudss")]
+
+
+def install(monkeypatch, fake: FakeCudss) -> None:
+    """Point the binding, the CUDA copies and the device checks at the fake."""
+    from cumath._core import cuda
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    for name in NAMES:
+        monkeypatch.setattr(C, name, getattr(fake, name))
+
+    def copy(dst, src, n, kind, stream, what=""):
+        fake.copies.append((what, kind, n))
+        ctypes.memmove(dst, src, n)
+
+    monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "synchronize", lambda stream: None)
+    monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
+    monkeypatch.setattr(cuda, "set_device", lambda device_id: None)
+    monkeypatch.setattr(backend, "find_library", lambda name: "/nonexistent/libcudss.so.1")
+
+
+def device(x) -> Operand:
+    """A NumPy array presented as an operand in GPU 0's memory."""
+    item = x.dtype.itemsize
+    return Operand(x, x.__array_interface__["data"][0], x.shape, tuple(s // item for s in x.strides), x.dtype.name,
+                   0, "numpy")
+
+
+def device_csr(m, batch=None):
+    """A SciPy CSR matrix (or a stack of same-nnz ones, ``batch``) presented as a CSR on GPU 0."""
+    from cumath.sparse._operand import CSR
+
+    if batch is None:
+        return CSR(m, device(m.indptr), device(m.indices), device(m.data), m.shape, m.nnz)
+    indptr = np.stack([x.indptr for x in batch])
+    indices = np.stack([x.indices for x in batch])
+    data = np.stack([x.data for x in batch])
+    keep = (indptr, indices, data)
+    csr = CSR(keep, device(indptr), device(indices), device(data), (len(batch),) + batch[0].shape, batch[0].nnz)
+    return csr

@@ -1,0 +1,358 @@
+"""The cuDSS engine and its executors run on the CPU against ``fake_cudss`` (cuDSS's calls in NumPy, CUDA copies as
+memmoves, "device" operands that are NumPy arrays tagged with GPU 0): argument order, matrix objects, phases,
+staging copies, batches, settings, the pivoting fallback and the checks. The GPU tests run the same paths on the
+real library."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import cumath.sparse.advanced as S
+from cumath._bindings import cudss as C
+from cumath.errors import CUDSSError, SingularMatrixError
+from fake_cudss import HostAllocator, device, device_csr
+from sparse_cases import DTYPES, TYPES_VIEWS, assert_solution, rng, system, view_of
+
+pytestmark = pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+
+
+def _opts(fake, **kw):
+    return {"allocator": HostAllocator(fake), **kw}
+
+
+def _phases(fake):
+    return [c[0] for c in fake.calls]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mtype,view", TYPES_VIEWS)
+def test_device_operands(emulated, dtype, mtype, view):
+    n = 19
+    full = system(n, dtype, mtype, seed=5)
+    a = view_of(full, view)
+    b = np.asfortranarray(rng(1).standard_normal((n, 2)).astype(dtype))
+    x = S.direct_solver(device_csr(a), device(b), options=_opts(emulated, sparse_system_type=mtype,
+                                                                   sparse_system_view=view))
+    assert_solution(x, full, b, dtype)
+    assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE"]
+    # the caller's arrays are read in place; the stateless call reads the pattern to find its plan
+    assert {c[0] for c in emulated.copies} <= {"sparse index array"}
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector"])
+def test_host_operands_staged_to_the_gpu(emulated, layout, caplog):
+    n = 23
+    full = system(n, "complex128", seed=2)
+    base = rng(0).standard_normal((n, 6)) + 1j
+    b = {"C": np.ascontiguousarray(base[:, :3]), "F": np.asfortranarray(base[:, :3]), "vector": base[:, 0].copy(),
+         "strided_vector": base[:, 1]}[layout]
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        x = S.direct_solver(full, b, execution="cuda", options=_opts(emulated))
+    assert isinstance(x, np.ndarray)
+    assert_solution(x, full, b, "complex128")
+    kinds = {(what, kind) for what, kind, _ in emulated.copies}
+    assert ("values0", 1) in kinds and ("b0", 1) in kinds and ("x0", 2) in kinds
+    if layout in ("C", "strided_vector"):
+        assert "host copy of the b0 into the staging layout" in caplog.text
+    # a second call with new values: the pattern is not uploaded again
+    emulated.copies.clear()
+    a2 = sp.csr_array((full.data * 2, full.indices, full.indptr), shape=full.shape)
+    assert_solution(S.direct_solver(a2, b, execution="cuda", options=_opts(emulated)), a2, b, "complex128")
+    assert not [c for c in emulated.copies if c[0].startswith(("indptr", "indices"))]
+
+
+def test_column_major_copies_of_device_right_hand_sides(emulated, caplog):
+    n = 11
+    full = system(n, "float64", seed=1)
+    b = rng(2).standard_normal((n, 3))  # C order: cuDSS reads a column-major copy
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        x = S.direct_solver(device_csr(full), device(b), options=_opts(emulated))
+    assert "b is not column-major: cuDSS reads a column-major copy" in caplog.text
+    assert_solution(x, full, b, "float64")
+    assert x.flags.f_contiguous
+    bt = rng(3).standard_normal((3, n)).T  # the (k, n).T form: read in place
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        assert_solution(S.direct_solver(device_csr(full), device(bt), options=_opts(emulated)), full, bt, "float64")
+    assert "column-major copy" not in caplog.text
+
+
+def test_int64_indices_are_converted_once(emulated, caplog):
+    n = 15
+    full = system(n, "float32", seed=3)
+    a64 = sp.csr_array((full.data, full.indices.astype(np.int64), full.indptr.astype(np.int64)), shape=full.shape)
+    b = np.asfortranarray(rng(0).standard_normal((n, 1)).astype(np.float32))
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        with S.DirectSolver(device_csr(a64), device(b), options=_opts(emulated)) as s:
+            s.plan()
+            for k in range(3):
+                s.factorize()
+                assert_solution(s.solve(), full, b, "float32")
+    assert caplog.text.count("cuDSS reads int32 indices") == 1
+    x = S.direct_solver(a64, b, execution="cuda", options=_opts(emulated))
+    assert_solution(x, full, b, "float32")
+
+
+def test_hybrid_execution(emulated):
+    n = 13
+    full = system(n, "float64", seed=4)
+    b = rng(0).standard_normal(n)
+    x = S.direct_solver(full, b, execution=S.ExecutionHybrid(num_threads=3), options=_opts(emulated))
+    assert_solution(x, full, b, "float64")
+    cfg = emulated.calls[0][1]
+    assert cfg[C.ConfigParam.HYBRID_EXECUTE_MODE] == 1
+    assert not [c for c in emulated.copies if c[1] == 1]  # host operands are read where they are
+    with pytest.raises(ValueError, match="hybrid execution solves one system with one right-hand side"):
+        S.direct_solver(full, np.ones((n, 2)), execution="hybrid", options=_opts(emulated))
+
+
+def test_hybrid_memory_mode(emulated, monkeypatch):
+    from cumath._bindings import cudart
+
+    monkeypatch.setattr(cudart, "cudaMemGetInfo", lambda: (1 << 30, 8 << 30))
+    full = system(9, "float64", seed=4)
+    ex = S.ExecutionCUDA(hybrid_memory_mode_options={"hybrid_memory_mode": True,
+                                                     "hybrid_device_memory_limit": "25%",
+                                                     "register_cuda_memory": False})
+    x = S.direct_solver(device_csr(full), device(np.ones(9)), execution=ex, options=_opts(emulated))
+    assert_solution(x, full, np.ones(9), "float64")
+    cfg = emulated.calls[0][1]
+    assert cfg[C.ConfigParam.HYBRID_MEMORY_MODE] == 1
+    assert cfg[C.ConfigParam.HYBRID_DEVICE_MEMORY_LIMIT] == 2 << 30
+    assert cfg[C.ConfigParam.USE_CUDA_REGISTER_MEMORY] == 0
+
+
+def test_batches(emulated):
+    n = 12
+    mats = [system(n, "complex64", seed=s) for s in range(3)]
+    bs = [np.asfortranarray(rng(s).standard_normal((n, s + 1)).astype(np.complex64)) for s in range(3)]
+    xs = S.direct_solver([device_csr(m) for m in mats], [device(b) for b in bs], options=_opts(emulated))
+    for x, m, b in zip(xs, mats, bs):
+        assert_solution(x, m, b, "complex64")
+    # one pattern, several values: the implicit batch of a (*batch, n, n) CSR and a (*batch, n, k) b
+    same = [sp.csr_array((mats[0].data * (i + 1), mats[0].indices, mats[0].indptr), shape=(n, n)) for i in range(4)]
+    b3 = rng(7).standard_normal((4, 2, n)).astype(np.complex64).swapaxes(1, 2)  # each matrix column-major
+    x3 = S.direct_solver(device_csr(None, batch=same), device(b3), options=_opts(emulated))
+    assert x3.shape == (4, n, 2)
+    for i in range(4):
+        assert_solution(x3[i], same[i], b3[i], "complex64")
+    x4 = S.direct_solver(same, np.ascontiguousarray(b3), execution="cuda", options=_opts(emulated))
+    for i in range(4):
+        assert_solution(x4[i], same[i], b3[i], "complex64")
+    with S.DirectSolver([device_csr(m) for m in mats], [device(b) for b in bs], options=_opts(emulated)) as s:
+        s.plan()
+        with pytest.raises(RuntimeError, match="row_permutation is not available for batched systems"):
+            s.plan_info.row_permutation
+        s.factorize()
+        assert s.factorization_info.lu_nnz > 0
+
+
+def test_perturbed_pivots_switch_to_global_pivoting(emulated, caplog):
+    a = sp.csr_array(np.array([[0.0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 1, 1], [0, 0, 1, 0]]))
+    b = np.array([1.0, 2, 3, 4])
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        x = S.direct_solver(device_csr(a), device(b), options=_opts(emulated))
+    assert_solution(x, a, b, "float64")
+    assert "the solution failed its check: analysing and factorizing again with global pivoting" in caplog.text
+    assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE", "ANALYSIS", "FACTORIZATION", "SOLVE"]
+    assert emulated.calls[-1][1][C.ConfigParam.REORDERING_ALG] == C.ReorderingAlg.BTF_COLAMD
+    # the caller's own reordering is kept: the perturbed solution is checked and rejected
+    emulated.calls.clear()
+    with pytest.raises(SingularMatrixError, match="had 3 perturbed or tiny pivot"):
+        S.direct_solver(device_csr(a), device(b), options=_opts(emulated),
+                        plan_preferences={"reordering_algorithm": "nested_dissection"})
+    assert "ANALYSIS" not in _phases(emulated)[1:]
+
+
+def test_singular_and_not_positive_definite(emulated):
+    a = system(10, "float64", seed=1).tolil()
+    a[4, :] = 0
+    a = sp.csr_array(a.tocsr())
+    a.eliminate_zeros()
+    with pytest.raises(SingularMatrixError, match="singular or numerically singular"):
+        S.direct_solver(device_csr(a), device(np.ones(10)), options=_opts(emulated))
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(a, np.ones(10), execution="cuda", options=_opts(emulated))
+    d = rng(0).standard_normal((8, 8))
+    ind = sp.csr_array(d + d.T)
+    with pytest.raises(SingularMatrixError, match="not positive definite .cuDSS reports info 1"):
+        S.direct_solver(device_csr(ind), device(np.ones(8)), options=_opts(emulated, sparse_system_type="spd"))
+
+
+def test_settings_reach_the_config(emulated):
+    full = system(10, "float64", seed=2)
+    b = np.ones(10)
+    with S.DirectSolver(device_csr(full), device(b), options=_opts(emulated)) as s:
+        s.plan_config.reordering_algorithm = "amd"
+        s.plan_config.use_superpanels = False
+        s.plan_config.host_nthreads = 3
+        s.factorization_config.pivot_eps = 1e-10
+        s.solution_config.ir_num_steps = 2
+        assert s.plan_config.nd_min_levels is None  # cuDSS's default, not read before plan()
+        s.plan()
+        assert s.plan_config.nd_min_levels == 10  # read from cuDSS's config once planned
+        assert s.plan_config.matching_algorithm is S.DirectSolverMatchingAlg.AUTO
+        s.solution_config.ir_num_steps = 3  # after plan(): applied to the config at once
+        s.factorize()
+        s.solve()
+        cfg = emulated.calls[-1][1]
+        assert cfg[C.ConfigParam.REORDERING_ALG] == C.ReorderingAlg.AMD and cfg[C.ConfigParam.USE_SUPERPANELS] == 0
+        assert cfg[C.ConfigParam.HOST_NTHREADS] == 3 and cfg[C.ConfigParam.PIVOT_EPSILON] == 1e-10
+        assert cfg[C.ConfigParam.IR_N_STEPS] == 3
+        assert s.engine == "cudss"
+
+
+def test_infos(emulated):
+    n = 9
+    full = system(n, "complex128", seed=6)
+    with S.DirectSolver(device_csr(full), device(np.ones(n, dtype=complex)), options=_opts(emulated)) as s:
+        info = s.plan()
+        est = info.memory_estimates
+        assert est.peak_device_memory == 1024 and est.permanent_device_memory == 0 and est.reserved[-1] == 15 * 1024
+        assert list(info.row_permutation) == list(range(n))[::-1]
+        assert list(info.col_permutation) == list(range(n))[::-1]
+        assert info.num_superpanels == 3
+        f = s.factorize()
+        assert f.info == 0 and f.npivots == 0 and f.lu_nnz == full.nnz
+        assert list(f.row_permutation) == list(range(n)) and f.inertia.tolist() == [0, 0]
+        np.testing.assert_allclose(f.diag, full.diagonal())
+        assert f.row_scale_factors.dtype == np.float64 and f.col_scale_factors.shape == (n,)
+        assert list(info.matching_col_permutation) == list(range(n))
+
+
+def test_threading_layer_and_kernel_cache(emulated, monkeypatch, tmp_path, caplog):
+    from cumath._core.execution import available_cpus
+    from cumath.config import plan_cache
+    from cumath.sparse.advanced._backends.cudss import release_shared_handles
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    lib = tmp_path / "libcudss.so.1"
+    lib.write_bytes(b"")
+    mt = tmp_path / "libcudss_mtlayer_gomp.so.1"
+    mt.write_bytes(b"")
+    monkeypatch.setattr(backend, "find_library", lambda name: str(lib))
+    monkeypatch.delenv("CUDSS_JIT_CACHE_DIR", raising=False)
+    full = system(6, "float64", seed=1)
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        S.direct_solver(device_csr(full), device(np.ones(6)), options=_opts(emulated))
+    assert list(emulated.threading.values()) == [str(mt)]
+    assert emulated.calls[0][1][C.ConfigParam.HOST_NTHREADS] == available_cpus()
+    assert "shipped with cuDSS" in caplog.text
+    assert list(emulated.jit_dirs.values())[0].endswith("cudss-jit")
+    other = tmp_path / "libmine.so"
+    other.write_bytes(b"")
+    emulated.threading.clear()
+    S.direct_solver(device_csr(full), device(np.ones(6)), options=_opts(emulated, multithreading_lib=str(other)))
+    assert list(emulated.threading.values()) == [str(other)]
+    plan_cache.clear()
+    release_shared_handles()  # a new shared handle: the layer is loaded once per handle
+    emulated.fail_threading = True
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cumath"):
+        x = S.direct_solver(device_csr(full), device(np.full(6, 2.0)), options=_opts(emulated))
+    assert "could not load the threading layer" in caplog.text
+    assert_solution(x, full, np.full(6, 2.0), "float64")
+    monkeypatch.setenv("CUDSS_JIT_CACHE_DIR", str(tmp_path))
+    plan_cache.clear()
+    emulated.jit_dirs.clear()
+    emulated.calls.clear()
+    S.direct_solver(device_csr(full), device(np.full(6, 3.0)), options=_opts(emulated))
+    assert emulated.calls and not emulated.jit_dirs  # cuDSS reads CUDSS_JIT_CACHE_DIR itself
+
+
+def test_handles_objects_and_streams(emulated, monkeypatch):
+    import contextlib
+
+    from cumath._core.frameworks import numpy as numpy_adapter
+
+    # "device" NumPy operands: the caller's stream needs a (no-op) stream context
+    monkeypatch.setattr(numpy_adapter, "stream_context", lambda device, stream: contextlib.nullcontext(),
+                        raising=False)
+    full = system(7, "float64", seed=1)
+    user = emulated.cudssCreate()
+    with S.DirectSolver(device_csr(full), device(np.ones(7)), options=_opts(emulated, handle=user),
+                        stream=1234) as s:
+        s.plan()
+        s.factorize()
+        s.solve()
+        assert emulated.streams[user] == 1234
+    assert user in emulated.handles  # the caller's handle is the caller's
+    assert not emulated.configs and not emulated.datas and not emulated.matrices
+    with S.DirectSolver(device_csr(full), device(np.ones(7)), options=_opts(emulated)) as s:
+        s.plan()
+        first = s._executor.solver.handle
+    with S.DirectSolver(device_csr(full), device(np.ones(7)), options=_opts(emulated)) as s2:
+        s2.plan()
+        assert s2._executor.solver.handle == first  # this thread's solvers share one
+    assert len(emulated.handles) == 2  # the caller's and the shared one
+    from cumath.sparse.advanced._backends.cudss import release_shared_handles
+
+    release_shared_handles()
+    import gc
+
+    gc.collect()
+    assert list(emulated.handles) == [user]
+
+
+def test_device_operands_on_the_cpu(emulated):
+    n = 14
+    full = system(n, "float64", seed=8)
+    b = rng(0).standard_normal((n, 2))
+    x = S.direct_solver(device_csr(full), device(b), execution="cpu")
+    assert_solution(x, full, b, "float64")
+    assert not emulated.calls  # no cuDSS
+    whats = [c[0] for c in emulated.copies]
+    assert "sparsity pattern" in whats and "a's values" in whats and "solution" in whats
+
+
+def test_stateless_device_calls_fingerprint_the_pattern(emulated):
+    from cumath.config import plan_cache
+
+    n = 10
+    full = system(n, "float64", seed=8)
+    plan_cache.reset_stats()
+    for k in range(3):
+        ak = sp.csr_array((full.data * (k + 1), full.indices.copy(), full.indptr.copy()), shape=full.shape)
+        assert_solution(S.direct_solver(device_csr(ak), device(np.ones(n)), options=_opts(emulated)), ak,
+                        np.ones(n), "float64")
+    assert plan_cache.stats()["hits"] == 2
+    assert [c[0] for c in emulated.copies].count("sparse index array") == 6
+    assert _phases(emulated).count("ANALYSIS") == 1
+
+
+def test_cudss_errors_are_typed(emulated, monkeypatch):
+    def fail(*args):
+        raise CUDSSError(C.Status.ALLOC_FAILED, "ALLOC_FAILED", "in phase ANALYSIS")
+
+    monkeypatch.setattr(C, "cudssExecute", fail)
+    full = system(5, "float64", seed=1)
+    with pytest.raises(CUDSSError, match="cuDSS failed with ALLOC_FAILED"):
+        S.direct_solver(device_csr(full), device(np.ones(5)), options=_opts(emulated))
+    assert not emulated.configs  # what the failed plan made is freed
+
+
+@pytest.mark.parametrize("where", ["device", "upload", "staged_cpu"])
+def test_another_pattern_is_planned_again(emulated, where):
+    n = 12
+    full = system(n, "float64", seed=3)
+    t = sp.csr_array(full.T)
+    assert not np.array_equal(t.indices, full.indices)
+    wide = lambda m: sp.csr_array((m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)), shape=m.shape)
+    if where == "device":
+        a, a2, b, kw = device_csr(wide(full)), device_csr(wide(t)), device(np.ones(n)), {}
+    elif where == "upload":
+        a, a2, b, kw = full, t, np.ones(n), {"execution": "cuda"}
+    else:
+        a, a2, b, kw = device_csr(full), device_csr(t), device(np.ones(n)), {"execution": "cpu"}
+    with S.DirectSolver(a, b, options=_opts(emulated), **kw) as s:
+        s.plan()
+        s.factorize()
+        assert_solution(s.solve(), full, np.ones(n), "float64")
+        s.reset_operands(a=a2)
+        s.plan()
+        s.factorize()
+        assert_solution(s.solve(), t, np.ones(n), "float64")

@@ -1,0 +1,205 @@
+"""The sparse direct solver on a real GPU with cuDSS (marked ``gpu``: skipped where there is none).
+
+Run on a GPU machine with ``python -m pytest -q tests/sparse/test_sparse_solver_gpu.py``. It needs cuDSS
+(``pip install cumath[cudss]``) and CuPy or a CUDA PyTorch for the GPU operands (tests of a missing package skip).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import cumath.sparse.advanced as S
+from cumath.errors import SingularMatrixError
+from sparse_cases import DTYPES, TYPES_VIEWS, assert_solution, rng, system, view_of
+
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning"),
+              pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta"),
+              pytest.mark.filterwarnings("ignore:Sparse invariant checks")]
+
+
+@pytest.fixture(scope="module")
+def cudss_lib(cuda_device):
+    from cumath._bindings import cudss
+    from cumath.errors import LibraryNotFoundError
+
+    try:
+        cudss.cudssGetProperty(0)
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+    return cuda_device
+
+
+def _cupy():
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    return cp, csp
+
+
+def _host(x):
+    get = getattr(x, "get", None)
+    if get is not None:
+        return get()
+    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+
+
+def test_the_library_and_its_config_types(cudss_lib):
+    from cumath._bindings import cudss
+
+    assert cudss.cudssGetProperty(0) >= 1  # cuDSS 1.x
+    cfg = cudss.cudssConfigCreate()
+    try:
+        for param in cudss.CONFIG_TYPES:  # exact byte sizes, or cuDSS answers INVALID_VALUE
+            cudss.cudssConfigGet(cfg, param)
+        assert cudss.cudssConfigGet(cfg, cudss.ConfigParam.MATCHING_ALG) == cudss.MatchingAlg.AUTO
+    finally:
+        cudss.cudssConfigDestroy(cfg)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mtype,view", TYPES_VIEWS)
+def test_cupy_operands(cudss_lib, dtype, mtype, view):
+    cp, csp = _cupy()
+    n = 61
+    full = system(n, dtype, mtype, seed=7)
+    a = csp.csr_matrix(view_of(full, view))
+    b = rng(0).standard_normal((n, 3)).astype(dtype)
+    x = S.direct_solver(a, cp.asarray(b, order="F"), options={"sparse_system_type": mtype,
+                                                               "sparse_system_view": view})
+    assert isinstance(x, cp.ndarray) and x.device.id == a.data.device.id
+    assert_solution(_host(x), full, b, dtype)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector"])
+def test_cupy_right_hand_side_layouts(cudss_lib, layout):
+    cp, csp = _cupy()
+    n = 40
+    full = system(n, "float64", seed=2)
+    base = cp.asarray(rng(1).standard_normal((n, 6)))
+    b = {"C": cp.ascontiguousarray(base[:, :3]), "F": cp.asfortranarray(base[:, :3]), "vector": base[:, 0].copy(),
+         "strided_vector": base[:, 1]}[layout]
+    keep = _host(b).copy()
+    x = S.direct_solver(csp.csr_matrix(full), b)
+    assert_solution(_host(x), full, keep, "float64")
+    np.testing.assert_array_equal(_host(b), keep)
+
+
+def test_random_systems_without_diagonal_dominance(cudss_lib):
+    """nvmath-python's report: random n = 100 systems with no diagonal dominance come out wrong with cuDSS's
+    default pivoting. cumath's default detects the perturbed pivots and pivots globally."""
+    cp, csp = _cupy()
+    checked = 0
+    for seed in range(10):
+        for density in (0.5, 0.2, 0.08):
+            a = sp.random_array((100, 100), density=density, format="csr", rng=rng(seed))
+            dense = a.toarray()
+            if np.linalg.cond(dense) > 1e10:
+                continue
+            b = rng(seed).standard_normal(100)
+            x = _host(S.direct_solver(csp.csr_matrix(sp.csr_matrix(a)), cp.asarray(b)))
+            ref = np.linalg.solve(dense, b)
+            assert np.abs(x - ref).max() / np.abs(ref).max() < 1e-8, (seed, density)
+            checked += 1
+    assert checked >= 15
+
+
+def test_singular_and_not_positive_definite(cudss_lib):
+    cp, csp = _cupy()
+    a = system(30, "float64", seed=1).tolil()
+    a[4, :] = 0
+    a = sp.csr_matrix(a.tocsr())
+    a.eliminate_zeros()
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(csp.csr_matrix(a), cp.ones(30))
+    d = rng(0).standard_normal((20, 20))
+    with pytest.raises(SingularMatrixError, match="not positive definite"):
+        S.direct_solver(csp.csr_matrix(sp.csr_matrix(d + d.T)), cp.ones(20), options={"sparse_system_type": "spd"})
+
+
+def test_torch_cuda_tensors_batched_and_int64(cudss_lib):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA PyTorch")
+    n = 33
+    mats = [system(n, "complex128", seed=s) for s in range(3)]
+    pattern = sum(abs(m.toarray()) for m in mats) != 0
+    dense = np.stack([np.where(pattern, m.toarray() + 1e-300 * pattern, 0) for m in mats])
+    a = torch.tensor(dense, device="cuda").to_sparse_csr()  # int64 indices: converted once per plan
+    b = torch.randn(3, 2, n, dtype=torch.complex128, device="cuda").transpose(1, 2)
+    x = S.direct_solver(a, b)
+    assert x.is_cuda and x.shape == b.shape
+    for i in range(3):
+        assert_solution(_host(x[i]), sp.csr_array(dense[i]), _host(b[i]), "complex128")
+    xs = S.direct_solver([torch.tensor(m.toarray(), device="cuda").to_sparse_csr() for m in mats],
+                         [b[i] for i in range(3)])
+    for i in range(3):
+        assert_solution(_host(xs[i]), mats[i], _host(b[i]), "complex128")
+
+
+def test_host_operands_on_the_gpu_and_hybrid(cudss_lib):
+    n = 50
+    full = system(n, "float64", seed=4)
+    b = rng(2).standard_normal((n, 2))
+    x = S.direct_solver(full, b, execution="cuda")
+    assert isinstance(x, np.ndarray)
+    assert_solution(x, full, b, "float64")
+    xh = S.direct_solver(full, b[:, 0].copy(), execution=S.ExecutionHybrid())
+    assert_solution(xh, full, b[:, 0], "float64")
+    ex = S.ExecutionCUDA(hybrid_memory_mode_options={"hybrid_memory_mode": True, "hybrid_device_memory_limit": "1GiB"})
+    assert_solution(S.direct_solver(full, b, execution=ex), full, b, "float64")
+
+
+def test_stateful_refactorization_streams_and_infos(cudss_lib):
+    cp, csp = _cupy()
+    n = 64
+    full = system(n, "float64", seed=5)
+    a = csp.csr_matrix(full)
+    b = cp.asarray(rng(0).standard_normal(n))
+    stream = cp.cuda.Stream(non_blocking=True)
+    with S.DirectSolver(a, b, stream=stream) as s:
+        s.plan_config.reordering_algorithm = "amd"
+        info = s.plan()
+        est = info.memory_estimates
+        assert est.peak_device_memory > 0
+        assert sorted(info.row_permutation.tolist()) == list(range(n))
+        f = s.factorize()
+        assert f.lu_nnz >= full.nnz and f.info == 0
+        x = s.solve()
+        stream.synchronize()
+        assert_solution(_host(x), full, _host(b), "float64")
+        a.data *= 3  # new values, same pattern: factorize again, no plan
+        s.factorize()
+        x = s.solve()
+        stream.synchronize()
+        assert_solution(_host(x), full * 3, _host(b), "float64")
+        assert s.engine == "cudss"
+        assert s._executor.solver.threading is not None  # the threading layer shipped with cuDSS is loaded
+
+
+@pytest.mark.parametrize("alg", list(S.DirectSolverReorderingAlg))
+def test_every_reordering(cudss_lib, alg):
+    cp, csp = _cupy()
+    m = 20
+    t = sp.diags([-np.ones(m - 1), 4 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    poisson = sp.csr_matrix(sp.kron(sp.eye(m), t) + sp.kron(sp.diags([-np.ones(m - 1), -np.ones(m - 1)], [-1, 1]),
+                                                             sp.eye(m)))
+    b = rng(0).standard_normal(m * m)
+    x = S.direct_solver(csp.csr_matrix(poisson), cp.asarray(b), plan_preferences={"reordering_algorithm": alg})
+    assert_solution(_host(x), sp.csr_array(poisson), b, "float64")
+
+
+def test_a_user_handle_is_left_alone(cudss_lib):
+    from cumath._bindings import cudss
+
+    cp, csp = _cupy()
+    handle = cudss.cudssCreate()
+    try:
+        full = system(12, "float64", seed=3)
+        with S.DirectSolver(csp.csr_matrix(full), cp.ones(12), options={"handle": handle}) as s:
+            s.plan()
+            s.factorize()
+            s.solve()
+        cudss.cudssSetStream(handle, 0)  # still alive
+    finally:
+        cudss.cudssDestroy(handle)
