@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU machine's part of a verification, in phases that each fit one device call (<= 10 min):
 #
-#   bash benchmarks/gpu_session.sh tests      GPU tests of fft, linalg (generic, advanced, solvers), bindings, core
+#   bash benchmarks/gpu_session.sh tests      GPU tests of fft, linalg (generic, advanced), bindings, core
 #   bash benchmarks/gpu_session.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
 #   bash benchmarks/gpu_session.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
-#   bash benchmarks/gpu_session.sh solvers    solver GPU tests and benchmarks/solvers.py (needs cuDSS)
+#   bash benchmarks/gpu_session.sh solvers    dense and sparse solver GPU tests, benchmarks/solvers.py (needs cuDSS)
 #   bash benchmarks/gpu_session.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
 #
 # Wheels the machine lacks (libmathdx, cuDSS, nvmath-python) are installed from .whl/ and /tmp/*.whl (cuDSS
@@ -41,7 +41,7 @@ pytest_gpu() {  # name, timeout, pytest arguments...
 
 case "$phase" in
   tests)
-    pytest_gpu tests-gpu 420 -m gpu tests --ignore=tests/device --ignore=tests/sparse
+    pytest_gpu tests-gpu 420 -m gpu tests --ignore=tests/device --ignore=tests/sparse --ignore=tests/linalg/test_solver_gpu.py
     pytest_gpu tests-examples 120 tests/test_examples.py
     ;;
   device)
@@ -63,14 +63,13 @@ case "$phase" in
     echo "matmul rc=$?" | tee -a "$log"
     ;;
   solvers)
-    python3 -c "from cumath._bindings import _loader; print(_loader.load('cudss'))" >> "$log" 2>&1
-    pytest_gpu solver-tests 240 -m gpu tests/sparse tests/linalg -k "solver or sparse"
-    timeout 300 python3 benchmarks/solvers.py --gpu --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
+    pytest_gpu solver-tests 240 tests/sparse tests/linalg/test_solver_gpu.py
+    timeout 330 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
     echo "solvers rc=$?" | tee -a "$log"
     ;;
   percall)
     before=${2:?the checkout to compare with}
-    timeout 400 python3 "$before/percall.py" "$before" "$PWD" 1 "$OUT/percall.json" > "$OUT/percall.txt" 2>&1
+    timeout 400 python3 benchmarks/percall_compare.py "$before" "$PWD" 1 "$OUT/percall.json" > "$OUT/percall.txt" 2>&1
     echo "percall rc=$?" | tee -a "$log"
     ;;
   *)

@@ -25,10 +25,11 @@ RECYCLE = True
 #: the largest GPU result kept (a large result's allocation is cheap next to its computation, and holding two
 #: of them would cost device memory; small ones are where the package's allocator costs most per call)
 MAX_DEVICE_BYTES = 4 << 20
-#: the smallest host result kept: below it the C library's allocator hands back memory already faulted in, and
-#: a new array (~0.1 us) is cheaper than checking that the last one was dropped (~0.25 us); from here on, fresh
-#: pages are what a new result costs (a 32 MiB complex64 FFT result cost up to 1.7x the transform's time)
-MIN_HOST_BYTES = 1 << 20
+#: the smallest host result kept (0: all). A new small array is cheaper than the check (~0.1 us against ~0.25 us),
+#: but it lands at another address each call, and FFTW runs its plans made for the kept result's alignment only on
+#: memory of that alignment: a 2048-point complex128 FFT took 5.2-5.7 us into new arrays against 4.0-4.3 us into a
+#: kept one. Large results are kept for their pages (a 32 MiB 2-D FFT result cost up to 1.7x the transform).
+MIN_HOST_BYTES = 0
 
 _CPYTHON = platform.python_implementation() == "CPython"
 

@@ -9,15 +9,6 @@ import cumath
 from helpers.matrix import package_params, to_numpy, to_package
 
 
-@pytest.fixture(autouse=True)
-def _recycle_small_results(monkeypatch):
-    """Small host results are not kept by default (a new one is cheaper than the check); the rules are the
-    same at every size, so they are tested on small results with the threshold lifted."""
-    from cumath._core import recycle
-
-    monkeypatch.setattr(recycle, "MIN_HOST_BYTES", 0)
-
-
 @pytest.fixture(params=package_params())
 def planned(request):
     rng = np.random.default_rng(11)
@@ -71,7 +62,7 @@ def test_release_workspace_lets_the_last_result_go(planned):
     assert f._executor.results.held_bytes > 0
 
 
-def test_small_results_are_not_kept_by_default(monkeypatch):
+def test_results_under_the_threshold_are_not_kept(monkeypatch):
     from cumath._core import recycle
 
     monkeypatch.setattr(recycle, "MIN_HOST_BYTES", 1 << 20)
