@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The GPU machine's part of a verification, in phases that each fit one device call (<= 10 min):
 #
-#   bash benchmarks/gpu_session.sh tests      GPU tests of fft, linalg (generic, advanced), bindings, core
-#   bash benchmarks/gpu_session.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
-#   bash benchmarks/gpu_session.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
-#   bash benchmarks/gpu_session.sh solvers    dense and sparse solver GPU tests, benchmarks/solvers.py (needs cuDSS)
-#   bash benchmarks/gpu_session.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
+#   bash benchmarks/gpu_run.sh tests      GPU tests of fft, linalg (generic, advanced), bindings, core
+#   bash benchmarks/gpu_run.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
+#   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
+#   bash benchmarks/gpu_run.sh solvers    dense and sparse solver GPU tests, benchmarks/solvers.py (needs cuDSS)
+#   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
 #
 # Wheels the machine lacks (libmathdx, cuDSS, nvmath-python) are installed from .whl/ and /tmp/*.whl (cuDSS
 # arrives in parts: see ../shared/device/README.md) into /tmp/site, which stays while the machine does.
 # Logs and JSON go to $OUT (at most 8 files come back per call).
 set -u
 export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/gpu-session}
+OUT=${OUT:-/tmp/gpu-run}
 mkdir -p "$OUT" /tmp/site
 phase=${1:-tests}
 log="$OUT/$phase-log.txt"
