@@ -338,7 +338,7 @@ def engines(monkeypatch):
     from cumath.config import plan_cache
     from cumath.fft import _backends
 
-    monkeypatch.setattr(_backends, "_made", {})
+    monkeypatch.setattr(_backends.REGISTRY, "_made", {})
     monkeypatch.delenv("CUMATH_FFT_CPU_ENGINE", raising=False)
     plan_cache.clear()
     yield _backends
@@ -366,5 +366,5 @@ def test_auto_takes_the_first_engine_that_loads(engines, monkeypatch):
     np.testing.assert_allclose(F.fft(x), np.fft.fftn(x), rtol=1e-12)
     raises(OSError, "pip install cumath[mkl]", F.fft, cplx(), options={"cpu_engine": "mkl"})
     monkeypatch.setitem(engines.ENGINES, "scipy", lambda: _Missing("scipy"))
-    monkeypatch.setattr(engines, "_made", {})
+    monkeypatch.setattr(engines.REGISTRY, "_made", {})
     raises(OSError, "pip install cumath[scipy]", engines.cpu_backend, "auto")  # the last one's error

@@ -12,10 +12,9 @@ A CPU engine (:class:`CPUEngine`) loads its library and makes a plan of one prob
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Callable, Protocol
 
-from ...errors import LibraryNotFoundError
+from ..._core.engines import EngineRegistry
 
 __all__ = ["CPUEngine", "CPUPlan", "ENGINES", "AUTO_ORDER", "cpu_backend", "cpu_engine"]
 
@@ -66,32 +65,12 @@ ENGINES: dict[str, Callable[[], CPUEngine]] = {
 }
 AUTO_ORDER = ("fftw", "mkl", "scipy")
 
-_made: dict[str, CPUEngine] = {}
-
-
-def _engine(name: str) -> CPUEngine:
-    engine = _made.get(name)
-    if engine is None:
-        engine = _made[name] = ENGINES[name]()
-    return engine
+REGISTRY = EngineRegistry(ENGINES, AUTO_ORDER, "CUMATH_FFT_CPU_ENGINE", "FFT CPU engine")
 
 
 def cpu_backend(requested: str) -> CPUEngine:
     """The CPU engine to use for ``requested`` ('auto', or an engine's name), loaded."""
-    if requested == "auto":
-        requested = os.environ.get("CUMATH_FFT_CPU_ENGINE", "auto")
-    order = AUTO_ORDER if requested == "auto" else ((requested,) if requested in ENGINES else None)
-    if order is None:
-        raise ValueError(f"CUMATH_FFT_CPU_ENGINE={requested!r} is not supported; use auto, fftw, mkl or scipy")
-    last = None
-    for name in order:
-        engine = _engine(name)
-        try:
-            engine.load()
-            return engine
-        except LibraryNotFoundError as exc:
-            last = exc
-    raise last
+    return REGISTRY.get(requested)
 
 
 def cpu_engine(requested: str) -> str:
