@@ -55,12 +55,6 @@ def host_array(shape, dtype: str, perm=None):
     return np.empty([shape[p] for p in perm], dtype=dtype).transpose(inverse_perm(perm))
 
 
-def _host_view(op: Operand):
-    from .frameworks.numpy import view
-
-    return view(op)
-
-
 def _ptr(x) -> int:
     return x.__array_interface__["data"][0]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import cuda
 from .operand import adapter
 
-__all__ = ["stream_handle", "default_stream", "stream_key"]
+__all__ = ["stream_handle", "default_stream", "stream_key", "ordered"]
 
 
 def stream_handle(stream) -> int:
@@ -46,21 +46,6 @@ def stream_key(stream, op):
     if op.device_id is not None:
         return default_stream(op.package, op.device_id)
     return None
-
-
-def run_ordered(op, stream: int, explicit: bool, blocking: bool, fn, *args):
-    """``fn(*args)`` ordered on ``stream`` for operand ``op``: inside the package's stream context when the caller
-    named a stream other than the package's current one (so the package's own allocations and copies are ordered
-    on it too), then a wait for the stream when ``blocking``. (FFT.execute inlines the same steps: one frame less
-    on its per-call path.)"""
-    if explicit and op.device_id is not None and stream != default_stream(op.package, op.device_id):
-        with adapter(op.package).stream_context(op.device_id, stream):
-            result = fn(*args)
-    else:
-        result = fn(*args)
-    if blocking and op.device_id is not None:
-        cuda.synchronize(stream)  # looked up per call (tests replace cuda.synchronize)
-    return result
 
 
 def ordered(package: str, device_id, stream: int, explicit: bool, blocking: bool, fn, *args):
