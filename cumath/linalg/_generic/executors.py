@@ -285,18 +285,6 @@ class DeviceExecutor:
         self.engine.free()
 
 
-def _as_mirrored(op: Operand, strides) -> Operand:
-    """``op`` with the mirror's ``strides`` when it is dense in the mirror's order and differs only on axes of
-    size 1 (the same memory: the copy needs no reordering)."""
-    return Operand(op.obj, op.ptr, op.shape, strides, op.dtype, op.device_id, op.package, op.readonly)
-
-
-def _upload(mirror: DeviceMirror, op: Operand, stream) -> None:
-    if op.strides != mirror.strides and op.is_dense_in(mirror.perm):
-        op = _as_mirrored(op, mirror.strides)
-    mirror.upload(op, stream)
-
-
 def _host_target(op: Operand, mirror: DeviceMirror):
     """A NumPy view of the host operand ``op`` with the mirror's strides (a download straight into it), or
     None when ``op`` is not dense in the mirror's order."""
@@ -376,13 +364,13 @@ class HostToDeviceExecutor:
             if conj is not None:
                 np.conjugate(host_view(op), out=conj[0])
                 op = conj[1]
-            _upload(mirror, op, stream)
+            mirror.upload(op, stream)
             ptrs[name.upper()] = mirror.ptr
         c = ops.get("c")
         d = self.d
         ptrs["D"] = d.ptr
         if layout.d_is_c:
-            _upload(d, c, stream)
+            d.upload(c, stream)
             target = c.obj
             into = self.c_staging if self.c_staging is not None else _host_target(c, d)
         else:
@@ -390,7 +378,7 @@ class HostToDeviceExecutor:
             result = A.wrap(target)
             if layout.c_into_d:
                 A.copy_into(target, c.obj)
-                _upload(d, result, stream)
+                d.upload(result, stream)
             into = _host_target(result, d)
         if self.w is not None:
             ptrs["W"] = self.w.device_ptr
