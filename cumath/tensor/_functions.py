@@ -54,7 +54,10 @@ def _key(cls, expr, ops, qualifiers, options, execution, stream, first):
         options = check_options(options, ContractionOptions, "contraction options")
     return (cls, expr, *(_sig(o) for o in ops), _qualifiers_key(qualifiers), options,
             None if execution is None else execution_key(execution),
-            None if stream is None and first.device_id is None else stream_key(stream, first)), options
+            None if stream is None and first.device_id is None else stream_key(stream, first),
+            # cuTENSOR plans assume the pointers' alignment
+            None if first.device_id is None else tuple(min(256, o.ptr & -o.ptr) if o.ptr else 256
+                                                       for o in ops if o is not None)), options
 
 
 def binary_contraction(expr, a, b, *, c=None, alpha=1.0, beta=None, out=None, qualifiers=None, options=None,

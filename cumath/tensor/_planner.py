@@ -141,7 +141,7 @@ class _Contraction(Operation):
         if O is not None:
             if O.readonly:
                 raise ValueError("out is read-only; the result is written into it")
-            if len(set(zip(O.shape, O.strides))) and any(s == 0 and n > 1 for n, s in zip(O.shape, O.strides)):
+            if any(s == 0 and n > 1 for n, s in zip(O.shape, O.strides)):
                 raise ValueError("out has a zero stride (a broadcast view); give a result array whose elements do "
                                  "not overlap")
             for n in self._INPUTS:
@@ -217,7 +217,8 @@ class _Contraction(Operation):
             return ContractionCUTENSOR(self._problem, steps, self._ops_list, self._dtype, strides,
                                        None if add is None else add.strides, self._options, self._device,
                                        self._stream, self._ops[self._INPUTS[0]].package, self.plan_preference,
-                                       self._log)
+                                       [self._ops[n].ptr for n in self._INPUTS]
+                                       + [0 if self._ops["out"] is None else self._ops["out"].ptr], self._log)
         from ._backends.blas import ContractionCPU
 
         ct = self._options.compute_type
