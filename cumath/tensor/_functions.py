@@ -32,7 +32,11 @@ def _qualifiers_key(qualifiers):
 def _w(x, name):
     if x is None:
         return None
-    return x if type(x) is Operand else wrap_operand(x, name)
+    if type(x) is Operand:
+        return x
+    if isinstance(x, np.generic):  # a NumPy scalar is no array: read it as a 0-d one
+        x = np.asarray(x)
+    return wrap_operand(x, name)
 
 
 def _sig(op):

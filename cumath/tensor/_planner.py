@@ -72,7 +72,20 @@ class ContractionPlanPreference:
 
 
 def _wrap(x, name):
-    return x if type(x) is Operand else wrap_operand(x, name)
+    if type(x) is Operand:
+        return x
+    if type(x).__module__ == "numpy" and type(x).__name__ != "ndarray" or isinstance(x, (int, float, complex)):
+        x = _as_array(x)
+    return wrap_operand(x, name)
+
+
+def _as_array(x):
+    """A NumPy scalar (np.float64(2.0), whose struct is no array's) or a Python number as a 0-d array."""
+    import numpy as np
+
+    if isinstance(x, (np.generic, int, float, complex)):
+        return np.asarray(x)
+    return x
 
 
 def _span(op: Operand):

@@ -223,3 +223,16 @@ def test_import_as_nvmath():
     assert nvmath.tensor.ContractionJitMode.DEFAULT == 1
     assert nvmath.tensor.ContractionCacheMode.PEDANTIC == 1
     assert cumath.tensor.ComputeDesc.COMPUTE_32F.library_name == "32F"
+
+
+def test_numpy_scalars_and_zero_dim_in_subprocess():
+    """NumPy scalars are no arrays: read as 0-d arrays (a crash-class case, so it runs in its own process)."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from cumath import tensor; "
+            "r = tensor.binary_contraction(',->', np.float64(2.0), np.array(3.0)); "
+            "s = tensor.ternary_contraction('i,,i->', np.ones(3), np.float64(2.0), np.arange(3.0)); "
+            "assert float(r) == 6.0 and float(s) == 6.0, (r, s); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
