@@ -10,6 +10,7 @@ small products are split over threads (one BLAS thread each); large products use
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import threading
@@ -138,6 +139,7 @@ class _Step:
         flops = g.M * g.N * max(1, g.K)
         self.split = num_threads > 1 and g.B >= 2 and flops <= _SMALL
         self.threads = num_threads
+        self.stacked = None  # (shape, strides) of X, Y, Z as stacks of matrices, for small batched products
 
     def _scalars(self, alpha, beta):
         if not self.complex:
@@ -149,6 +151,8 @@ class _Step:
     def run(self, px: int, py: int, pz: int, alpha, beta) -> None:
         px = self.x.prepare(px)
         py = self.y.prepare(py)
+        if self.stacked is not None:
+            return self._run_stacked(px, py, pz, alpha, beta)
         a, b, keep = self._scalars(alpha, beta)
         isz = self.itemsize
         head, (l1, l2, lz) = self.head, self.lds
@@ -177,6 +181,27 @@ class _Step:
         else:
             chunk(0, n, self.threads)
         del keep
+
+    def _run_stacked(self, px, py, pz, alpha, beta) -> None:
+        """Many small products: numpy.matmul's C loop over the same OpenBLAS gemm (one ctypes call per product
+        costs more than the product itself)."""
+        (xs, xst), (ys, yst), (zs, zst) = self.stacked
+        cdt = self.cdt
+        x = _fast_view(px, xs, xst, cdt)
+        y = _fast_view(py, ys, yst, cdt)
+        z = _fast_view(pz, zs, zst, cdt)
+        if self.x.op == Operator.OP_CONJ and self.x.direct and self.complex:
+            x = x.conj()
+        if self.y.op == Operator.OP_CONJ and self.y.direct and self.complex:
+            y = y.conj()
+        if beta == 0:
+            np.matmul(x, y, out=z)
+            if alpha != 1:
+                z *= alpha
+        else:
+            prod = np.matmul(x, y)
+            z *= beta
+            z += alpha * prod if alpha != 1 else prod
 
 
 class ContractionCPU:
@@ -238,6 +263,11 @@ class ContractionCPU:
                 z_ld = max(1, g.N)
                 g = _with(g, z=_dense_view(g.M, g.N), swap=False)
             step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads)
+            if g.B > 1 and g.M * g.N * max(1, g.K) <= _SMALL:
+                step.stacked = (
+                    _stack(g, g.x, xm, xs if x.direct else None, g.M, g.K, ext),
+                    _stack(g, g.y, ym, ys if y.direct else None, g.K, g.N, ext),
+                    _stack(g, g.z, s.z_modes, zs if direct_out else None, g.M, g.N, ext))
             step.scratch, step.z_order, step.direct_out = scratch, z_order, direct_out
             self.nbytes += sum(i.buffer.nbytes for i in (x, y) if i.buffer is not None)
             self.steps.append(step)
@@ -306,6 +336,31 @@ class ContractionCPU:
 
     def free(self) -> None:
         self.steps = []
+
+
+_CHAR = ctypes.c_char
+
+
+def _fast_view(ptr: int, shape, strides, dtype: str) -> np.ndarray:
+    """A NumPy view of memory at ``ptr`` with non-negative element strides (the matrices BLAS reads)."""
+    dt = np.dtype(dtype)
+    strides = [s if n > 1 else 0 for n, s in zip(shape, strides)]  # (a size-1 axis's stride is arbitrary)
+    span = (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * dt.itemsize
+    return np.ndarray(shape, dt, (_CHAR * span).from_address(ptr), 0, [s * dt.itemsize for s in strides])
+
+
+def _stack(g, view, modes, strides, rows: int, cols: int, ext):
+    """(shape, strides) of an operand of a step as a stack of rows x cols matrices over the batch modes:
+    its own strides (``strides`` given) or the dense [batch, rows, cols] order of a copy or scratch."""
+    bshape = [ext[m] for m in g.batch]
+    if strides is None:
+        bstr = list(_dense(bshape + [rows * cols]))[:-1] if bshape else []
+        mat = (cols, 1)
+    else:
+        sd = dict(zip(modes, strides))
+        bstr = [sd[m] for m in g.batch]
+        mat = (view.ld, 1) if view.trans == "N" else (1, view.ld)
+    return tuple(bshape) + (rows, cols), tuple(bstr) + mat
 
 
 def _dense(shape) -> tuple:
