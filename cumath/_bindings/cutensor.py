@@ -207,7 +207,25 @@ TABLE = {
     "cutensorGetCudartVersion": (c_size_t, []),
 }
 
-_L = LazyFunctions("cutensor", TABLE)
+class _Functions(LazyFunctions):
+    """libcutensor needs libcublasLt.so.13, which its RUNPATH finds only when both wheels share one
+    site-packages folder: cuBLASLt is loaded first (globally) from wherever cumath's loader finds it."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _preload_dependencies()
+        return super().__getattr__(name)
+
+
+def _preload_dependencies() -> None:
+    try:
+        load_library("cublasLt")
+    except Exception:  # the library may still find it itself (RUNPATH, LD_LIBRARY_PATH)
+        pass
+
+
+_L = _Functions("cutensor", TABLE)
 check = make_checker(CUTENSORError, Status)
 
 
@@ -226,6 +244,7 @@ def compute_descriptor(name: str) -> int:
     if name not in COMPUTE_DESCRIPTORS:
         raise ValueError(f"compute descriptor {name!r} is not supported; the allowed values are "
                          f"{list(COMPUTE_DESCRIPTORS)}")
+    _preload_dependencies()
     lib = load_library("cutensor")
     return c_void_p.in_dll(lib, f"CUTENSOR_COMPUTE_DESC_{name}").value or 0
 
