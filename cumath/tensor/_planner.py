@@ -227,6 +227,10 @@ class _Contraction(Operation):
         if p.on_gpu:
             from ._backends.cutensor import ContractionCUTENSOR
 
+            if any(n == 0 for n in self._problem.extents.values()):
+                raise ValueError("a mode has extent 0; cuTENSOR needs extents of at least 1 (contract such "
+                                 "operands on the CPU, or leave the empty contraction out)")
+
             return ContractionCUTENSOR(self._problem, steps, self._ops_list, self._dtype, strides,
                                        None if add is None else add.strides, self._options, self._device,
                                        self._stream, self._ops[self._INPUTS[0]].package, self.plan_preference,

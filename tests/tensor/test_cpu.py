@@ -236,3 +236,14 @@ def test_numpy_scalars_and_zero_dim_in_subprocess():
             "assert float(r) == 6.0 and float(s) == 6.0, (r, s); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_zero_extents(rng):
+    a, b = np.ones((3, 0)), np.ones((0, 4))
+    r = tensor.binary_contraction("ij,jk->ik", a, b)
+    assert r.shape == (3, 4) and not r.any()
+    c = rand(rng, (3, 4))
+    r = tensor.binary_contraction("ij,jk->ik", a, b, c=c, beta=2.0)
+    assert np.allclose(r, 2 * c)
+    r = tensor.binary_contraction("ij,jk->ik", np.ones((0, 2)), np.ones((2, 4)))
+    assert r.shape == (0, 4)

@@ -232,6 +232,10 @@ class ContractionCPU:
         self.same_addend = same_addend
         self.steps = []
         self.nbytes = 0
+        self.empty = any(n == 0 for n in ext.values())
+        if self.empty:  # nothing to multiply: the result is beta * addend (or zeros)
+            self.direct = True
+            return
         t_modes = t_strides = None
         for s in steps:
             xm, xs, xop, xdt = self._source(s.x, problem, ops, t_modes, t_strides)
@@ -300,6 +304,16 @@ class ContractionCPU:
         return inp
 
     def run(self, inputs, addend: int | None, out: int, alpha, beta) -> None:
+        if self.empty:
+            dst = host_view(out, self.out_shape, self.out_strides, self.dtype)
+            if dst.size:
+                if addend is not None and beta:
+                    c = to_compute(host_view(addend, self.out_shape, self.addend_strides, self.dtype), self.dtype,
+                                   self.cdt)
+                    np.copyto(dst, from_compute(beta * c, self.dtype), casting="unsafe")
+                else:
+                    dst[...] = 0
+            return
         t_ptr = 0
         for st in self.steps:
             px = t_ptr if st.x.source == "T" else inputs[st.x.source]
