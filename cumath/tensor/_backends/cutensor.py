@@ -70,12 +70,19 @@ def _warn_once(what: str, exc) -> None:
 
 
 def _save(handle: int, device_id: int) -> None:
+    """Write the handle's plan cache and the library's JIT kernel cache (at exit)."""
     try:
         plans, kernels = _cache_files(device_id)
-        ct.cutensorHandleWritePlanCacheToFile(handle, plans)
-        ct.cutensorWriteKernelCacheToFile(handle, kernels)
+        ct.cutensorHandleWritePlanCacheToFile(handle, plans + ".tmp")
+        os.replace(plans + ".tmp", plans)
     except Exception as exc:  # caches never make a computation fail
-        _warn_once("cache file (write)", exc)
+        _warn_once("plan cache file (write)", exc)
+        return
+    try:
+        ct.cutensorWriteKernelCacheToFile(handle, kernels + ".tmp")
+        os.replace(kernels + ".tmp", kernels)
+    except Exception as exc:  # NOT_SUPPORTED where JIT is unavailable: nothing to keep
+        logger.debug("cuTENSOR's kernel cache was not written: %s", exc)
 
 
 def handle_for(device_id: int) -> int:
@@ -94,10 +101,13 @@ def handle_for(device_id: int) -> int:
         if os.path.exists(plans):
             n = ct.cutensorHandleReadPlanCacheFromFile(h, plans)
             logger.info("cuTENSOR plan cache: %d line(s) read from %s", n, plans)
+    except Exception as exc:  # another version, GPU or a damaged file: planning starts afresh
+        _warn_once("plan cache file (read)", exc)
+    try:
         if os.path.exists(kernels):
             ct.cutensorReadKernelCacheFromFile(h, kernels)
     except Exception as exc:
-        _warn_once("cache file (read)", exc)
+        _warn_once("kernel cache file (read)", exc)
     atexit.register(_save, h, device_id)
     return h
 
@@ -204,6 +214,7 @@ class ContractionCUTENSOR:
         # alignments the plan assumes (from the planned pointers; the stateless cache key carries them)
         al = [alignment(p) for p in pointers]
         self.alignments = tuple(al[:-1])
+        self.out_align = al[-1]
         out_modes = problem.output
         d_out = desc(out_modes, self.out_strides, al[-1])
         self.contracts = []
@@ -259,6 +270,9 @@ class ContractionCUTENSOR:
             if p % a:
                 raise ValueError(f"an operand at address {p:#x} is less aligned than the planned one ({a} bytes); "
                                  f"create a new contraction for it (stateless calls do so by themselves)")
+        if out_ptr % self.out_align:
+            raise ValueError(f"out at address {out_ptr:#x} is less aligned than the planned one ({self.out_align} "
+                             f"bytes); create a new contraction for it")
         if addend is not None and beta and (addend.ptr != out_ptr or addend.strides != self.out_strides):
             adapter(self.package).copy_into(result, addend.obj)  # cuTENSOR reads C with D's strides
         if addend is None:
