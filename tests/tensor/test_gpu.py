@@ -112,6 +112,7 @@ def test_stateful_gpu_lifecycle(torch):
         ctr.autotune(iterations=2)
         r = ctr.execute()
         assert float(((r.double() - expect).norm() / expect.norm()).item()) < 1e-4
+        ctr.plan_preference.algo = tensor.ContractionAlgo.DEFAULT
         ctr.plan_preference.jit = tensor.ContractionJitMode.DEFAULT
         ctr.plan()
         r = ctr.execute()
