@@ -220,10 +220,10 @@ class _Contraction(Operation):
         self._result_perm = perm
         add = self._ops[self._ADDEND]
         p = self._place
-        if p.on_gpu != (self._ops[self._INPUTS[0]].device_id is not None):
-            where = "GPU" if p.on_gpu else "CPU"
-            raise ValueError(f"the operands are in {'host' if p.on_gpu else 'GPU'} memory but execution asks for the "
-                             f"{where}; move the operands to the {where} (contractions run where their operands are)")
+        on_gpu = self._ops[self._INPUTS[0]].device_id is not None
+        if on_gpu and not p.on_gpu:
+            raise ValueError("the operands are in GPU memory but execution asks for the CPU; move the operands to "
+                             "the host (numpy.asarray(x.get()), x.cpu()) or run on the GPU")
         if p.on_gpu:
             from ._backends.cutensor import ContractionCUTENSOR
 
@@ -231,11 +231,28 @@ class _Contraction(Operation):
                 raise ValueError("a mode has extent 0; cuTENSOR needs extents of at least 1 (contract such "
                                  "operands on the CPU, or leave the empty contraction out)")
 
-            return ContractionCUTENSOR(self._problem, steps, self._ops_list, self._dtype, strides,
-                                       None if add is None else add.strides, self._options, self._device,
-                                       self._stream, self._ops[self._INPUTS[0]].package, self.plan_preference,
-                                       [self._ops[n].ptr for n in self._INPUTS]
-                                       + [0 if self._ops["out"] is None else self._ops["out"].ptr], self._log)
+            def make(problem, out_strides, pointers):
+                return ContractionCUTENSOR(problem, steps, self._ops_list, self._dtype, out_strides,
+                                           None if add is None else out_strides if not on_gpu else add.strides,
+                                           self._options, self._device, self._stream, p.package if on_gpu else
+                                           "numpy", self.plan_preference, pointers, self._log)
+
+            if on_gpu:
+                return make(self._problem, strides, [self._ops[n].ptr for n in self._INPUTS]
+                            + [0 if self._ops["out"] is None else self._ops["out"].ptr])
+            from ._staging import StagedContraction, mirror_perm
+
+            out = self._ops["out"]
+            perm = mirror_perm(out) if out is not None else (perm or tuple(range(len(self._out_shape))))
+            e = self._expression
+            ins = [self._ops[n] for n in self._INPUTS]
+
+            def make_staged(in_strides, out_strides, pointers):
+                problem = make_problem(e, [o.shape for o in ins], in_strides)
+                return make(problem, out_strides, pointers)
+
+            return StagedContraction(make_staged, ins, self._INPUTS, self._out_shape, self._dtype, perm,
+                                     self._options, self._device, self._stream)
         from ._backends.blas import ContractionCPU
 
         ct = self._options.compute_type
@@ -260,6 +277,10 @@ class _Contraction(Operation):
         inputs = [ops[n].ptr for n in self._INPUTS]
         if ex.space == "cpu":
             ex.run(inputs, None if add is None else add.ptr, out_ptr, alpha, beta if add is not None else 0.0)
+        elif ex.space == "host_to_device":
+            result_op = out if out is not None else wrap_operand(result, "result")
+            ex.run([ops[n] for n in self._INPUTS], add, result, result_op, out is None, alpha,
+                   beta if add is not None else 0.0, stream, release_workspace)
         else:
             ex.run(inputs, add, out_ptr, result, alpha, beta if add is not None else 0.0, stream, release_workspace)
         return result

@@ -250,3 +250,70 @@ def test_misaligned_operand_refused(fake):
 def test_mode_codes():
     assert engine_mod.mode_code("a") == 97 and engine_mod.mode_code("...3") == 259
     assert engine_mod.alignment(0) == 256 and engine_mod.alignment(1024 + 8) == 8
+
+
+@pytest.fixture
+def emulated(fake, monkeypatch):
+    """The fake cuTENSOR plus CUDA copies as host memmoves and no device checks: whole operations run."""
+    from cumath._core import cuda
+
+    copies = []
+
+    def copy(dst, src, n, kind, stream, what=""):
+        copies.append((what, n))
+        ctypes.memmove(dst, src, n)
+
+    monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "synchronize", lambda stream: None)
+    monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
+    fake.copies = copies
+    return fake
+
+
+def _device(x):
+    """A NumPy array presented as an operand in GPU 0's memory."""
+    from cumath._core.operand import Operand
+
+    item = x.dtype.itemsize
+    return Operand(x, x.ctypes.data, x.shape, tuple(s // item for s in x.strides), x.dtype.name, 0, "numpy")
+
+
+def test_host_operands_staged_to_the_gpu(emulated):
+    from cumath import tensor
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 8, 5))[:, ::2]
+    b = np.asfortranarray(rng.standard_normal((5, 4, 7)))
+    c = rng.standard_normal((6, 7))
+    opts = {"allocator": HostAllocator()}
+    r = tensor.binary_contraction("ijk,kjl->il", a, b, c=c, alpha=2.0, beta=-0.5, execution="cuda", options=opts)
+    assert isinstance(r, np.ndarray)
+    assert np.allclose(r, 2 * np.einsum("ijk,kjl->il", a, b) - 0.5 * c)
+    names = [w for w, _ in emulated.copies]
+    assert "a" in names and "b" in names and "result" in names  # every crossing logged
+    out = np.empty((7, 6)).T
+    with tensor.TernaryContraction("ij,jk,kl->il", a[:, 0, :], rng.standard_normal((5, 9)),
+                                   rng.standard_normal((9, 7)), out=out, execution="cuda", options=opts) as t:
+        t.plan()
+        r = t.execute()
+        assert r is out
+        ops = [t._ops[n].obj for n in ("a", "b", "c")]
+        assert np.allclose(out, ops[0] @ ops[1] @ ops[2])
+
+
+def test_device_operands_whole_operation(emulated, monkeypatch):
+    from cumath import tensor
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16)  # results here are NumPy's, 16-byte aligned
+
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((5, 6)), rng.standard_normal((6, 3))
+    opts = {"allocator": HostAllocator()}
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options=opts) as ctr:
+        ctr.plan()
+        assert ctr._executor.space == "cuda"
+        r = ctr.execute(alpha=3.0)
+        assert np.allclose(r, 3 * a @ b)
+        ctr.plan_preference.kernel_rank = 2
+        ctr.autotune(iterations=2)
+        assert np.allclose(ctr.execute(), a @ b)

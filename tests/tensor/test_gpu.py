@@ -149,3 +149,13 @@ def test_plan_cache_file_written(torch, tmp_path):
     assert out.returncode == 0, out.stderr
     files = list((tmp_path / "cutensor").iterdir())
     assert any(f.name.startswith("plans-") for f in files), (files, out.stderr)
+
+
+def test_numpy_operands_on_the_gpu(torch):
+    rng = np.random.default_rng(9)
+    a, b, c = rng.standard_normal((9, 7))[:, ::2], rng.standard_normal((4, 5)), rng.standard_normal((9, 5))
+    r = tensor.binary_contraction("ij,jk->ik", a, b, c=c, beta=2.0, execution="cuda")
+    assert isinstance(r, np.ndarray) and np.allclose(r, a @ b + 2 * c)
+    x = rng.standard_normal((5, 3))
+    r = tensor.ternary_contraction("ij,jk,kl->il", a, b, x, execution="cuda")
+    assert np.allclose(r, a @ b @ x)
