@@ -11,6 +11,7 @@ import pytest
 
 from cumath._bindings import cutensor as real
 from cumath._core.frameworks.numpy import from_pointer
+from cumath.errors import CUTENSORError
 from cumath.tensor import ContractionOptions, Operator
 from cumath.tensor._backends import cutensor as engine_mod
 from cumath.tensor._planner import ContractionPlanPreference
@@ -317,3 +318,24 @@ def test_device_operands_whole_operation(emulated, monkeypatch):
         ctr.plan_preference.kernel_rank = 2
         ctr.autotune(iterations=2)
         assert np.allclose(ctr.execute(), a @ b)
+
+
+def test_failed_plan_releases_what_it_made(fake, monkeypatch):
+    rng = np.random.default_rng(8)
+    a, b, c = rng.standard_normal((4, 5)), rng.standard_normal((5, 6)), rng.standard_normal((6, 3))
+    calls = {"n": 0}
+    create = fake.cutensorCreatePlan
+
+    def second_plan_fails(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise CUTENSORError(15, "NOT_SUPPORTED")
+        return create(*args)
+
+    monkeypatch.setattr(fake, "cutensorCreatePlan", second_plan_fails)
+    out = np.empty((4, 3))
+    with pytest.raises(CUTENSORError, match="cuTENSOR failed with NOT_SUPPORTED"):
+        _engine("ij,jk,kl->il", [a, b, c], out)
+    made = [k for k, v in fake.objects.items() if isinstance(v, tuple) and v[0] in ("tensor", "contraction",
+                                                                                   "pref", "plan")]
+    assert made and set(made) <= set(fake.destroyed)  # every descriptor, preference and plan destroyed

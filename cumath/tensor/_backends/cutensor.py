@@ -193,6 +193,13 @@ class ContractionCUTENSOR:
         self._buffers: list = []
         self.workspace = None
         self.nbytes = 0
+        try:
+            self._build(problem, steps, ops, dtype, options, device_id, stream, preference, pointers, log)
+        except BaseException:  # what was made is released now, not whenever the half-built engine is collected
+            self.free()
+            raise
+
+    def _build(self, problem, steps, ops, dtype, options, device_id, stream, preference, pointers, log):
         dt = int(DATA_TYPES[dtype])
         ct_name = options.compute_type.library_name if options.compute_type is not None else DEFAULT_COMPUTE[dtype]
         compute = ct.compute_descriptor(ct_name)
