@@ -139,6 +139,7 @@ class _Step:
         flops = g.M * g.N * max(1, g.K)
         self.split = num_threads > 1 and g.B >= 2 and flops <= _SMALL
         self.threads = num_threads
+        self.lib_threads = lib.get_num_threads()  # a thread count the library already has is not set per call
         self.stacked = None  # (shape, strides) of X, Y, Z as stacks of matrices, for small batched products
 
     def _scalars(self, alpha, beta):
@@ -162,7 +163,8 @@ class _Step:
             px, py, xo, yo = py, px, yo, xo
 
         def chunk(lo, hi, threads=None):
-            token = self.lib.set_num_threads_local(threads) if threads is not None else None
+            token = (self.lib.set_num_threads_local(threads) if threads is not None and threads != self.lib_threads
+                     else None)
             try:
                 for i in range(lo, hi):
                     gemm(*head, a, px + xo[i] * isz, l1, py + yo[i] * isz, l2, b, pz + zo[i] * isz, lz)
