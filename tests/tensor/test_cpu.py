@@ -49,7 +49,7 @@ def test_binary(rng, dtype, expr, shapes):
     assert relerr(r, ref(expr, a, b)) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
 @pytest.mark.parametrize("expr, shapes", [
     ("ij,jk,kl->il", [(7, 11), (11, 5), (5, 13)]),
     ("ij,jk,kl->il", [(3, 40), (40, 2), (2, 50)]),
@@ -247,3 +247,24 @@ def test_zero_extents(rng):
     assert np.allclose(r, 2 * c)
     r = tensor.binary_contraction("ij,jk->ik", np.ones((0, 2)), np.ones((2, 4)))
     assert r.shape == (0, 4)
+
+
+def test_bfloat16_ternary_torch(rng):
+    torch = pytest.importorskip("torch")
+    a, b, c = (torch.randn(*s, dtype=torch.bfloat16) for s in [(5, 7), (7, 3), (3, 4)])
+    r = tensor.ternary_contraction("ij,jk,kl->il", a, b, c)
+    expect = a.double().numpy() @ b.double().numpy() @ c.double().numpy()
+    assert r.dtype == torch.bfloat16 and relerr(r.double().numpy(), expect) < TOL["bfloat16"]
+
+
+def test_threads_and_logging(rng, caplog):
+    import logging
+
+    a, b = rand(rng, (40, 50)), rand(rng, (50, 30))
+    log = logging.getLogger("cumath.tensor.test")
+    with caplog.at_level(logging.INFO, logger="cumath.tensor.test"):
+        r = tensor.binary_contraction("ij,jk->ik", a, b, execution=cumath.ExecutionCPU(num_threads=1),
+                                      options={"logger": log})
+    assert relerr(r, a @ b) < 1e-12
+    text = caplog.text
+    assert "CPU contraction: 1 GEMM step(s)" in text and "1 thread(s)" in text

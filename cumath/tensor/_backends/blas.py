@@ -330,7 +330,7 @@ class ContractionCPU:
             if st.direct_out:
                 b = 0.0
                 if addend is not None and beta:
-                    if not self.same_addend:
+                    if not (self.same_addend or (addend == out and self.addend_strides == self.out_strides)):
                         self._copy_addend(addend, out)
                     b = beta
                 st.run(px, py, out, alpha, b)
