@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
+from .._core import cuda
 from .._core.layout import dense_strides
 from .._core.lifecycle import requires, requires_alive
 from .._core.operand import Operand, adapter, check_same_place, wrap_operand
@@ -296,7 +297,12 @@ class _Contraction(Operation):
         if self._host_only:
             return self._run(alpha, beta, None, release_workspace)
         stream, explicit = self._stream_arg(stream)
-        return self._ordered(stream, explicit, self._run, alpha, beta, stream, release_workspace)
+        if explicit:  # inside the package's stream context when the stream is not its current one
+            return self._ordered(stream, True, self._run, alpha, beta, stream, release_workspace)
+        result = self._run(alpha, beta, stream, release_workspace)  # (_ordered's other case, two frames less)
+        if self._blocking and self._place.operand_device is not None:
+            cuda.synchronize(stream)
+        return result
 
     @requires("planned", "operands")
     def autotune(self, *, iterations: int = 3, alpha=1.0, beta=None, release_workspace=False, stream=None):

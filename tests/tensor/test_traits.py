@@ -90,3 +90,15 @@ def test_gemm_geometry_needs_copy():
     ext = {"i": 4, "j": 5, "k": 6}
     g = gemm_geometry(("i", "j"), (10, 2), ("j", "k"), (6, 1), ("i", "k"), None, ext)
     assert g.x is None and g.y is not None
+
+
+def test_memory_limit_bytes():
+    from cumath.tensor._options import memory_limit_bytes
+
+    assert memory_limit_bytes("50%", 1000) == 500
+    assert memory_limit_bytes("2 KiB", 0) == 2048
+    assert memory_limit_bytes("1.5 GB", 0) == 1_500_000_000
+    assert memory_limit_bytes(123, 0) == 123
+    assert memory_limit_bytes(None, 1000) == 800
+    with pytest.raises(ValueError, match="cannot be read"):
+        memory_limit_bytes("lots", 1000)
