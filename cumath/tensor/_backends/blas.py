@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +23,7 @@ from ..._core.logging import format_bytes
 from .._options import Operator
 from .._traits import batch_offsets, gemm_geometry
 
-__all__ = ["ContractionCPU"]
+__all__ = ["ContractionCPU", "host_view", "to_compute", "from_compute"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +92,6 @@ class _Input:
         self.order, self.sum_modes, self.extents = tuple(order), tuple(sum_modes), extents
         self.op, self.dtype, self.cdt, self.direct = op, dtype, cdt, direct
         self.buffer = None if direct else np.empty([extents[m] for m in order], dtype=cdt)
-        self.conj = False
 
     def prepare(self, ptr: int) -> int:
         """The address the GEMM reads (the operand itself, or the dense copy filled now)."""
@@ -422,9 +420,3 @@ def _with(geo, **changes):
 
     return dataclasses.replace(geo, **changes)
 
-
-def flops_of(steps) -> int:
-    return sum(s.flops for s in steps) * 2
-
-
-__all__ += ["host_view", "to_compute", "from_compute", "flops_of", "math"]

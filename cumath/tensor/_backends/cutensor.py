@@ -227,7 +227,6 @@ class ContractionCUTENSOR:
         self.contracts = []
         self.t_buffer = None
         if len(steps) == 1:
-            s = steps[0]
             descs = (desc(problem.inputs[0], problem.strides[0], al[0]),
                      desc(problem.inputs[1], problem.strides[1], al[1]), d_out, d_out)
             self.contracts.append(_Contract(self.handle, descs, ops, compute, preference, limit, self._owned, log))
