@@ -339,3 +339,20 @@ def test_failed_plan_releases_what_it_made(fake, monkeypatch):
     made = [k for k, v in fake.objects.items() if isinstance(v, tuple) and v[0] in ("tensor", "contraction",
                                                                                    "pref", "plan")]
     assert made and set(made) <= set(fake.destroyed)  # every descriptor, preference and plan destroyed
+
+
+def test_stateless_device_calls_are_cached_per_alignment(emulated, monkeypatch):
+    from cumath import config, tensor
+
+    rng = np.random.default_rng(10)
+    opts = {"allocator": HostAllocator()}
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    raw = rng.standard_normal(1 + 6 * 4)
+    a1, a2, b = rng.standard_normal((6, 4)), raw[1:].reshape(6, 4), rng.standard_normal((4, 5))
+    config.plan_cache.clear()
+    before = config.plan_cache.stats()["misses"]
+    for a in (a1, a1, a2):
+        r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(b), options=opts)
+        assert np.allclose(r, a @ b)
+    stats = config.plan_cache.stats()
+    assert stats["misses"] - before == 2 and stats["hits"] >= 1  # the 8-byte aligned view has its own plan
