@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...errors import UnsupportedDtypeError
 from .._shapes import matmul_shapes
 from ._options import MatmulComputeType as CT
 
@@ -479,20 +480,20 @@ def dtype_plan(a: str, b: str, c: str | None, *, result_type=None, compute_type=
         scale = "float32"
     else:
         if a != b:
-            raise TypeError(f"a is {a} and b is {b}: the operands must have one dtype; supported: "
+            raise UnsupportedDtypeError(f"a is {a} and b is {b}: the operands must have one dtype; supported: "
                             f"{_supported_list()}")
         entry = SUPPORTED_DTYPES.get(a)
         if entry is None:
-            raise TypeError(f"dtype {a} is not supported by cuBLASLt matmul; supported: {_supported_list()}")
+            raise UnsupportedDtypeError(f"dtype {a} is not supported by cuBLASLt matmul; supported: {_supported_list()}")
         cds, computes, default = entry
         d = result_type or c or a
         if c is not None and c != d:
-            raise TypeError(f"c is {c} but the result would be {d}: c and the result must have one dtype")
+            raise UnsupportedDtypeError(f"c is {c} but the result would be {d}: c and the result must have one dtype")
         if d not in cds:
             what = "c" if c is not None else "result_type"
             raise TypeError(f"{what} {d} with {a} operands is not supported; {a} x {a} gives {' or '.join(cds)}")
         if result_type is not None and result_type != a and c is None and a not in ("float16", "bfloat16"):
-            raise TypeError(f"result_type {result_type} differs from the operands' {a}; only narrow-precision "
+            raise UnsupportedDtypeError(f"result_type {result_type} differs from the operands' {a}; only narrow-precision "
                             f"products choose their result type")
         c = d
         compute = CT(compute_type) if compute_type is not None else default
