@@ -109,7 +109,7 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
     if fft_type not in FFT_TYPES:
         raise ValueError(f"fft_type={fft_type!r} is not supported; the allowed values are {list(FFT_TYPES)}")
     if fft_type in ("C2C", "C2R") and not complex_in:
-        raise TypeError(
+        raise UnsupportedDtypeError(
             f"{fft_type} FFTs need a complex operand (complex32, complex64, complex128), got {dtype}; "
             f"use rfft / fft_type='R2C' for real input"
         )

@@ -1,0 +1,129 @@
+"""Helpers for block-scaled (MXFP8, NVFP4) products: scale tensors in cuBLASLt's interleaved layout.
+
+cuBLASLt reads block scales as a 1-D tensor of 128 x 4 tiles (128 rows or columns of the operand that are not
+blocked, 4 groups of the blocked dimension); tiles follow each other along the blocked dimension, then along
+the other, then per batch. Inside a tile the scale of (row r, group g) sits at ``(r % 32) * 16 + (r // 32) * 4
++ g``. MXFP8 scales are UE8M0 bytes (the scale is ``2 ** (byte - 127)``) over 32 elements; NVFP4 scales are
+float8_e4m3fn over 16 elements. Block scaling runs on GPUs of compute capability 10.0 or newer.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ...._core.operand import adapter, wrap_operand
+
+__all__ = ["BlockScalingFormat", "create_mxfp8_scale", "invert_mxfp8_scale", "get_block_scale_offset"]
+
+_TILE_OUTER = 128  # rows (or columns) of the operand per scale tile
+_TILE_GROUPS = 4   # blocks of the blocked dimension per scale tile
+
+
+class BlockScalingFormat(str, enum.Enum):
+    """Block scaling format of a narrow-precision operand."""
+
+    NVFP4 = "NVFP4"
+    MXFP8 = "MXFP8"
+
+
+_BLOCK = {BlockScalingFormat.NVFP4: 16, BlockScalingFormat.MXFP8: 32}
+_OPERAND_DTYPES = {BlockScalingFormat.NVFP4: ("float4_e2m1fn_x2",),
+                   BlockScalingFormat.MXFP8: ("float8_e4m3fn", "float8_e5m2")}
+
+
+def _format(value) -> BlockScalingFormat:
+    try:
+        return BlockScalingFormat(value.upper() if isinstance(value, str) else value)
+    except ValueError:
+        raise ValueError(f"block_scaling_format={value!r} is not supported; the allowed values are "
+                         f"{[m.value for m in BlockScalingFormat]}") from None
+
+
+def create_mxfp8_scale(x, exponent: int, stream=None):
+    """An MXFP8 block-scale tensor (uint8, 1-D, one scale per 32 elements of ``x``) that scales all of ``x`` by
+    ``2 ** exponent``; the same package and device as ``x``. ``exponent``: an int in [-127, 128]. ``stream`` is
+    accepted for nvmath-python compatibility; the fill runs on the package's current stream."""
+    op = wrap_operand(x, "x")
+    if isinstance(exponent, bool) or not isinstance(exponent, int):
+        raise TypeError(f"exponent must be an int in [-127, 128], not {type(exponent).__name__}")
+    if not -127 <= exponent <= 128:
+        raise ValueError(f"exponent={exponent} is outside [-127, 128] (the scale is 2 ** exponent)")
+    if op.size % 32:
+        raise ValueError(f"x has {op.size} elements; MXFP8 scales one block of 32 elements, so the size must be "
+                         f"a multiple of 32")
+    scales = adapter(op.package).empty((op.size // 32,), "uint8", op.device_id)
+    scales[...] = exponent + 127
+    return scales
+
+
+def invert_mxfp8_scale(mx_scales):
+    """The reciprocal of an MXFP8 block-scale tensor (UE8M0 bytes): a new tensor of the same package, device and
+    shape whose scales are ``2 ** -e`` where ``mx_scales`` has ``2 ** e`` (255, NaN in UE8M0, is read as 254)."""
+    op = wrap_operand(mx_scales, "mx_scales")
+    if op.dtype != "uint8":
+        raise ValueError(f"mx_scales must be uint8 (UE8M0 exponents), not {op.dtype}")
+    out = adapter(op.package).empty(op.shape, "uint8", op.device_id)
+    out[...] = mx_scales
+    out[out == 255] = 254
+    out[...] = 254 - out
+    return out
+
+
+def _shape_and_axis(operand_or_shape, axis):
+    if isinstance(operand_or_shape, tuple) and all(isinstance(n, int) for n in operand_or_shape):
+        if axis is None:
+            raise ValueError("axis (-1 or -2, the blocked dimension) is required when a shape is given")
+        return operand_or_shape, axis, None
+    op = wrap_operand(operand_or_shape, "operand")
+    shape, dtype = op.shape, op.dtype
+    if dtype == "float4_e2m1fn_x2":  # two values per byte, packed along the blocked dimension
+        packed = -1 if op.strides[-1] == 1 else -2
+        shape = tuple(n * 2 if i == len(shape) + packed else n for i, n in enumerate(shape))
+    if axis is None:  # A is blocked along its rows (K last, row-major), B along its columns
+        axis = -1 if op.strides[-1] == 1 else -2
+    return tuple(shape), axis, dtype
+
+
+def get_block_scale_offset(index, operand_or_shape, block_scaling_format, *, axis=None):
+    """The offset, in cuBLASLt's interleaved 1-D scale tensor, of the scale of block ``index`` of an operand.
+
+    ``index``: one index per dimension of the operand, the blocked dimension's counting blocks (ints, or
+    integer arrays of one shape for many queries: the result is then an array). ``operand_or_shape``: the
+    operand, or its logical shape (then ``axis`` is required). ``axis``: the blocked dimension, -1 (A: rows
+    are blocked) or -2 (B: columns are); inferred from an operand's layout when not given.
+    """
+    fmt = _format(block_scaling_format)
+    shape, axis, dtype = _shape_and_axis(operand_or_shape, axis)
+    if dtype is not None and dtype not in _OPERAND_DTYPES[fmt]:
+        raise ValueError(f"an operand of dtype {dtype} does not use {fmt.value} scales; {fmt.value} operands are "
+                         f"{list(_OPERAND_DTYPES[fmt])}")
+    ndim = len(shape)
+    if ndim < 2:
+        raise ValueError(f"block scales apply to matrices (2 or more dimensions), not shape {shape}")
+    if axis not in (-1, -2, ndim - 1, ndim - 2):
+        raise ValueError(f"axis={axis} must be one of the last two dimensions (-1 or -2)")
+    blocked = axis if axis < 0 else axis - ndim
+    unblocked = -1 if blocked == -2 else -2
+    block = _BLOCK[fmt]
+    if any(n <= 0 for n in shape):
+        raise ValueError(f"the operand's shape {shape} must have positive extents")
+    if shape[unblocked] % _TILE_OUTER:
+        raise ValueError(f"the extent {shape[unblocked]} of axis {unblocked} must be a multiple of {_TILE_OUTER} "
+                         f"(cuBLASLt's scale tiles are {_TILE_OUTER} x {_TILE_GROUPS})")
+    if shape[blocked] % (block * _TILE_GROUPS):
+        raise ValueError(f"the extent {shape[blocked]} of axis {blocked} must be a multiple of "
+                         f"{block * _TILE_GROUPS} ({_TILE_GROUPS} groups of {block} elements per scale tile row)")
+    if len(index) != ndim:
+        raise ValueError(f"index has {len(index)} entries; give one per dimension of the operand ({ndim})")
+    row, group = index[unblocked], index[blocked]
+    groups = shape[blocked] // block
+    tile = (row // _TILE_OUTER) * (groups // _TILE_GROUPS) + group // _TILE_GROUPS
+    inner = (row % 32) * 16 + ((row % _TILE_OUTER) // 32) * 4 + group % _TILE_GROUPS
+    offset = tile * (_TILE_OUTER * _TILE_GROUPS) + inner
+    if ndim > 2:  # each matrix of a batch has its own run of scales
+        per_matrix = shape[-1] * shape[-2] // block
+        stride = per_matrix
+        for i in range(ndim - 3, -1, -1):
+            offset = offset + index[i] * stride
+            stride *= shape[i]
+    return offset
