@@ -8,7 +8,7 @@ from .._bindings import cudart
 from ..errors import CUDAUnavailableError
 from .logging import format_bytes
 
-__all__ = ["device_count", "require_device", "copy", "synchronize", "set_device"]
+__all__ = ["device_count", "require_device", "copy", "memset", "synchronize", "set_device"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = ""
     if kind != D2D and logger.isEnabledFor(logging.INFO):
         logger.info("copy %s %s (%s)", "host->GPU" if kind == H2D else "GPU->host", what, format_bytes(nbytes))
     cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
+
+
+def memset(ptr: int, value: int, nbytes: int, stream: int) -> None:
+    """Stream-ordered fill of ``nbytes`` bytes at device address ``ptr`` with the byte ``value``."""
+    if nbytes:
+        cudart.cudaMemsetAsync(ptr, value, nbytes, stream)
 
 
 def synchronize(stream: int) -> None:

@@ -87,7 +87,7 @@ class _Executor:
         d, d_ptr = self.new_result(v, ops)
         if v.copies_c(algorithm):
             self.copy_c(v, ops, d, d_ptr, stream, keep)
-        outputs = self.new_outputs(v) if v.has_outputs else {}
+        outputs = self.new_outputs(v, stream) if v.has_outputs else {}
         v.set_outputs(args, d_ptr, {k: p for k, (_obj, p) in outputs.items()} if outputs else None)
         v.launch(args, algorithm, self.c_pointer(ops["c"]), alpha, beta)
         del keep
@@ -225,12 +225,15 @@ class DeviceExecutor(_Executor):
         keep.append(tmp)
         cuda.copy(ptr, ctx.pkg.pointer(tmp), math.prod(shape) * ITEMSIZE[ctx.dt.d], cuda.D2D, stream)
 
-    def new_outputs(self, v) -> dict:
+    def new_outputs(self, v, stream) -> dict:
         ctx = self.ctx
         pkg, out = ctx.pkg, {}
         for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
             obj = pkg.empty(shape, dtype, ctx.device, natural_perm(strides))
-            out[name] = (obj, pkg.pointer(obj))
+            ptr = pkg.pointer(obj)
+            if name.endswith("_aux"):  # cuBLASLt leaves the padding rows of its ld alone: zero them
+                cuda.memset(ptr, 0, math.prod(shape) * ITEMSIZE[dtype], stream)
+            out[name] = (obj, ptr)
         if ctx.options.result_amax:
             obj = pkg.empty((1,), "float32", ctx.device, (0,))
             out["result_amax"] = (obj, pkg.pointer(obj))
@@ -320,7 +323,9 @@ class StagingExecutor(_Executor):
             if not ctx.options.inplace:
                 self.d = self._mirror("result", v.geom.result_shape, ctx.dt.d, v.d_perm, "the host")
             for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
-                self.outputs[name] = self._mirror(name, shape, dtype, natural_perm(strides), "host output")
+                m = self.outputs[name] = self._mirror(name, shape, dtype, natural_perm(strides), "host output")
+                if name.endswith("_aux"):  # padding cuBLASLt never writes reads as zeros (once: the mirror stays)
+                    cuda.memset(m.ptr, 0, m.nbytes, self.stream)
             if ctx.options.result_amax:
                 self.outputs["result_amax"] = self._mirror("result_amax", (1,), "float32", (0,), "host output")
 
@@ -398,7 +403,7 @@ class StagingExecutor(_Executor):
     def c_pointer(self, c) -> int:
         return self.views["c"].ptr if "c" in self.views else 0
 
-    def new_outputs(self, v) -> dict:
+    def new_outputs(self, v, stream) -> dict:
         return {k: (m, m.ptr) for k, m in self.outputs.items()}
 
     def finish(self, v, ops, d, outputs, stream):

@@ -249,17 +249,21 @@ def _d_strides(geom: Geometry, order: str):
 
 
 def formulations(geom: Geometry, *, target: str, epilog_rows_bound: bool = False, row_order_epilog: bool = True,
-                 aux_kind: str | None = None, conj=(False, False), narrow_tn: bool = False, inplace: bool = False):
+                 aux_kind: str | None = None, conj=(False, False), narrow_tn: bool = False, inplace: bool = False,
+                 epilog_cols_bound: bool = False):
     """Candidate formulations, best first: the result in ``target`` order ('row' or 'col') first.
 
     ``epilog_rows_bound``: a bias or bias gradient indexed by the result's rows (no 'T').
     ``row_order_epilog``: whether 'R'/'Q' may carry this epilog (they are tried for rows-bound epilogs only). ``aux_kind``: 'N' or 'T' when an auxiliary input
     fixes the formulation. ``conj``: conjugate a / b (needs op T on them: op C). ``narrow_tn``: FP8 on SM 9.x
-    needs cuBLASLt's A transposed and B not. ``inplace``: the result is c (same layout).
+    needs cuBLASLt's A transposed and B not. ``inplace``: the result is c (same layout). ``epilog_cols_bound``:
+    a bias indexed by the result's columns (only 'T', where they are the rows of cuBLASLt's D).
     """
     kinds = ["T", "R", "Q", "N"] if target == "row" else ["N", "T", "R", "Q"]
     if aux_kind is not None:
         kinds = [aux_kind]
+    if epilog_cols_bound:
+        kinds, epilog_rows_bound = [k for k in kinds if k == "T"], False
     out = []
     for kind in kinds:
         if kind == "T" and epilog_rows_bound:
