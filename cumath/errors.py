@@ -10,6 +10,7 @@ __all__ = [
     "CUDAUnavailableError",
     "UnsupportedLayoutError",
     "UnsupportedDtypeError",
+    "OperandMismatchError",
     "CUFFTError",
     "CUDARuntimeError",
     "FFTWError",
@@ -136,6 +137,11 @@ class InvalidStateError(CumathError, RuntimeError, ValueError):
 class CUDAUnavailableError(CumathError, RuntimeError, ValueError):
     """CUDA execution was asked for but no usable GPU is there (no driver, no device, or not that device).
     A RuntimeError as nvmath-python raises it (code falls back to the CPU on it), and a ValueError."""
+
+
+class OperandMismatchError(CumathError, TypeError, ValueError):
+    """An operand given to a planned operation is of another package or on another device than the plan's. A
+    TypeError as nvmath-python raises it, and a ValueError."""
 
 
 class UnsupportedDtypeError(CumathError, TypeError, ValueError):

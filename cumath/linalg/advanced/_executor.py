@@ -22,6 +22,7 @@ from ..._core.layout import dense_strides, natural_perm
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, wrap_operand
 from ..._core.recycle import Recycler
+from ...errors import OperandMismatchError
 from ._traits import matmul_geometry
 from ._variant import plan_variant, variant_key
 
@@ -176,7 +177,8 @@ class DeviceExecutor(_Executor):
             op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
             if checked:
                 if op.package != ctx.package or op.device_id != ctx.device:
-                    raise ValueError(f"epilog input {k!r} must be a {ctx.package} array on the operands' device")
+                    raise OperandMismatchError(f"epilog input {k!r} must be a {ctx.package} array on the operands' "
+                                               f"device")
                 o = old[k]
                 if (tuple(op.shape), op.strides, op.dtype) != (tuple(o.shape), o.strides, o.dtype):
                     raise ValueError(_input_mismatch(k, op, o))
@@ -343,7 +345,7 @@ class StagingExecutor(_Executor):
             op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
             o = ops[k]
             if op.device_id is not None or op.package != o.package:
-                raise ValueError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
+                raise OperandMismatchError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
             if tuple(op.shape) != tuple(o.shape) or op.dtype != o.dtype:  # any layout: uploads reorder
                 raise ValueError(_input_mismatch(k, op, o))
             ops[k] = op

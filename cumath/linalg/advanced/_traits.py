@@ -146,12 +146,28 @@ def matmul_geometry(a_shape, a_strides, b_shape, b_strides, c_shape=None, c_stri
     return Geometry(m, n, k, batch_shape, result, a, b, c, c_copy, a_vec, b_vec)
 
 
+def _promoted_c(c_shape, c_strides, result, a_vec, b_vec):
+    """A c given in the promoted 2-D form of a 1-D operand's product ((1, N) for a of shape (K,), (M, 1) for b of
+    shape (K,), (1, 1) for both; batch dimensions in front allowed) as the result's form."""
+    c_shape, c_strides = tuple(c_shape), tuple(c_strides)
+    if len(c_shape) != len(result) + a_vec + b_vec or not (a_vec or b_vec):
+        return c_shape, c_strides
+    tail = 2
+    if len(c_shape) < tail or (b_vec and c_shape[-1] != 1) or (a_vec and c_shape[-2] != 1):
+        return c_shape, c_strides
+    keep = [i for i in range(len(c_shape)) if not ((b_vec and i == len(c_shape) - 1) or
+                                                   (a_vec and i == len(c_shape) - 2))]
+    return tuple(c_shape[i] for i in keep), tuple(c_strides[i] for i in keep)
+
+
 def _c_operand(c_shape, c_strides, result, batch_shape, m, n, a_vec, b_vec):
+    c_shape, c_strides = _promoted_c(c_shape, c_strides, result, a_vec, b_vec)
     if len(c_shape) > len(result) or any(
             cd != rd and cd != 1 for cd, rd in zip(reversed(c_shape), reversed(result))):
         raise ValueError(
             f"c of shape {list(c_shape)} does not broadcast to the result's shape {list(result)} "
-            f"(c may be (M, N), or (M, 1) to be added to every column, with optional batch dimensions)")
+            f"(c may be (M, N), or (M, 1) to be added to every column, with optional batch dimensions; for a 1-D "
+            f"a or b also the promoted 2-D form, (1, N) or (M, 1))")
     # back to the matrix view (batch..., M, N), inserting the promoted dimensions
     full = (1,) * (len(result) - len(c_shape)) + c_shape
     fstr = (0,) * (len(result) - len(c_strides)) + c_strides
