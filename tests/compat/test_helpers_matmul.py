@@ -1,0 +1,100 @@
+"""cumath.linalg.advanced.helpers.matmul: block-scale formats, MXFP8 scales, offsets in cuBLASLt's interleaved
+scale layout (checked against the documented layout: 128 x 4 tiles, (r % 32) * 16 + (r // 32) * 4 + g)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cumath.linalg.advanced.helpers import matmul as H
+
+
+def reference_offsets(rows, groups):
+    """Offsets of every (row, group) by walking the tiles in order: the layout written out, not a formula."""
+    out = np.empty((rows, groups), np.int64)
+    pos = 0
+    for tile_r in range(rows // 128):
+        for tile_g in range(groups // 4):
+            for rr in range(32):
+                for quarter in range(4):
+                    for g in range(4):
+                        out[tile_r * 128 + quarter * 32 + rr, tile_g * 4 + g] = pos
+                        pos += 1
+    return out
+
+
+@pytest.mark.parametrize("fmt,block", [("NVFP4", 16), ("MXFP8", 32)])
+@pytest.mark.parametrize("rows,cols_blocks", [(128, 4), (256, 8), (384, 12)])
+def test_offsets_match_the_layout(fmt, block, rows, cols_blocks):
+    shape = (rows, cols_blocks * block)
+    ref = reference_offsets(rows, cols_blocks)
+    r, g = np.meshgrid(np.arange(rows), np.arange(cols_blocks), indexing="ij")
+    got = H.get_block_scale_offset((r, g), shape, fmt, axis=-1)
+    assert np.array_equal(got, ref)
+    assert sorted(got.ravel()) == list(range(rows * cols_blocks))  # a permutation: every scale once
+    # B is blocked along its columns (axis=-2): the roles of the two axes swap
+    got_b = H.get_block_scale_offset((g, r), shape[::-1], fmt, axis=-2)
+    assert np.array_equal(got_b, ref)
+
+
+def test_documented_examples():
+    assert H.get_block_scale_offset((5, 2), (128, 128), H.BlockScalingFormat.NVFP4, axis=-1) == 82
+    assert H.get_block_scale_offset((5, 5), (128, 128), "nvfp4", axis=-1) == 593
+
+
+def test_batches_follow_each_other():
+    one = 128 * 128 // 32
+    assert H.get_block_scale_offset((2, 5, 1), (3, 128, 128), "MXFP8", axis=-1) == \
+        2 * one + H.get_block_scale_offset((5, 1), (128, 128), "MXFP8", axis=-1)
+
+
+@settings(max_examples=50, deadline=None, database=None)
+@given(st.integers(1, 3), st.integers(1, 3), st.data())
+def test_property_offsets_in_range(tr, tg, data):
+    rows, groups = 128 * tr, 4 * tg
+    r, g = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, groups - 1))
+    off = H.get_block_scale_offset((r, g), (rows, groups * 32), "MXFP8", axis=-1)
+    assert 0 <= off < rows * groups and off == reference_offsets(rows, groups)[r, g]
+
+
+@pytest.mark.parametrize("kwargs,exc,fragment", [
+    ({"operand_or_shape": (128, 64), "block_scaling_format": "MXFP8"}, ValueError, "axis (-1 or -2"),
+    ({"operand_or_shape": (100, 128), "block_scaling_format": "MXFP8", "axis": -1}, ValueError, "multiple of 128"),
+    ({"operand_or_shape": (128, 100), "block_scaling_format": "MXFP8", "axis": -1}, ValueError, "multiple of 128"),
+    ({"operand_or_shape": (128, 128), "block_scaling_format": "FP6", "axis": -1}, ValueError, "'FP6' is not"),
+    ({"operand_or_shape": (128, 128), "block_scaling_format": "MXFP8", "axis": 0, "index": (1, 1, 1)}, ValueError,
+     "index has 3 entries"),
+])
+def test_offset_errors(kwargs, exc, fragment):
+    index = kwargs.pop("index", (0, 0))
+    with pytest.raises(exc) as info:
+        H.get_block_scale_offset(index, **kwargs)
+    assert fragment in str(info.value)
+
+
+def test_operand_dtype_checked():
+    with pytest.raises(ValueError, match="does not use MXFP8 scales"):
+        H.get_block_scale_offset((0, 0), np.zeros((128, 128), np.float32), "MXFP8")
+
+
+@pytest.mark.parametrize("exponent", [-127, -3, 0, 5, 128])
+def test_mxfp8_scales(exponent):
+    x = np.zeros((4, 64), np.float32)
+    s = H.create_mxfp8_scale(x, exponent)
+    assert s.dtype == np.uint8 and s.shape == (8,) and (s == exponent + 127).all()
+    inv = H.invert_mxfp8_scale(s)
+    want = 254 - min(exponent + 127, 254)
+    assert (inv == want).all() and (s == exponent + 127).all()  # the input is left alone
+
+
+def test_mxfp8_scale_errors():
+    with pytest.raises(ValueError, match="outside"):
+        H.create_mxfp8_scale(np.zeros(32), 129)
+    with pytest.raises(TypeError, match="exponent must be an int"):
+        H.create_mxfp8_scale(np.zeros(32), 1.5)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        H.create_mxfp8_scale(np.zeros(31), 0)
+    with pytest.raises(ValueError, match="must be uint8"):
+        H.invert_mxfp8_scale(np.zeros(4, np.float32))
