@@ -111,10 +111,20 @@ def _getstate(self):
     return state
 
 
+def _hash(self):
+    h = self.__dict__.get("_hash")
+    if h is None:  # the fields that take part in equality, hashed once per state (an assignment drops it)
+        h = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
 def settable(cls):
     """Class decorator for a ``frozen=True`` options dataclass: instances accept attribute assignment (checked
-    as the constructor checks its arguments); :func:`snapshot` gives the frozen copy operations key on."""
+    as the constructor checks its arguments); :func:`snapshot` gives the frozen copy operations key on; the hash
+    is computed once per state."""
     cls.__setattr__ = _setattr
+    cls.__hash__ = _hash
     cls.__delattr__ = _delattr
     cls.__getstate__ = _getstate
     cls._settable = True
