@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cumath as nvmath
 
@@ -42,3 +44,10 @@ def test_gpu_key(shape, axes):
         assert F.estimate_workspace_size(f.get_key()) == size
         y = f.execute()
     assert cp.allclose(y, cp.fft.fftn(x, axes=axes))
+
+
+@settings(max_examples=20, deadline=None, database=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=3), st.sampled_from(["complex64", "complex128", "float64"]))
+def test_property_cpu_keys(shape, dtype):
+    x = np.ones(shape, dtype)
+    assert F.estimate_workspace_size(F.FFT.create_key(x)) == 0
