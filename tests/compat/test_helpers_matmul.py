@@ -98,3 +98,31 @@ def test_mxfp8_scale_errors():
         H.create_mxfp8_scale(np.zeros(31), 0)
     with pytest.raises(ValueError, match="must be uint8"):
         H.invert_mxfp8_scale(np.zeros(4, np.float32))
+
+
+@pytest.mark.parametrize("fmt,block", [("NVFP4", 16), ("MXFP8", 32)])
+@pytest.mark.parametrize("shape,axis", [((256, 128), -1), ((128, 256), -2), ((2, 128, 128), -1)])
+def test_to_block_scale_and_back(fmt, block, shape, axis):
+    rng = np.random.default_rng(0)
+    grid = list(shape)
+    grid[axis] //= block
+    scales = rng.integers(0, 255, grid, dtype=np.uint8)
+    flat = H.to_block_scale(scales, shape, fmt, axis=axis)
+    assert flat.shape == (scales.size,) and sorted(flat) == sorted(scales.ravel())
+    idx = tuple(int(i) for i in np.unravel_index(7, scales.shape))
+    assert flat[H.get_block_scale_offset(idx, shape, fmt, axis=axis)] == scales[idx]
+    out = np.empty_like(flat)
+    assert H.to_block_scale(scales, shape, fmt, axis=axis, out=out) is out and np.array_equal(out, flat)
+    full = H.expand_block_scale(flat, shape, fmt, axis=axis)
+    assert full.shape == shape
+    assert np.array_equal(np.take(full, np.arange(0, shape[axis], block), axis=axis), scales)
+    assert np.array_equal(np.take(full, np.arange(block - 1, shape[axis], block), axis=axis), scales)
+
+
+def test_block_scale_shape_errors():
+    with pytest.raises(ValueError, match="has scales of shape"):
+        H.to_block_scale(np.zeros((128, 3), np.uint8), (128, 128), "MXFP8", axis=-1)
+    with pytest.raises(ValueError, match="out must be a 1-D numpy array of 512"):
+        H.to_block_scale(np.zeros((128, 4), np.uint8), (128, 128), "MXFP8", axis=-1, out=np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="scales_1d must be 1-D with 512 elements"):
+        H.expand_block_scale(np.zeros(5, np.uint8), (128, 128), "MXFP8", axis=-1)

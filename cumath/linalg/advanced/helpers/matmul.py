@@ -13,7 +13,8 @@ import enum
 
 from ...._core.operand import adapter, wrap_operand
 
-__all__ = ["BlockScalingFormat", "create_mxfp8_scale", "invert_mxfp8_scale", "get_block_scale_offset"]
+__all__ = ["BlockScalingFormat", "create_mxfp8_scale", "invert_mxfp8_scale", "get_block_scale_offset",
+           "to_block_scale", "expand_block_scale"]
 
 _TILE_OUTER = 128  # rows (or columns) of the operand per scale tile
 _TILE_GROUPS = 4   # blocks of the blocked dimension per scale tile
@@ -127,3 +128,69 @@ def get_block_scale_offset(index, operand_or_shape, block_scaling_format, *, axi
             offset = offset + index[i] * stride
             stride *= shape[i]
     return offset
+
+
+def _scale_grid(operand_or_shape, fmt, axis):
+    """(logical operand shape, blocked axis, block size, offsets of every block as a NumPy int64 array of the
+    scale tensor's shape: the operand's with the blocked dimension divided by the block size)."""
+    import numpy as np
+
+    fmt = _format(fmt)
+    shape, axis, _dtype = _shape_and_axis(operand_or_shape, axis)
+    ndim, block = len(shape), _BLOCK[fmt]
+    blocked = (axis if axis < 0 else axis - ndim) + ndim
+    grid_shape = tuple(n // block if i == blocked else n for i, n in enumerate(shape))
+    index = np.indices(grid_shape, dtype=np.int64) if grid_shape else ()
+    offsets = get_block_scale_offset(tuple(index), shape, fmt, axis=blocked - ndim)
+    return shape, blocked, block, np.asarray(offsets, np.int64)
+
+
+def _like(indices, x):
+    """``indices`` (NumPy) as an index array of ``x``'s package and device."""
+    package = type(x).__module__.split(".")[0]
+    if package == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(x.device.id):
+            return cupy.asarray(indices)
+    if package == "torch":
+        import torch
+
+        return torch.as_tensor(indices, device=x.device)
+    return indices
+
+
+def to_block_scale(scale_tensor, operand_or_shape, block_scaling_format, *, axis=None, out=None):
+    """``scale_tensor`` (one scale per block, of the operand's shape with the blocked dimension divided by the
+    block size: 16 for NVFP4, 32 for MXFP8) copied into cuBLASLt's interleaved 1-D layout; a new tensor of its
+    package, device and dtype, or ``out`` (1-D, as many elements) filled in place."""
+    shape, _blocked, _block, offsets = _scale_grid(operand_or_shape, block_scaling_format, axis)
+    op = wrap_operand(scale_tensor, "scale_tensor")
+    if tuple(op.shape) != offsets.shape:
+        raise ValueError(f"scale_tensor has shape {tuple(op.shape)}; an operand of shape {shape} has scales of "
+                         f"shape {offsets.shape}")
+    if out is None:
+        out = adapter(op.package).empty((offsets.size,), op.dtype, op.device_id)
+    else:
+        o = wrap_operand(out, "out")
+        if tuple(o.shape) != (offsets.size,) or o.dtype != op.dtype or (o.package, o.device_id) != (
+                op.package, op.device_id):
+            raise ValueError(f"out must be a 1-D {op.package} array of {offsets.size} {op.dtype} elements on the "
+                             f"scale tensor's device")
+    out[_like(offsets.reshape(-1), out)] = scale_tensor.reshape(-1)
+    return out
+
+
+def expand_block_scale(scales_1d, operand_or_shape, block_scaling_format, *, axis=None):
+    """The interleaved 1-D scales of an operand expanded to the operand's logical shape: element ``[..., i, j]``
+    holds the scale of its block (the scales' own dtype and package). Deliberate difference: the scales are not
+    converted (nvmath-python's ``output_dtype`` and ``device`` are not offered); multiply after converting."""
+    shape, blocked, block, offsets = _scale_grid(operand_or_shape, block_scaling_format, axis)
+    op = wrap_operand(scales_1d, "scales_1d")
+    if len(op.shape) != 1 or op.shape[0] != offsets.size:
+        raise ValueError(f"scales_1d must be 1-D with {offsets.size} elements for an operand of shape {shape}, "
+                         f"not of shape {tuple(op.shape)}")
+    import numpy as np
+
+    full = np.repeat(offsets, block, axis=blocked)
+    return scales_1d[_like(full, scales_1d)]
