@@ -126,3 +126,25 @@ def test_block_scale_shape_errors():
         H.to_block_scale(np.zeros((128, 4), np.uint8), (128, 128), "MXFP8", axis=-1, out=np.zeros(3, np.uint8))
     with pytest.raises(ValueError, match="scales_1d must be 1-D with 512 elements"):
         H.expand_block_scale(np.zeros(5, np.uint8), (128, 128), "MXFP8", axis=-1)
+
+
+@pytest.mark.parametrize("exponent,want", [(3, "float16"), (-20, "float32"), (120, "float32"), (-127, "float64")])
+def test_apply_mxfp8_scale(exponent, want):
+    torch = pytest.importorskip("torch")
+    x = (torch.rand(128, 128) + 0.5).to(torch.float8_e4m3fn)
+    y = H.apply_mxfp8_scale(x, H.create_mxfp8_scale(x, exponent))
+    assert y.dtype == getattr(torch, want)
+    ref = x.double() * 2.0 ** exponent
+    assert torch.allclose(y.double(), ref, rtol=1e-3)
+    assert H.apply_mxfp8_scale(x, H.create_mxfp8_scale(x, exponent), "float64").dtype == torch.float64
+
+
+def test_apply_mxfp8_scale_errors():
+    torch = pytest.importorskip("torch")
+    x = torch.ones(128, 128).to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="do not fit float16; the narrowest that fits is float32"):
+        H.apply_mxfp8_scale(x, H.create_mxfp8_scale(x, 100), torch.float16)
+    with pytest.raises(TypeError, match="output_dtype must be 'smallest' or one of"):
+        H.apply_mxfp8_scale(x, H.create_mxfp8_scale(x, 0), "int8")
+    with pytest.raises(ValueError, match="MXFP8 scales are uint8"):
+        H.apply_mxfp8_scale(x, torch.zeros(512))

@@ -14,7 +14,7 @@ import enum
 from ...._core.operand import adapter, wrap_operand
 
 __all__ = ["BlockScalingFormat", "create_mxfp8_scale", "invert_mxfp8_scale", "get_block_scale_offset",
-           "to_block_scale", "expand_block_scale"]
+           "to_block_scale", "expand_block_scale", "apply_mxfp8_scale"]
 
 _TILE_OUTER = 128  # rows (or columns) of the operand per scale tile
 _TILE_GROUPS = 4   # blocks of the blocked dimension per scale tile
@@ -194,3 +194,45 @@ def expand_block_scale(scales_1d, operand_or_shape, block_scaling_format, *, axi
 
     full = np.repeat(offsets, block, axis=blocked)
     return scales_1d[_like(full, scales_1d)]
+
+
+_FLOAT_RANGES = (("float16", 2.0 ** -14, 65504.0), ("float32", 2.0 ** -126, 3.4028234663852886e38),
+                 ("float64", 2.0 ** -1022, 1.7976931348623157e308))  # smallest normal, largest finite
+
+
+def _astype(x, dtype: str):
+    if type(x).__module__.split(".")[0] == "torch":
+        import torch
+
+        return x.to(getattr(torch, dtype))
+    return x.astype(dtype)
+
+
+def apply_mxfp8_scale(x, scales_1d, output_dtype="smallest"):
+    """``x`` (an MXFP8 operand or result) times its block scales (UE8M0 bytes in cuBLASLt's interleaved layout),
+    computed in float64 and returned as ``output_dtype``: 'float16', 'float32', 'float64' (names or the
+    package's dtypes), or 'smallest', the narrowest of them that holds every value without overflow or
+    underflow (a nonzero magnitude below the dtype's smallest normal number counts as underflow). ValueError when
+    the values do not fit the dtype asked for. For checking results, not speed."""
+    names = [n for n, _lo, _hi in _FLOAT_RANGES]
+    if output_dtype != "smallest":
+        name = str(output_dtype).split(".")[-1]
+        if name not in names:
+            raise TypeError(f"output_dtype must be 'smallest' or one of {names}, not {output_dtype!r}")
+    op = wrap_operand(scales_1d, "scales_1d")
+    if op.dtype != "uint8":
+        raise ValueError(f"MXFP8 scales are uint8 (UE8M0 exponents), not {op.dtype}")
+    exponents = _astype(expand_block_scale(scales_1d, x, BlockScalingFormat.MXFP8), "float64")
+    out = _astype(x, "float64") * (2.0 ** (exponents - 127.0))
+    nonzero = abs(out)[out != 0]
+    hi = float(nonzero.max()) if nonzero.shape[0] else 0.0
+    lo = float(nonzero.min()) if nonzero.shape[0] else 0.0
+    fits = [n for n, small, big in _FLOAT_RANGES if hi <= big and (lo == 0.0 or lo >= small)]
+    if output_dtype == "smallest":
+        if not fits:
+            raise ValueError("the scaled values fit no float dtype (float16, float32, float64)")
+        return _astype(out, fits[0])
+    if name not in fits:
+        raise ValueError(f"the scaled values (magnitudes {lo:g} to {hi:g}) do not fit {name}; "
+                         f"the narrowest that fits is {fits[0] if fits else 'none'}")
+    return _astype(out, name)
