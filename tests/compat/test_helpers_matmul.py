@@ -148,3 +148,51 @@ def test_apply_mxfp8_scale_errors():
         H.apply_mxfp8_scale(x, H.create_mxfp8_scale(x, 0), "int8")
     with pytest.raises(ValueError, match="MXFP8 scales are uint8"):
         H.apply_mxfp8_scale(x, torch.zeros(512))
+
+
+@pytest.mark.parametrize("axis", [-1, -2])
+def test_fp4_round_trip(axis):
+    torch = pytest.importorskip("torch")
+    values = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0, -0.0])
+    x = values.reshape(4, 4) if axis == -1 else values.reshape(4, 4).T.contiguous()
+    q = H.quantize_to_fp4(x, axis)
+    assert q.dtype == torch.float4_e2m1fn_x2
+    assert q.shape == ((4, 2) if axis == -1 else (2, 4))
+    assert q.stride(-1 if axis == -1 else -2) == 1
+    assert torch.equal(H.unpack_fp4(q, axis), x)
+
+
+def test_fp4_rounding_ties_to_even_and_saturation():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, 100.0, -0.26, 0.1, -5.1])
+    got = H.unpack_fp4(H.quantize_to_fp4(x, -1), -1)
+    assert got.tolist() == [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, 6.0, -0.5, 0.0, -6.0]
+    q = H.quantize_to_fp4(torch.tensor([1.0, 2.0]), -1)
+    assert q.view(torch.uint8).item() == 0x2 | (0x4 << 4)  # the first value in the low 4 bits
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(st.lists(st.floats(-8, 8, width=32), min_size=2, max_size=16).filter(lambda v: len(v) % 2 == 0))
+def test_property_fp4_nearest(vals):
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(vals, dtype=torch.float32)
+    got = H.unpack_fp4(H.quantize_to_fp4(x, -1), -1)
+    grid = torch.tensor(sorted(set(abs(v) for v in H._FP4_VALUES)))
+    for v, g in zip(x.tolist(), got.tolist()):
+        best = (grid - min(abs(v), 6.0)).abs().min().item()
+        assert abs(abs(g) - min(abs(v), 6.0)) == pytest.approx(best)
+        assert g == 0 or (g < 0) == (v < 0)
+
+
+def test_fp4_errors():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        H.quantize_to_fp4(np.zeros(4, np.float32), -1)
+    with pytest.raises(ValueError, match="x must be float32"):
+        H.quantize_to_fp4(torch.zeros(4, dtype=torch.float64), -1)
+    with pytest.raises(ValueError, match="odd size 3"):
+        H.quantize_to_fp4(torch.zeros(3), -1)
+    with pytest.raises(ValueError, match="axis=0 must be -1 or -2"):
+        H.quantize_to_fp4(torch.zeros(4), 0)
+    with pytest.raises(ValueError, match="must be torch.float4_e2m1fn_x2"):
+        H.unpack_fp4(torch.zeros(4), -1)

@@ -14,7 +14,7 @@ import enum
 from ...._core.operand import adapter, wrap_operand
 
 __all__ = ["BlockScalingFormat", "create_mxfp8_scale", "invert_mxfp8_scale", "get_block_scale_offset",
-           "to_block_scale", "expand_block_scale", "apply_mxfp8_scale"]
+           "to_block_scale", "expand_block_scale", "apply_mxfp8_scale", "quantize_to_fp4", "unpack_fp4"]
 
 _TILE_OUTER = 128  # rows (or columns) of the operand per scale tile
 _TILE_GROUPS = 4   # blocks of the blocked dimension per scale tile
@@ -236,3 +236,60 @@ def apply_mxfp8_scale(x, scales_1d, output_dtype="smallest"):
         raise ValueError(f"the scaled values (magnitudes {lo:g} to {hi:g}) do not fit {name}; "
                          f"the narrowest that fits is {fits[0] if fits else 'none'}")
     return _astype(out, name)
+
+
+# FP4 E2M1 (OCP microscaling): 1 sign bit, 2 exponent bits, 1 mantissa bit; code -> value
+_FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+_FP4_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)  # between consecutive magnitudes
+_TIES_UP = (1, 3, 5)  # midpoints whose upper neighbour has the even code (round half to even)
+
+
+def _torch_for(x, what):
+    if type(x).__module__.split(".")[0] != "torch":
+        raise TypeError(f"{what} must be a torch.Tensor (PyTorch has the float4_e2m1fn_x2 dtype), not "
+                        f"{type(x).__name__}")
+    import torch
+
+    return torch
+
+
+def _check_axis(axis, ndim):
+    if axis not in (-1, -2) or (axis == -2 and ndim < 2):
+        raise ValueError(f"axis={axis!r} must be -1 or -2 (-2 needs 2 or more dimensions)")
+
+
+def quantize_to_fp4(x, axis):
+    """A float32 torch tensor rounded to the nearest FP4 E2M1 value (ties to even, magnitudes above 6 saturate to
+    6) and packed two codes per byte along ``axis`` (the first in the low 4 bits) as ``torch.float4_e2m1fn_x2``:
+    ``axis=-1`` gives ``(..., Q // 2)`` row-major, ``axis=-2`` gives ``(..., P // 2, Q)`` with the packed
+    dimension contiguous (column-major)."""
+    torch = _torch_for(x, "x")
+    if x.dtype != torch.float32:
+        raise ValueError(f"x must be float32, not {x.dtype}")
+    _check_axis(axis, x.ndim)
+    if x.shape[axis] % 2:
+        raise ValueError(f"the packed dimension (axis {axis}) has odd size {x.shape[axis]}; it must be even")
+    v = (x.transpose(-1, -2) if axis == -2 else x).contiguous()
+    mag = v.abs()
+    mids = torch.tensor(_FP4_MIDPOINTS, dtype=torch.float32, device=x.device)
+    code = torch.bucketize(mag, mids, right=False)
+    for i in _TIES_UP:
+        code = code + (mag == _FP4_MIDPOINTS[i]).to(code.dtype)
+    code = torch.where(torch.isnan(mag), torch.full_like(code, 7), code)
+    code = (code | (torch.signbit(v).to(code.dtype) << 3)).to(torch.uint8).contiguous()
+    packed = (code[..., 0::2] | (code[..., 1::2] << 4)).contiguous().view(torch.float4_e2m1fn_x2)
+    return packed.transpose(-1, -2) if axis == -2 else packed
+
+
+def unpack_fp4(fp4_tensor, axis):
+    """A ``torch.float4_e2m1fn_x2`` tensor decoded to float32, the packed ``axis`` doubled (see
+    :func:`quantize_to_fp4`)."""
+    torch = _torch_for(fp4_tensor, "fp4_tensor")
+    if fp4_tensor.dtype != torch.float4_e2m1fn_x2:
+        raise ValueError(f"fp4_tensor must be torch.float4_e2m1fn_x2, not {fp4_tensor.dtype}")
+    _check_axis(axis, fp4_tensor.ndim)
+    t = fp4_tensor.transpose(-1, -2) if axis == -2 else fp4_tensor
+    u = t.contiguous().view(torch.uint8).to(torch.long)
+    codes = torch.stack((u & 0xF, u >> 4), dim=-1).reshape(u.shape[:-1] + (2 * u.shape[-1],))
+    out = torch.tensor(_FP4_VALUES, dtype=torch.float32, device=fp4_tensor.device)[codes]
+    return out.transpose(-1, -2) if axis == -2 else out
