@@ -7,12 +7,15 @@ Importing cumath imports no optional framework and loads no native library.
 
 from . import config, errors, memory
 from ._core.execution import ExecutionCPU, ExecutionCUDA
+from ._core.enums import ComputeType, CudaDataType, LibraryPropertyType
 from .errors import CumathError, InvalidStateError, LibraryError, LibraryNotFoundError
+from .memory import BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, MemoryPointer
 
 __version__ = "0.1.0"
 
 __all__ = ["fft", "linalg", "sparse", "tensor", "device", "config", "errors", "memory", "ExecutionCPU", "ExecutionCUDA", "CumathError",
-           "LibraryError", "LibraryNotFoundError", "InvalidStateError", "__version__"]
+           "LibraryError", "LibraryNotFoundError", "InvalidStateError", "__version__", "CudaDataType", "ComputeType",
+           "LibraryPropertyType", "BaseCUDAMemoryManager", "BaseCUDAMemoryManagerAsync", "MemoryPointer"]
 
 
 def __getattr__(name):

@@ -7,7 +7,10 @@ __all__ = [
     "LibraryError",
     "LibraryNotFoundError",
     "InvalidStateError",
+    "CUDAUnavailableError",
     "UnsupportedLayoutError",
+    "UnsupportedDtypeError",
+    "OperandMismatchError",
     "CUFFTError",
     "CUDARuntimeError",
     "FFTWError",
@@ -130,8 +133,25 @@ class LibraryNotFoundError(CumathError, OSError):
     """A native library could not be located; the message names the pip extra that brings it."""
 
 
-class InvalidStateError(CumathError, RuntimeError):
-    """An object was used in a state that does not allow the call (after free(), before plan(), ...)."""
+class InvalidStateError(CumathError, RuntimeError, ValueError):
+    """An object was used in a state that does not allow the call (after free(), before plan(), after
+    release_operands(), ...). A RuntimeError, and a ValueError as nvmath-python raises for some of these calls,
+    so that either kind of ``except`` catches it."""
+
+
+class CUDAUnavailableError(CumathError, RuntimeError, ValueError):
+    """CUDA execution was asked for but no usable GPU is there (no driver, no device, or not that device).
+    A RuntimeError as nvmath-python raises it (code falls back to the CPU on it), and a ValueError."""
+
+
+class OperandMismatchError(CumathError, TypeError, ValueError):
+    """An operand given to a planned operation is of another package or on another device than the plan's. A
+    TypeError as nvmath-python raises it, and a ValueError."""
+
+
+class UnsupportedDtypeError(CumathError, TypeError, ValueError):
+    """An operand's dtype (or a combination of dtypes) is not supported; the message lists what is. A TypeError,
+    and a ValueError as nvmath-python raises it."""
 
 
 class UnsupportedLayoutError(CumathError, ValueError):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from .._bindings import cudart
+from ..errors import CUDAUnavailableError
 from .logging import format_bytes
 
-__all__ = ["device_count", "require_device", "copy", "synchronize", "set_device"]
+__all__ = ["device_count", "require_device", "copy", "memset", "synchronize", "set_device"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,16 +26,18 @@ def device_count() -> int:
 
 
 def require_device(device_id: int) -> None:
-    """Raise a ValueError that says what to do when GPU ``device_id`` cannot be used."""
+    """Raise CUDAUnavailableError (a RuntimeError and a ValueError) that says what to do when GPU ``device_id``
+    cannot be used."""
     try:
         n = cudart.cudaGetDeviceCount()
     except Exception as exc:
-        raise ValueError(
-            f"execution on GPU {device_id} was asked for, but no CUDA GPU is usable here ({exc}); "
+        raise CUDAUnavailableError(
+            f"CUDA execution is not available: execution on GPU {device_id} was asked for, but no CUDA GPU is "
+            f"usable here ({exc}); "
             f"run on the CPU with execution='cpu' or install a driver and `pip install cumath[cu13]`"
         ) from exc
     if not 0 <= device_id < n:
-        raise ValueError(f"execution on GPU {device_id} was asked for, but this machine has {n} GPU(s)")
+        raise CUDAUnavailableError(f"CUDA execution is not available on GPU {device_id}: this machine has {n} GPU(s)")
 
 
 def set_device(device_id: int) -> None:
@@ -47,6 +50,12 @@ def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = ""
     if kind != D2D and logger.isEnabledFor(logging.INFO):
         logger.info("copy %s %s (%s)", "host->GPU" if kind == H2D else "GPU->host", what, format_bytes(nbytes))
     cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
+
+
+def memset(ptr: int, value: int, nbytes: int, stream: int) -> None:
+    """Stream-ordered fill of ``nbytes`` bytes at device address ``ptr`` with the byte ``value``."""
+    if nbytes:
+        cudart.cudaMemsetAsync(ptr, value, nbytes, stream)
 
 
 def synchronize(stream: int) -> None:

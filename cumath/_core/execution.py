@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ExecutionCPU", "ExecutionCUDA", "check_execution", "available_cpus"]
+__all__ = ["ExecutionCPU", "ExecutionCUDA", "check_execution", "merge_device_option", "available_cpus"]
 
 
 def available_cpus() -> int:
@@ -41,7 +41,62 @@ class ExecutionCUDA:
             raise ValueError(f"device_id must be a non-negative int or None, not {self.device_id!r}")
 
 
-_ALLOWED = "'cpu', 'cuda', ExecutionCPU(...), ExecutionCUDA(...), a dict with a 'name' key, or None"
+_ALLOWED = ("'cpu', 'cuda' (in any case), ExecutionCPU(...), ExecutionCUDA(...), a dict of their fields (with "
+            "or without 'name'), or None")
+_NAMES = {"cpu": ExecutionCPU, "cuda": ExecutionCUDA}
+
+
+def _execution_class(name, what):
+    cls = _NAMES.get(name.lower()) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"{what}={name!r} is not supported; pass {_ALLOWED}")
+    return cls
+
+
+def _from_dict(fields, device_id):
+    """An execution dict as nvmath-python reads it: 'name' in any case, or without 'name' the CPU when it
+    names num_threads, the GPU when it names device_id, else where the operand is."""
+    fields = dict(fields)
+    name = fields.pop("name", None)
+    if name is not None:
+        cls = _execution_class(name, "execution['name']")
+    elif "num_threads" in fields and "device_id" in fields:
+        raise ValueError("an execution dict names both num_threads (CPU) and device_id (GPU); give one, or 'name'")
+    elif "num_threads" in fields:
+        cls = ExecutionCPU
+    elif "device_id" in fields:
+        cls = ExecutionCUDA
+    else:
+        cls = ExecutionCPU if device_id is None else ExecutionCUDA
+    allowed = {"num_threads"} if cls is ExecutionCPU else {"device_id"}
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise TypeError(f"unknown {cls.__name__} fields {unknown}; the allowed names are {sorted(allowed | {'name'})}")
+    return cls(**fields)
+
+
+def merge_device_option(execution, device_id):
+    """``execution`` given together with an options' ``device_id`` (nvmath-python's older way of naming the GPU):
+    the GPU when execution is None; ValueError when execution names the CPU or another GPU."""
+    if device_id is None:
+        return execution
+    if execution is None:
+        return ExecutionCUDA(device_id=device_id)
+    if isinstance(execution, str):
+        named = _execution_class(execution, "execution")
+        other = None
+    elif isinstance(execution, dict):
+        named = _from_dict(execution, device_id)
+        other = getattr(named, "device_id", None)
+        named = type(named)
+    else:
+        named, other = type(execution), getattr(execution, "device_id", None)
+    if named is ExecutionCPU:
+        raise ValueError(f"options name device_id={device_id} (a GPU) but execution asks for the CPU; "
+                         f"drop device_id from the options or pass execution=ExecutionCUDA(device_id={device_id})")
+    if other is not None and other != device_id:
+        raise ValueError(f"options name device_id={device_id} but execution asks for GPU {other}; name the GPU once")
+    return execution if other is not None else ExecutionCUDA(device_id=device_id)
 
 
 def check_execution(execution, device_id):
@@ -52,15 +107,9 @@ def check_execution(execution, device_id):
     if execution is None:
         return ExecutionCPU(num_threads=available_cpus()) if device_id is None else ExecutionCUDA(device_id=device_id)
     if isinstance(execution, str):
-        if execution not in ("cpu", "cuda"):
-            raise ValueError(f"execution={execution!r} is not supported; pass {_ALLOWED}")
-        execution = ExecutionCPU() if execution == "cpu" else ExecutionCUDA()
+        execution = _execution_class(execution, "execution")()
     elif isinstance(execution, dict):
-        fields = dict(execution)
-        name = fields.pop("name", None)
-        if name not in ("cpu", "cuda"):
-            raise ValueError(f"an execution dict needs 'name': 'cpu' or 'cuda', got {name!r}")
-        execution = (ExecutionCPU if name == "cpu" else ExecutionCUDA)(**fields)
+        execution = _from_dict(execution, device_id)
     elif not isinstance(execution, (ExecutionCPU, ExecutionCUDA)):
         raise TypeError(f"execution must be {_ALLOWED}; got {type(execution).__name__}")
     if isinstance(execution, ExecutionCPU):

@@ -24,6 +24,7 @@ a stateless public function to the native call) leaves no room for a generic lay
 
 from __future__ import annotations
 
+from ..errors import OperandMismatchError
 from .lifecycle import Stateful
 from .operand import Operand, wrap_operand
 from .placement import Placement, place
@@ -90,7 +91,9 @@ class Operation(Stateful):
             raise ValueError(f"this {type(self).__name__} was created without {name}, so {name} cannot be reset; "
                              f"create a new {type(self).__name__} with {name}")
         if op.signature != planned:
-            raise ValueError(mismatch_message(name, op, planned, self._MISMATCH_WHAT or type(self).__name__))
+            # another package or device: a TypeError as nvmath-python raises it (and a ValueError)
+            cls = OperandMismatchError if op.signature[:2] != planned[:2] else ValueError
+            raise cls(mismatch_message(name, op, planned, self._MISMATCH_WHAT or type(self).__name__))
         if writes and op.readonly:
             raise ValueError(f"{name} is written in place, but the new {name} is read-only")
         return op

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .execution import ExecutionCUDA, check_execution, names_threads
+from .execution import check_execution, merge_device_option, names_threads
 from .streams import default_stream, stream_handle
 
 __all__ = ["Placement", "place"]
@@ -39,8 +39,7 @@ def place(op, execution=None, stream=None, blocking=None, *, device_id=None) -> 
     is). ``device_id``: a GPU named elsewhere (an option) used when ``execution`` is None. ``blocking``: the
     option's value (True, or 'auto'/None: wait only when the operands are on the host).
     """
-    if execution is None and device_id is not None:
-        execution = ExecutionCUDA(device_id=device_id)
+    execution = merge_device_option(execution, device_id)
     resolved = check_execution(execution, op.device_id)
     on_gpu = resolved.name == "cuda"
     if on_gpu:

@@ -129,14 +129,14 @@ def describe_ltoir(data: bytes) -> dict | None:
 
 def _device_pointer(data):
     """(address, object to keep alive) of user data: None, an int address, or a GPU array."""
-    if data is None:
-        return None, None
+    if data is None:  # a null pointer, 0 as nvmath-python stores it
+        return 0, None
     if isinstance(data, bool):
         raise TypeError("data must be a device pointer (int) or a GPU array, not a bool")
     if isinstance(data, int):
         if data < 0:
             raise ValueError(f"data must be a device address (a non-negative int), got {data}")
-        return (data or None), None
+        return data, None
     from .._core.operand import wrap_operand
 
     try:
@@ -157,7 +157,7 @@ class DeviceCallable:
     ``ltoir``: LTO-IR as bytes (e.g. from :func:`compile_prolog`) or a host address (int) with ``size``.
     ``size``: bytes of LTO-IR (default: all of ``ltoir``). ``data``: what the callback receives as
     ``user_info``: a device address (int), a GPU array (its address is used, and the array is kept alive
-    while this object is), or None (a null pointer). ``symbol`` (cumath): the plain name of the callback
+    while this object is), or None (a null pointer: ``data`` is then 0). ``symbol`` (cumath): the plain name of the callback
     in LTO-IR that cumath did not compile (its IR must define the mangled name, see
     :func:`cumath.fft._callbacks.mangled_name`).
     """
@@ -172,6 +172,8 @@ class DeviceCallable:
         if ltoir is None:
             raise ValueError("DeviceCallable needs ltoir: LTO-IR bytes (from compile_prolog/compile_epilog) "
                              "or a host address with size=")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise TypeError(f"size must be an int (bytes of LTO-IR) or None, not {type(size).__name__}")
         if isinstance(ltoir, int) and not isinstance(ltoir, bool):
             if size is None or size <= 0:
                 raise ValueError("DeviceCallable(ltoir=<address>) needs size=, the number of bytes of LTO-IR")
@@ -183,8 +185,8 @@ class DeviceCallable:
                     raise ValueError(f"size={size} is not within the {len(code)} bytes of ltoir given")
                 if size != len(code):
                     code = bytes(code[:size])
-        else:
-            raise TypeError(f"ltoir must be bytes or an int address, not {type(ltoir).__name__}")
+        else:  # a ValueError as nvmath-python raises it
+            raise ValueError(f"ltoir must be LTO-IR bytes or an int host address, not {type(ltoir).__name__}")
         if not code:
             raise ValueError("ltoir is empty")
         if symbol is not None and not (isinstance(symbol, str) and symbol.isidentifier()):
@@ -197,7 +199,7 @@ class DeviceCallable:
         object.__setattr__(self, "_keep", keep)
 
     def __repr__(self):
-        data = "None" if self.data is None else hex(self.data)
+        data = hex(self.data or 0)
         return f"DeviceCallable(<{self.size} bytes of LTO-IR>, data={data}" + (
             f", symbol={self.symbol!r})" if self.symbol else ")")
 

@@ -7,7 +7,7 @@ import enum
 import logging
 from typing import Literal
 
-from .._core.options import check_choice
+from .._core.options import check_allocator, check_choice, set_choice
 
 __all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS", "CALLBACK_FUSION"]
 
@@ -74,19 +74,20 @@ class FFTOptions:
 
     def __post_init__(self):
         if self.fft_type is not None:
-            check_choice("fft_type", self.fft_type, ("C2C", "R2C", "C2R"))
+            set_choice(self, "fft_type", ("C2C", "R2C", "C2R"))
         check_choice("inplace", self.inplace, (True, False))
         check_choice("overwrite_input", self.overwrite_input, (True, False))
-        check_choice("last_axis_parity", self.last_axis_parity, ("even", "odd"))
-        check_choice("result_layout", self.result_layout, ("natural", "optimized"))
+        set_choice(self, "last_axis_parity", ("even", "odd"))
+        set_choice(self, "result_layout", ("natural", "optimized"))
         if self.blocking is not True and self.blocking != "auto":
             raise ValueError(f"blocking={self.blocking!r} is not supported; the allowed values are [True, 'auto']")
-        check_choice("cpu_engine", self.cpu_engine, CPU_ENGINES)
-        check_choice("callback_fusion", self.callback_fusion, CALLBACK_FUSION)
+        set_choice(self, "cpu_engine", CPU_ENGINES)
+        set_choice(self, "callback_fusion", CALLBACK_FUSION)
         if self.planning_effort is not None:
-            check_choice("planning_effort", self.planning_effort, PLANNING_EFFORTS)
+            set_choice(self, "planning_effort", PLANNING_EFFORTS)
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")
+        check_allocator(self.allocator)
 
     # Options are part of plan-cache keys, hashed at every stateless call: the hash of the fields that take
     # part in equality is computed once (and not pickled: string hashes differ between processes).

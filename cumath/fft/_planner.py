@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 from .._core import cuda
-from .._core.execution import ExecutionCUDA, check_execution, execution_key
+from .._core.execution import check_execution, execution_key, merge_device_option
 from .._core.lifecycle import requires
 from .._core.operand import Operand, wrap_operand
 from .._core.operation import Operation
 from .._core.options import check_options
+from ..errors import UnsupportedDtypeError
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._executors import Setup, make_executor
 from ._options import FFTDirection, FFTOptions
@@ -25,11 +26,11 @@ _DIRECTIONS = {None: None, FFTDirection.FORWARD: -1, FFTDirection.INVERSE: 1, "f
 
 def _sign(direction) -> int | None:
     try:
-        return _DIRECTIONS[direction]
+        return _DIRECTIONS[direction.lower() if type(direction) is str else direction]
     except (KeyError, TypeError):
         raise ValueError(
             f"direction={direction!r} is not supported; the allowed values are FFTDirection.FORWARD, "
-            f"FFTDirection.INVERSE, 'forward', 'inverse', -1 and 1"
+            f"FFTDirection.INVERSE, 'forward', 'inverse' (in any case), -1 and 1"
         ) from None
 
 
@@ -91,7 +92,7 @@ class FFT(Operation):
         self._geom = geom = fft_geometry(op.shape, op.strides, op.dtype, axes, fft_type, opts.last_axis_parity,
                                          opts.result_layout, opts.inplace, op.readonly)
         if not p.on_gpu and geom.precision == "float16":
-            raise TypeError(f"{op.dtype} FFTs run on the GPU only; pass execution='cuda' or a float32/complex64 "
+            raise UnsupportedDtypeError(f"{op.dtype} FFTs run on the GPU only; pass execution='cuda' or a float32/complex64 "
                             f"operand")
         if p.on_gpu:
             from ._backends.cufft import check_half_sizes
@@ -115,8 +116,7 @@ class FFT(Operation):
         """A hashable key of everything a plan depends on (for user-side caches of FFT objects)."""
         op = wrap_operand(operand)
         opts = check_options(options, FFTOptions, "FFT options")
-        if execution is None and opts.device_id is not None:
-            execution = ExecutionCUDA(device_id=opts.device_id)
+        execution = merge_device_option(execution, opts.device_id)
         # resolved as FFT() resolves it, so that create_key(x, ...) == FFT(x, ...).get_key()
         execution = check_execution(execution, op.device_id)
         return (op.signature, None if axes is None else tuple(axes), opts, execution, callback_key(prolog),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
+from ..errors import UnsupportedDtypeError
 
 __all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
            "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "SUPPORTED_DTYPES"]
@@ -95,7 +96,7 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
                  result_layout="optimized", inplace=False, readonly=False) -> FFTGeometry:
     """Check an FFT problem and work out its sizes, types and result layout."""
     if dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"dtype {dtype} is not supported for FFT; the supported dtypes are {list(SUPPORTED_DTYPES)}")
+        raise UnsupportedDtypeError(f"dtype {dtype} is not supported for FFT; the supported dtypes are {list(SUPPORTED_DTYPES)}")
     ndim = len(shape)
     if ndim == 0:
         raise ValueError("the operand is a scalar (0-d); FFTs need at least one dimension")
@@ -108,12 +109,12 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
     if fft_type not in FFT_TYPES:
         raise ValueError(f"fft_type={fft_type!r} is not supported; the allowed values are {list(FFT_TYPES)}")
     if fft_type in ("C2C", "C2R") and not complex_in:
-        raise TypeError(
+        raise UnsupportedDtypeError(
             f"{fft_type} FFTs need a complex operand (complex32, complex64, complex128), got {dtype}; "
             f"use rfft / fft_type='R2C' for real input"
         )
     if fft_type == "R2C" and complex_in:
-        raise TypeError(f"R2C FFTs need a real operand (float16, float32, float64), got {dtype}")
+        raise UnsupportedDtypeError(f"R2C FFTs need a real operand (float16, float32, float64), got {dtype}")
     if last_axis_parity not in ("even", "odd"):
         raise ValueError(f"last_axis_parity={last_axis_parity!r} is not supported; the allowed values are ['even', 'odd']")
     if result_layout not in ("natural", "optimized"):

@@ -42,15 +42,20 @@ __all__ = ["matmul", "Matmul", "MatmulOptions", "matrix_qualifiers_dtype", "Matr
            "TriangularMatrixQualifier", "DiagonalMatrixQualifier", "FillMode", "DiagType", "SideMode",
            "ExecutionCPU", "ExecutionCUDA", "InvalidMatmulState", "advanced", "DirectSolver", "direct_solver",
            "DirectSolverOptions", "DirectSolverMatrixType", "SingularMatrixError", "IllConditionedWarning",
-           "InvalidDirectSolverState"]
+           "InvalidDirectSolverState", "ComputeType", "generic"]
 
 
 def __getattr__(name):
     # the cuBLASLt module loads on first use (it is written separately and may be absent)
-    if name == "advanced":
+    if name in ("advanced", "generic"):
         import importlib
 
-        module = importlib.import_module(f"{__name__}.advanced")
+        module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
+    if name == "ComputeType":  # cublasComputeType_t, the compute type of cuBLAS and cuBLASLt
+        from .advanced._options import MatmulComputeType
+
+        globals()[name] = MatmulComputeType
+        return MatmulComputeType
     raise AttributeError(f"module 'cumath.linalg' has no attribute {name!r}")

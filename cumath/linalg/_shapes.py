@@ -2,7 +2,8 @@
 
 ``a @ b (+ c)``: a 1-D ``a`` of shape (K,) is the 1 x K matrix, a 1-D ``b`` the K x 1 one, and the unit axis
 they gain is dropped from the result; the axes before the last two are batch axes, broadcast between a and b
-as NumPy broadcasts; ``c`` broadcasts to the result (for example (M, 1) is added to every column). An operand
+as NumPy broadcasts; ``c`` broadcasts to the result (for example (M, 1) is added to every column), and batch
+dimensions of ``c`` that a and b lack are batch dimensions of the result (a and b broadcast over them). An operand
 may also stand for a diagonal matrix given as the vector of its diagonal (the generic matmul's diagonal
 qualifier): its last axis is then both the rows and the columns.
 
@@ -144,6 +145,14 @@ def matmul_shapes(a_shape, b_shape, c_shape=None, *, inplace: bool = False,
     result = batch + (() if a_vec else (m,)) + (() if b_vec else (n,))
     if c_shape is not None:
         c_shape = tuple(c_shape)
+        tail = len(result) - len(batch)
+        if len(c_shape) > len(result):  # batch dimensions of c alone: a and b broadcast over them (nvmath-python)
+            try:
+                wider = broadcast_batch(batch, c_shape[:len(c_shape) - tail], "a @ b", "c")
+            except ValueError:
+                wider = None  # reported below, as a c that does not broadcast to the result
+            if wider is not None:
+                batch, result = wider, wider + result[len(result) - tail:]
         if inplace and c_shape != result:
             raise ValueError(f"inplace=True writes the result into c, so c must have the result's shape "
                              f"{format_shape(result)}; c has shape {format_shape(c_shape)}")

@@ -43,12 +43,11 @@ def test_cpu_count():
 
 
 @pytest.mark.parametrize("execution,exc,fragment", [
-    ("gpu", ValueError, "'cpu', 'cuda', ExecutionCPU(...), ExecutionCUDA(...)"),
-    ("CPU", ValueError, "execution='CPU' is not supported"),
+    ("gpu", ValueError, "'cpu', 'cuda' (in any case), ExecutionCPU(...), ExecutionCUDA(...)"),
     (1, TypeError, "got int"),
     (["cpu"], TypeError, "got list"),
-    ({}, ValueError, "needs 'name': 'cpu' or 'cuda', got None"),
-    ({"name": "host"}, ValueError, "got 'host'"),
+    ({"num_threads": 2, "device_id": 0}, ValueError, "names both num_threads (CPU) and device_id (GPU)"),
+    ({"name": "host"}, ValueError, "execution['name']='host' is not supported"),
     ({"name": "cpu", "device_id": 0}, TypeError, "device_id"),
     ({"name": "cuda", "num_threads": 2}, TypeError, "num_threads"),
     ({"name": "cuda", "device_id": -1}, ValueError, "device_id must be a non-negative int"),

@@ -9,6 +9,7 @@ import pytest
 
 from cumath._core.options import check_choice, check_options
 from cumath.fft import FFTDirection, FFTOptions
+from cumath.memory import CudaRuntimeMemoryManager
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,7 +66,7 @@ def test_fft_options_frozen_and_keyword_only():
 
 
 def test_fft_options_equality_ignores_logger_and_allocator():
-    a = FFTOptions(inplace=True, logger=logging.getLogger("a"), allocator=object())
+    a = FFTOptions(inplace=True, logger=logging.getLogger("a"), allocator=CudaRuntimeMemoryManager(0))
     b = FFTOptions(inplace=True, logger=logging.getLogger("b"))
     assert a == b and hash(a) == hash(b)
     assert a != FFTOptions(inplace=False)

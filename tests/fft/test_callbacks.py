@@ -445,7 +445,7 @@ def test_device_callable_forms():
     assert a == F.DeviceCallable(bytearray(IR), data=0x1000) == F.DeviceCallable(memoryview(IR), data=0x1000)
     assert hash(a) == hash(F.DeviceCallable(IR, data=0x1000))
     assert a != F.DeviceCallable(IR, data=0x2000)
-    assert F.DeviceCallable(IR).data is None and F.DeviceCallable(IR, data=0).data is None
+    assert F.DeviceCallable(IR).data == 0 and F.DeviceCallable(IR, data=0).data == 0  # nvmath-python: None is 0
     buf = ctypes.create_string_buffer(IR, len(IR))
     assert F.DeviceCallable(ctypes.addressof(buf), size=len(IR)).ltoir == IR
     assert F.DeviceCallable(IR + b"tail", size=len(IR)).ltoir == IR
@@ -457,7 +457,9 @@ def test_device_callable_forms():
     ({"ltoir": 1234}, ValueError, "needs size="),
     ({"ltoir": IR, "size": len(IR) + 1}, ValueError, "size="),
     ({"ltoir": b""}, ValueError, "empty"),
-    ({"ltoir": 3.5}, TypeError, "ltoir must be bytes"),
+    ({"ltoir": 3.5}, ValueError, "ltoir must be LTO-IR bytes"),
+    ({"ltoir": "code"}, ValueError, "ltoir must be LTO-IR bytes"),
+    ({"ltoir": IR, "size": 2.0}, TypeError, "size must be an int"),
     ({"ltoir": IR, "data": -1}, ValueError, "non-negative"),
     ({"ltoir": IR, "data": True}, TypeError, "not a bool"),
     ({"ltoir": IR, "data": "ptr"}, TypeError, "data must be"),

@@ -216,7 +216,7 @@ def test_fft_type_conflicting_with_the_function():
 
 # ---------------------------------------------------------------------------------------------- direction
 
-@pytest.mark.parametrize("direction", ["sideways", 0, 2, "FORWARD", None.__class__])
+@pytest.mark.parametrize("direction", ["sideways", 0, 2, "forwards", None.__class__])
 def test_bad_direction_values(direction):
     e = raises(ValueError, "the allowed values are FFTDirection.FORWARD", F.fft, cplx(), direction=direction)
     assert "is not supported" in str(e)
@@ -253,11 +253,11 @@ def test_c2r_with_forward_direction(where):
 @pytest.mark.parametrize("execution,exc,fragment", [
     ("gpu", ValueError, "execution='gpu' is not supported; pass 'cpu', 'cuda'"),
     (3, TypeError, "execution must be 'cpu', 'cuda'"),
-    ({"name": "tpu"}, ValueError, "needs 'name': 'cpu' or 'cuda'"),
-    ({"num_threads": 2}, ValueError, "needs 'name': 'cpu' or 'cuda'"),
+    ({"name": "tpu"}, ValueError, "execution['name']='tpu' is not supported; pass 'cpu', 'cuda'"),
+    ({"num_threads": 2, "device_id": 0}, ValueError, "names both num_threads (CPU) and device_id (GPU)"),
     ({"name": "cpu", "num_threads": 0}, ValueError, "num_threads must be a positive int"),
     ({"name": "cpu", "threads": 2}, TypeError, "'threads'"),
-], ids=["gpu", "int", "dict-tpu", "dict-no-name", "dict-zero-threads", "dict-unknown-key"])
+], ids=["gpu", "int", "dict-tpu", "dict-both-spaces", "dict-zero-threads", "dict-unknown-key"])
 def test_bad_execution(execution, exc, fragment):
     raises(exc, fragment, F.fft, cplx(), execution=execution)
 

@@ -65,16 +65,18 @@ def test_c_broadcasts_as_numpy_adds(shapes, data):
     c_shape = tuple(1 if data.draw(st.booleans()) else x for x in suffix)
     if data.draw(st.integers(0, 3)) == 0:
         c_shape = tuple(data.draw(st.lists(dims, max_size=4)))
-    try:
-        fits = np.broadcast_shapes(c_shape, expected) == expected
+    try:  # numpy's a @ b + c: batch dimensions of c alone extend the result's batch (as nvmath-python does)
+        full = np.broadcast_shapes(c_shape, expected)
+        fits = full[len(full) - len(expected):] == expected
     except ValueError:
         fits = False
     if fits:
-        assert matmul_shapes(a_shape, b_shape, c_shape).c_shape == c_shape
+        got = matmul_shapes(a_shape, b_shape, c_shape)
+        assert got.c_shape == c_shape and got.result_shape == full
     else:
         with pytest.raises(ValueError, match="does not broadcast to the result's shape"):
             matmul_shapes(a_shape, b_shape, c_shape)
-    if c_shape == expected:
+    if c_shape == expected or (fits and c_shape == full):
         matmul_shapes(a_shape, b_shape, c_shape, inplace=True)
     else:
         with pytest.raises(ValueError, match="c must have the result's shape"):

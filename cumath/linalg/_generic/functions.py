@@ -8,7 +8,7 @@ import numpy as np
 
 from ..._core.execution import execution_key
 from ..._core.operand import Operand, wrap_operand
-from ..._core.options import check_options
+from ..._core.options import check_options, snapshot
 from ..._core.plan_cache import cached_call
 from ..._core.streams import stream_key
 from .options import MatmulOptions
@@ -64,8 +64,9 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=N
     A = a if type(a) is Operand else wrap_operand(a, "a")  # (internal callers may pass wrapped operands)
     B = b if type(b) is Operand else wrap_operand(b, "b")
     C = None if c is None else (c if type(c) is Operand else wrap_operand(c, "c"))
-    if options is not None and type(options) is not MatmulOptions:
-        options = check_options(options, MatmulOptions, "matmul options")
+    if options is not None:  # the frozen snapshot of settable options: the key cannot change under the cache
+        options = snapshot(options) if type(options) is MatmulOptions else check_options(options, MatmulOptions,
+                                                                                          "matmul options")
     if C is not None and beta is None:
         raise ValueError(BETA_WITHOUT_C)
     key = (Matmul, A.signature, A.readonly, B.signature, None if C is None else (C.signature, C.readonly), qkey,

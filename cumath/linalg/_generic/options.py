@@ -6,13 +6,14 @@ import dataclasses
 import logging
 from typing import Literal
 
-from ..._core.options import check_choice
+from ..._core.options import check_allocator, check_choice, settable
 
 __all__ = ["MatmulOptions", "CPU_BLAS"]
 
 CPU_BLAS = ("auto", "openblas", "mkl")
 
 
+@settable
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MatmulOptions:
     """Options of :class:`cumath.linalg.Matmul` and :func:`cumath.linalg.matmul`.
@@ -40,3 +41,4 @@ class MatmulOptions:
         check_choice("cpu_blas", self.cpu_blas, CPU_BLAS)
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")
+        check_allocator(self.allocator)

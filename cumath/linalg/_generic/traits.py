@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..._core.layout import dense_strides
+from ...errors import UnsupportedDtypeError
 from .._shapes import MatmulShapes, format_shape, matmul_shapes
 
 __all__ = ["SUPPORTED_DTYPES", "Geometry", "geometry", "Caps", "OperandPrep", "Ptr", "Step", "MatmulLayout",
@@ -62,10 +63,10 @@ def geometry(a_shape, b_shape, c_shape, dtypes, qualifiers, inplace: bool) -> Ge
     names = ("a", "b", "c")
     for name, dt in zip(names, dtypes):
         if dt is not None and dt not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} has dtype {dt}; the supported dtypes are {', '.join(SUPPORTED_DTYPES)}")
+            raise UnsupportedDtypeError(f"{name} has dtype {dt}; the supported dtypes are {', '.join(SUPPORTED_DTYPES)}")
     present = [(n, d) for n, d in zip(names, dtypes) if d is not None]
     if len({d for _, d in present}) > 1:
-        raise TypeError("a, b and c must have one dtype; got " + ", ".join(f"{n}: {d}" for n, d in present) +
+        raise UnsupportedDtypeError("a, b and c must have one dtype; got " + ", ".join(f"{n}: {d}" for n, d in present) +
                         f" (the supported dtypes are {', '.join(SUPPORTED_DTYPES)})")
     qa, qb = qualifiers[0][0], qualifiers[1][0]
     shapes = matmul_shapes(a_shape, b_shape, c_shape, inplace=inplace, diagonal=(qa == "dg", qb == "dg"))

@@ -6,6 +6,7 @@ one library call; :class:`Matmul` plans once and executes many times (``plan`` /
 package, on the same device, and in the inputs' layout where cuBLASLt allows it.
 """
 
+from . import helpers
 from ._algorithms import Algorithm
 from ._functions import matmul
 from ._options import (
@@ -24,7 +25,7 @@ from ._planner import Matmul
 __all__ = [
     "matmul", "Matmul", "Algorithm", "MatmulOptions", "MatmulPlanPreferences", "MatmulEpilogPreferences",
     "MatmulQuantizationScales", "MatmulEpilog", "MatmulComputeType", "MatmulNumericalImplFlags",
-    "MatmulReductionScheme", "MatmulInnerShape", "matrix_qualifiers_dtype",
+    "MatmulReductionScheme", "MatmulInnerShape", "matrix_qualifiers_dtype", "helpers",
 ]
 
 

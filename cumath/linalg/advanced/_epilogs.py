@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import UnsupportedDtypeError
 from ._options import MatmulEpilog as E
 from ._traits import Geometry, _batch_stride, aux_layout, orientation_of
 
@@ -73,7 +74,8 @@ def lt_epilog(spec: EpilogSpec, transposed: bool) -> int:
 def check_epilog_inputs(spec: EpilogSpec, inputs: dict | None, geom: Geometry, d_dtype: str, bias_dtype: str):
     """Validate the epilog inputs (given as operands: objects with ``shape``, ``strides``, ``dtype``).
 
-    Returns ``(bias_batch_stride or None, aux orientation 'N'/'T' or None)``. Raises ValueError/TypeError that
+    Returns ``(bias_batch_stride or None, aux orientation 'N'/'T' or None, bias per column)``; a bias per
+    column of the result (length N) is added along the rows of cuBLASLt's D in the formulation D^T = B^T A^T. Raises ValueError/TypeError that
     names the expected shapes and dtypes.
     """
     inputs = dict(inputs or {})
@@ -86,9 +88,9 @@ def check_epilog_inputs(spec: EpilogSpec, inputs: dict | None, geom: Geometry, d
     extra = sorted(set(inputs) - expected)
     if extra:
         raise ValueError(f"epilog {name} takes the epilog inputs {sorted(expected) or 'none'}, not {extra}")
-    bias_stride = None
+    bias_stride, bias_cols = None, False
     if spec.bias:
-        bias_stride = _check_bias(inputs["bias"], geom, bias_dtype)
+        bias_stride, bias_cols = _check_bias(inputs["bias"], geom, bias_dtype)
     orientation = None
     if spec.aux_in:
         key = f"{spec.aux_in}_aux"
@@ -106,39 +108,59 @@ def check_epilog_inputs(spec: EpilogSpec, inputs: dict | None, geom: Geometry, d
                 f"a forward pass of this problem (M={geom.m}, N={geom.n}, batch {list(geom.batch_shape)}): it must "
                 f"be the array returned by the forward epilog, of shape {list(n_shape)} (column-major result) or "
                 f"{list(t_shape)} (row-major result)")
-    return bias_stride, orientation
+    return bias_stride, orientation, bias_cols
+
+
+def _bias_axis(shape, m: int, n: int, nb: int):
+    """('rows' or 'cols', the bias's batch shape) for a bias of ``shape``, or None when it fits neither.
+
+    Per row of the result (length M, cuBLASLt's own convention): ``(..., M, 1)`` or ``(..., M)``. Per column
+    (length N, a neural network's bias: ``x @ w + bias``): ``(..., 1, N)`` with N > 1, or ``(..., N)`` when
+    N != M (a square product's ``(M,)`` stays per row). ``...``: batch dimensions (1 or the product's)."""
+    shape = tuple(shape)
+    if len(shape) >= 2 and shape[-1] == 1 and shape[-2] == m and len(shape) - 2 <= nb:
+        return "rows", shape[:-2]
+    if len(shape) >= 2 and shape[-2] == 1 and shape[-1] == n and n > 1 and len(shape) - 2 <= nb:
+        return "cols", shape[:-2]
+    if len(shape) >= 1 and shape[-1] == m and len(shape) - 1 <= nb:
+        return "rows", shape[:-1]
+    if len(shape) >= 1 and shape[-1] == n and n != m and len(shape) - 1 <= nb:
+        return "cols", shape[:-1]
+    return None
 
 
 def _check_bias(bias, geom: Geometry, bias_dtype: str):
-    m = geom.m
+    """(batch stride, per column) of a bias epilog input; ValueError/TypeError naming the allowed shapes."""
+    m, n = geom.m, geom.n
     shape, strides = tuple(bias.shape), tuple(bias.strides)
-    if len(shape) >= 2 and shape[-1] == 1:  # (..., M, 1)
-        shape, strides = shape[:-1], strides[:-1]
-    nb = len(geom.batch_shape)
-    ok = len(shape) >= 1 and shape[-1] == m and len(shape) - 1 <= nb
-    if ok:
-        bshape = shape[:-1]
-        ok = all(x == y or x == 1 for x, y in zip(reversed(bshape), reversed(geom.batch_shape)))
+    found = _bias_axis(shape, m, n, len(geom.batch_shape))
+    ok = found is not None and all(x == y or x == 1 for x, y in zip(reversed(found[1]), reversed(geom.batch_shape)))
     if not ok:
-        raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} does not fit the result's {m} rows: it "
-                         f"must have shape ({m},) or ({m}, 1), optionally with the batch dimensions "
-                         f"{list(geom.batch_shape)} in front")
-    if m > 1 and strides[-1] != 1:
-        raise ValueError(f"epilog input 'bias' must be contiguous along its {m} elements (stride 1), got stride "
-                         f"{strides[-1]}; pass a contiguous copy")
+        raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} fits neither the result's {m} rows nor "
+                         f"its {n} columns: it must have shape ({m},) or ({m}, 1) (one value per row), or "
+                         f"(1, {n}) (one value per column, as in x @ w + bias; also ({n},) when {n} != {m}), "
+                         f"optionally with the batch dimensions {list(geom.batch_shape)} in front")
+    axis, bshape = found
+    length = m if axis == "rows" else n
+    inner = strides[-1] if shape[-1] == length else strides[-2]
+    if length > 1 and inner != 1:
+        raise ValueError(f"epilog input 'bias' must be contiguous along its {length} elements (stride 1), got stride "
+                         f"{inner}; pass a contiguous copy")
     if bias.dtype != bias_dtype:
-        raise TypeError(f"epilog input 'bias' must be {bias_dtype} for this product, not {bias.dtype}")
-    stride = _batch_stride(shape[:-1], strides[:-1], geom.batch_shape)
+        raise UnsupportedDtypeError(f"epilog input 'bias' must be {bias_dtype} for this product, not {bias.dtype}")
+    stride = _batch_stride(bshape, strides[:len(bshape)], geom.batch_shape)
     if stride is None:
         raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} broadcasts over only some of the batch "
                          f"dimensions {list(geom.batch_shape)}: pass one bias for all, or one per batch member")
-    return stride
+    return stride, axis == "cols"
 
 
 def aux_outputs(spec: EpilogSpec, kind: str, geom: Geometry, d_dtype: str, aux_dtype: str | None = None):
     """The auxiliary outputs of an epilog: ``{name: (shape, strides, dtype, ld, batch_stride)}`` with shapes and
     strides in elements of ``dtype`` (cuBLASLt's ld and batch stride for the aux matrix; for bias gradients
-    ld is 0 and the batch stride is M or N)."""
+    ld is 0 and the batch stride is M or N). Bias gradients are ``(M,)`` (``(N,)`` for BGRADB), or
+    ``(*batch, M, 1)`` for a batched product; aux matrices are ``(*batch, rows, cols)`` with ``aux[i]`` the
+    aux of batch member ``i``."""
     out = {}
     if spec.aux_out:
         dtype = "uint8" if spec.aux_out == "relu" else (aux_dtype or d_dtype)
@@ -152,13 +174,20 @@ def aux_outputs(spec: EpilogSpec, kind: str, geom: Geometry, d_dtype: str, aux_d
             strides.append(step)
             step *= size
         strides.reverse()
-        out[spec.grad] = (geom.batch_shape + (length,), tuple(strides) + (1,), d_dtype, 0,
-                          length if nb else 0)
+        if nb:  # a batched product's bias gradients are (*batch, length, 1), as nvmath-python returns them
+            out[spec.grad] = (geom.batch_shape + (length, 1), tuple(strides) + (1, length), d_dtype, 0, length)
+        else:
+            out[spec.grad] = ((length,), (1,), d_dtype, 0, 0)
     return out
 
 
-def no_formulation(spec, aux_kind, conj, narrow_tn, geom) -> str:
+def no_formulation(spec, aux_kind, conj, narrow_tn, geom, bias_cols=False) -> str:
     """Why no formulation can express the problem (the message of a ValueError)."""
+    if bias_cols:
+        return (f"epilog {spec.epilog.name} with a bias per column (shape (1, {geom.n})) runs as D^T = B^T A^T, "
+                f"whose row-major result this problem's layouts cannot give (an in-place c must be row-major, "
+                f"conjugated operands must be readable transposed); pass a bias per row ({geom.m}, 1) or change "
+                f"the layouts")
     if aux_kind == "T" and spec.rows_bound:
         return (f"epilog {spec.epilog.name} needs the bias gradient over the rows of a column-major result, but "
                 f"the {spec.aux_in}_aux input comes from a row-major forward result; run the forward pass with a "

@@ -22,6 +22,7 @@ from ..._core.layout import dense_strides, natural_perm
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, wrap_operand
 from ..._core.recycle import Recycler
+from ...errors import OperandMismatchError
 from ._traits import matmul_geometry
 from ._variant import plan_variant, variant_key
 
@@ -87,7 +88,7 @@ class _Executor:
         d, d_ptr = self.new_result(v, ops)
         if v.copies_c(algorithm):
             self.copy_c(v, ops, d, d_ptr, stream, keep)
-        outputs = self.new_outputs(v) if v.has_outputs else {}
+        outputs = self.new_outputs(v, stream) if v.has_outputs else {}
         v.set_outputs(args, d_ptr, {k: p for k, (_obj, p) in outputs.items()} if outputs else None)
         v.launch(args, algorithm, self.c_pointer(ops["c"]), alpha, beta)
         del keep
@@ -176,7 +177,8 @@ class DeviceExecutor(_Executor):
             op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
             if checked:
                 if op.package != ctx.package or op.device_id != ctx.device:
-                    raise ValueError(f"epilog input {k!r} must be a {ctx.package} array on the operands' device")
+                    raise OperandMismatchError(f"epilog input {k!r} must be a {ctx.package} array on the operands' "
+                                               f"device")
                 o = old[k]
                 if (tuple(op.shape), op.strides, op.dtype) != (tuple(o.shape), o.strides, o.dtype):
                     raise ValueError(_input_mismatch(k, op, o))
@@ -225,12 +227,15 @@ class DeviceExecutor(_Executor):
         keep.append(tmp)
         cuda.copy(ptr, ctx.pkg.pointer(tmp), math.prod(shape) * ITEMSIZE[ctx.dt.d], cuda.D2D, stream)
 
-    def new_outputs(self, v) -> dict:
+    def new_outputs(self, v, stream) -> dict:
         ctx = self.ctx
         pkg, out = ctx.pkg, {}
         for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
             obj = pkg.empty(shape, dtype, ctx.device, natural_perm(strides))
-            out[name] = (obj, pkg.pointer(obj))
+            ptr = pkg.pointer(obj)
+            if name.endswith("_aux"):  # cuBLASLt leaves the padding rows of its ld alone: zero them
+                cuda.memset(ptr, 0, math.prod(shape) * ITEMSIZE[dtype], stream)
+            out[name] = (obj, ptr)
         if ctx.options.result_amax:
             obj = pkg.empty((1,), "float32", ctx.device, (0,))
             out["result_amax"] = (obj, pkg.pointer(obj))
@@ -320,7 +325,9 @@ class StagingExecutor(_Executor):
             if not ctx.options.inplace:
                 self.d = self._mirror("result", v.geom.result_shape, ctx.dt.d, v.d_perm, "the host")
             for name, (shape, strides, dtype, _ld, _bs) in v.aux.items():
-                self.outputs[name] = self._mirror(name, shape, dtype, natural_perm(strides), "host output")
+                m = self.outputs[name] = self._mirror(name, shape, dtype, natural_perm(strides), "host output")
+                if name.endswith("_aux"):  # padding cuBLASLt never writes reads as zeros (once: the mirror stays)
+                    cuda.memset(m.ptr, 0, m.nbytes, self.stream)
             if ctx.options.result_amax:
                 self.outputs["result_amax"] = self._mirror("result_amax", (1,), "float32", (0,), "host output")
 
@@ -338,7 +345,7 @@ class StagingExecutor(_Executor):
             op = x if type(x) is Operand else wrap_operand(x, f"epilog input {k!r}")
             o = ops[k]
             if op.device_id is not None or op.package != o.package:
-                raise ValueError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
+                raise OperandMismatchError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
             if tuple(op.shape) != tuple(o.shape) or op.dtype != o.dtype:  # any layout: uploads reorder
                 raise ValueError(_input_mismatch(k, op, o))
             ops[k] = op
@@ -398,7 +405,7 @@ class StagingExecutor(_Executor):
     def c_pointer(self, c) -> int:
         return self.views["c"].ptr if "c" in self.views else 0
 
-    def new_outputs(self, v) -> dict:
+    def new_outputs(self, v, stream) -> dict:
         return {k: (m, m.ptr) for k, m in self.outputs.items()}
 
     def finish(self, v, ops, d, outputs, stream):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._core.operand import Operand, wrap_operand
-from ..._core.options import check_options
+from ..._core.options import check_options, snapshot
 from ..._core.plan_cache import cached_call
 from ..._core.streams import stream_key
 from ._options import MatmulOptions, MatmulPlanPreferences
@@ -37,10 +37,12 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     A = a if type(a) is Operand else wrap_operand(a, "a")
     B = b if type(b) is Operand else wrap_operand(b, "b")
     C = None if c is None else (c if type(c) is Operand else wrap_operand(c, "c"))
-    if options is not None and type(options) is not MatmulOptions:
-        options = check_options(options, MatmulOptions, "matmul options")
-    if preferences is not None and type(preferences) is not MatmulPlanPreferences:
-        preferences = check_options(preferences, MatmulPlanPreferences, "plan preferences")
+    if options is not None:  # the frozen snapshot of settable options: the key cannot change under the cache
+        options = snapshot(options) if type(options) is MatmulOptions else check_options(options, MatmulOptions,
+                                                                                          "matmul options")
+    if preferences is not None:
+        preferences = snapshot(preferences) if type(preferences) is MatmulPlanPreferences else check_options(
+            preferences, MatmulPlanPreferences, "plan preferences")
     inputs = ikey = None
     if epilog_inputs:  # wrapped once: the plan takes the Operands as they are
         if not isinstance(epilog_inputs, dict):

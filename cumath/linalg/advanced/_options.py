@@ -12,6 +12,8 @@ import logging
 import re
 from typing import Literal
 
+from ..._core.options import check_allocator, settable
+
 __all__ = [
     "MatmulEpilog", "MatmulComputeType", "MatmulNumericalImplFlags", "MatmulReductionScheme", "MatmulInnerShape",
     "MatmulOptions", "MatmulPlanPreferences", "MatmulEpilogPreferences", "MatmulQuantizationScales",
@@ -174,6 +176,7 @@ def _check_bool(name, value):
         raise ValueError(f"{name}={value!r} is not supported; the allowed values are [True, False]")
 
 
+@settable
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MatmulOptions:
     """Options of :class:`cumath.linalg.advanced.Matmul` and :func:`cumath.linalg.advanced.matmul`.
@@ -243,8 +246,10 @@ class MatmulOptions:
             raise ValueError(f"blocking={self.blocking!r} is not supported; the allowed values are [True, 'auto']")
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")
+        check_allocator(self.allocator)
 
 
+@settable
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MatmulEpilogPreferences:
     """Epilog preferences: ``aux_type`` (cudaDataType of the auxiliary output; narrow-precision products only)
@@ -259,6 +264,7 @@ class MatmulEpilogPreferences:
         _check_bool("aux_amax", self.aux_amax)
 
 
+@settable
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MatmulPlanPreferences:
     """Preferences of :meth:`Matmul.plan` and :func:`matmul`.

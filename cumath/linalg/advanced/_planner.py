@@ -16,7 +16,7 @@ from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
 from ..._core.streams import default_stream
-from ...errors import InvalidStateError
+from ...errors import InvalidStateError, OperandMismatchError
 from ...memory import allocate, default_allocator
 from . import _algorithms, _autotune_cache
 from ._backends.cublaslt import C_PTR, D_PTR, check_status, device_info, get_handle, scalar_buffer
@@ -83,8 +83,8 @@ class Matmul(Operation):
         check_same_place(ops)
         A, B, C = ops["a"], ops["b"], ops["c"]
         # shapes first (no GPU needed to reject a mismatch)
-        matmul_geometry(A.shape, A.strides, B.shape, B.strides, C.shape if C is not None else None,
-                        C.strides if C is not None else None, inplace=opts.inplace)
+        self._k = matmul_geometry(A.shape, A.strides, B.shape, B.strides, C.shape if C is not None else None,
+                                  C.strides if C is not None else None, inplace=opts.inplace).k
         if A.device_id is not None and opts.device_id is not None and opts.device_id != A.device_id:
             raise ValueError(f"the operands are on GPU {A.device_id} but options.device_id is {opts.device_id}")
         dt = dtype_plan(A.dtype, B.dtype, C.dtype if C is not None else None,
@@ -154,6 +154,9 @@ class Matmul(Operation):
         if aux_dtype is not None and not dt.narrow:
             raise ValueError("preferences.epilog.aux_type is available for narrow-precision (FP8) products only")
         inputs = self._epilog_operands(epilog_inputs)
+        if spec.aux_in and self._k == 1:
+            raise ValueError(f"epilog {spec.epilog.name} is not supported for K = 1 (cuBLASLt has no kernel for it); "
+                             f"compute the product with MatmulEpilog.DEFAULT and apply the derivative separately")
         if algorithms is not None:
             algorithms = tuple(algorithms)
             if not algorithms:
@@ -179,7 +182,8 @@ class Matmul(Operation):
         for k, x in (epilog_inputs or {}).items():
             op = _wrap(x, f"epilog input {k!r}")
             if op.package != place.package or op.device_id != place.operand_device:
-                raise ValueError(f"epilog input {k!r} must be a {place.package} array on the operands' device")
+                raise OperandMismatchError(f"epilog input {k!r} must be a {place.package} array on the operands' "
+                                           f"device")
             out[k] = op
         return out
 
@@ -190,8 +194,9 @@ class Matmul(Operation):
     # -------------------------------------------------------------------------------------- autotune
     @requires("planned", "operands")
     def autotune(self, *, iterations=3, prune=None, release_workspace=False, stream=None):
-        """Time the planned algorithms (CUDA events) and use the fastest; returns them fastest first. With the
-        persistent autotune cache on, the winner is stored for later processes."""
+        """Time the planned algorithms (CUDA events) and use the fastest; returns them fastest first. ``prune``:
+        keep only the ``prune`` fastest as the plan's algorithms (``mm.algorithms``). With the persistent autotune
+        cache on, the winner is stored for later processes."""
         v = self._v
         s, explicit = self._stream_arg(stream)
         size = max((a.workspace_size for a in v.algorithms), default=0)
@@ -203,7 +208,8 @@ class Matmul(Operation):
         if v.kernel is not None:
             self._log.info("autotune timed the cuBLASLt algorithms; the %s kernel keeps running the problem",
                            v.engine.replace("_", "-"))
-        v.algorithms = timed + [a for a in v.algorithms if a not in timed]
+        # prune=N keeps the N fastest (nvmath-python's mm.algorithms after autotune(prune=N)); else all, timed first
+        v.algorithms = list(timed) if prune is not None else timed + [a for a in v.algorithms if a not in timed]
         v.choose(timed[0])
         if _autotune_cache.enabled() and v.settings.algorithms is None:
             _autotune_cache.store(v.problem_key(), timed[0], timed[0].measured_time)
@@ -293,7 +299,7 @@ class Matmul(Operation):
         op = _wrap(value, name)
         package, device, shape, _strides, dtype = planned
         if op.package != package or op.device_id != device:
-            raise ValueError(f"the new {name} is a {op.package} array on "
+            raise OperandMismatchError(f"the new {name} is a {op.package} array on "
                              f"{'the host' if op.device_id is None else f'GPU {op.device_id}'}; the plan is for "
                              f"{package} arrays on {'the host' if device is None else f'GPU {device}'}")
         if tuple(op.shape) != tuple(shape) or op.dtype != dtype:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...errors import UnsupportedDtypeError
 from .._shapes import matmul_shapes
 from ._options import MatmulComputeType as CT
 
@@ -145,12 +146,28 @@ def matmul_geometry(a_shape, a_strides, b_shape, b_strides, c_shape=None, c_stri
     return Geometry(m, n, k, batch_shape, result, a, b, c, c_copy, a_vec, b_vec)
 
 
+def _promoted_c(c_shape, c_strides, result, a_vec, b_vec):
+    """A c given in the promoted 2-D form of a 1-D operand's product ((1, N) for a of shape (K,), (M, 1) for b of
+    shape (K,), (1, 1) for both; batch dimensions in front allowed) as the result's form."""
+    c_shape, c_strides = tuple(c_shape), tuple(c_strides)
+    if len(c_shape) != len(result) + a_vec + b_vec or not (a_vec or b_vec):
+        return c_shape, c_strides
+    tail = 2
+    if len(c_shape) < tail or (b_vec and c_shape[-1] != 1) or (a_vec and c_shape[-2] != 1):
+        return c_shape, c_strides
+    keep = [i for i in range(len(c_shape)) if not ((b_vec and i == len(c_shape) - 1) or
+                                                   (a_vec and i == len(c_shape) - 2))]
+    return tuple(c_shape[i] for i in keep), tuple(c_strides[i] for i in keep)
+
+
 def _c_operand(c_shape, c_strides, result, batch_shape, m, n, a_vec, b_vec):
+    c_shape, c_strides = _promoted_c(c_shape, c_strides, result, a_vec, b_vec)
     if len(c_shape) > len(result) or any(
             cd != rd and cd != 1 for cd, rd in zip(reversed(c_shape), reversed(result))):
         raise ValueError(
             f"c of shape {list(c_shape)} does not broadcast to the result's shape {list(result)} "
-            f"(c may be (M, N), or (M, 1) to be added to every column, with optional batch dimensions)")
+            f"(c may be (M, N), or (M, 1) to be added to every column, with optional batch dimensions; for a 1-D "
+            f"a or b also the promoted 2-D form, (1, N) or (M, 1))")
     # back to the matrix view (batch..., M, N), inserting the promoted dimensions
     full = (1,) * (len(result) - len(c_shape)) + c_shape
     fstr = (0,) * (len(result) - len(c_strides)) + c_strides
@@ -248,17 +265,21 @@ def _d_strides(geom: Geometry, order: str):
 
 
 def formulations(geom: Geometry, *, target: str, epilog_rows_bound: bool = False, row_order_epilog: bool = True,
-                 aux_kind: str | None = None, conj=(False, False), narrow_tn: bool = False, inplace: bool = False):
+                 aux_kind: str | None = None, conj=(False, False), narrow_tn: bool = False, inplace: bool = False,
+                 epilog_cols_bound: bool = False):
     """Candidate formulations, best first: the result in ``target`` order ('row' or 'col') first.
 
     ``epilog_rows_bound``: a bias or bias gradient indexed by the result's rows (no 'T').
     ``row_order_epilog``: whether 'R'/'Q' may carry this epilog (they are tried for rows-bound epilogs only). ``aux_kind``: 'N' or 'T' when an auxiliary input
     fixes the formulation. ``conj``: conjugate a / b (needs op T on them: op C). ``narrow_tn``: FP8 on SM 9.x
-    needs cuBLASLt's A transposed and B not. ``inplace``: the result is c (same layout).
+    needs cuBLASLt's A transposed and B not. ``inplace``: the result is c (same layout). ``epilog_cols_bound``:
+    a bias indexed by the result's columns (only 'T', where they are the rows of cuBLASLt's D).
     """
     kinds = ["T", "R", "Q", "N"] if target == "row" else ["N", "T", "R", "Q"]
     if aux_kind is not None:
         kinds = [aux_kind]
+    if epilog_cols_bound:
+        kinds, epilog_rows_bound = [k for k in kinds if k == "T"], False
     out = []
     for kind in kinds:
         if kind == "T" and epilog_rows_bound:
@@ -479,20 +500,20 @@ def dtype_plan(a: str, b: str, c: str | None, *, result_type=None, compute_type=
         scale = "float32"
     else:
         if a != b:
-            raise TypeError(f"a is {a} and b is {b}: the operands must have one dtype; supported: "
+            raise UnsupportedDtypeError(f"a is {a} and b is {b}: the operands must have one dtype; supported: "
                             f"{_supported_list()}")
         entry = SUPPORTED_DTYPES.get(a)
         if entry is None:
-            raise TypeError(f"dtype {a} is not supported by cuBLASLt matmul; supported: {_supported_list()}")
+            raise UnsupportedDtypeError(f"dtype {a} is not supported by cuBLASLt matmul; supported: {_supported_list()}")
         cds, computes, default = entry
         d = result_type or c or a
         if c is not None and c != d:
-            raise TypeError(f"c is {c} but the result would be {d}: c and the result must have one dtype")
+            raise UnsupportedDtypeError(f"c is {c} but the result would be {d}: c and the result must have one dtype")
         if d not in cds:
             what = "c" if c is not None else "result_type"
             raise TypeError(f"{what} {d} with {a} operands is not supported; {a} x {a} gives {' or '.join(cds)}")
         if result_type is not None and result_type != a and c is None and a not in ("float16", "bfloat16"):
-            raise TypeError(f"result_type {result_type} differs from the operands' {a}; only narrow-precision "
+            raise UnsupportedDtypeError(f"result_type {result_type} differs from the operands' {a}; only narrow-precision "
                             f"products choose their result type")
         c = d
         compute = CT(compute_type) if compute_type is not None else default

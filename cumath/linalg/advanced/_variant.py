@@ -330,14 +330,15 @@ def plan_variant(ctx: Context, settings: Settings, a, b, c, *, inputs: dict, sca
     for name in dense:  # the staging buffer holds the whole batch, dense and row-major
         x = getattr(geom, name)
         geom = dataclasses.replace(geom, **{name: Matrix(x.rows, x.cols, x.cols, 1, x.rows * x.cols)})
-    bias_stride, aux_kind = check_epilog_inputs(spec, inputs, geom, dt.d, settings.bias_dtype)
+    bias_stride, aux_kind, bias_cols = check_epilog_inputs(spec, inputs, geom, dt.d, settings.bias_dtype)
     target = target_order(geom, a.strides)
     narrow_tn = dt.narrow and ctx.sm < 100
     row_order = ROW_ORDER_EPILOGS and not (spec.aux_out or spec.aux_in)  # aux layouts are column-based
     candidates = formulations(geom, target=target, epilog_rows_bound=spec.rows_bound, aux_kind=aux_kind,
-                              row_order_epilog=row_order, conj=ctx.conj, narrow_tn=narrow_tn, inplace=opts.inplace)
+                              row_order_epilog=row_order, conj=ctx.conj, narrow_tn=narrow_tn, inplace=opts.inplace,
+                              epilog_cols_bound=bias_cols)
     if not candidates:
-        raise ValueError(no_formulation(spec, aux_kind, ctx.conj, narrow_tn, geom))
+        raise ValueError(no_formulation(spec, aux_kind, ctx.conj, narrow_tn, geom, bias_cols))
     aligns = [alignment(a.ptr), alignment(b.ptr), alignment(c.ptr) if c is not None else 256, 256]
     if candidates[0].transposed:
         aligns[0], aligns[1] = aligns[1], aligns[0]

@@ -217,6 +217,7 @@ def install(monkeypatch):
     monkeypatch.setattr(cuda, "require_device", lambda d: None)
     monkeypatch.setattr(cuda, "synchronize", lambda s: None)
     monkeypatch.setattr(cuda, "copy", lambda dst, src, n, kind, stream, what="": ctypes.memmove(dst, src, n))
+    monkeypatch.setattr(cuda, "memset", lambda ptr, value, n, stream: ctypes.memset(ptr, value, n) if n else None)
     monkeypatch.setattr(planner, "default_allocator", lambda pkg, dev: FakeAllocator())
     monkeypatch.setattr(scales, "allocate", lambda alloc, n, s: FakeAllocator().memalloc(n))
     CALLS.clear()

@@ -78,8 +78,8 @@ def test_forward_epilogs(name, order):
             assert np.array_equal(unpack_relu_mask(aux[key], 9, 6, kind), want)
         elif key == "gelu_aux":
             ok(gelu_aux_values(aux[key], 9, 6, kind), want)
-        else:
-            ok(aux[key], want)
+        else:  # bias gradients: (M,) or (N,); (*batch, M, 1) for a batched product
+            ok(aux[key], want[..., None] if want.ndim > 1 else want)
     if "BIAS" not in name and "GRAD" not in name:
         assert (kind == "T") == (order == "C")
 

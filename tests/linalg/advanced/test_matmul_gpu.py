@@ -110,8 +110,8 @@ def test_forward_epilogs(name, combo):
             assert aux[key].dtype == torch.uint8
         elif key == "gelu_aux":
             check(gelu_aux_values(aux[key], m, n, kind), want, dtype, k, gelu=True)
-        else:
-            check(aux[key], want, dtype, k * n)
+        else:  # bias gradients: (M,) or (N,); (*batch, M, 1) for a batched product
+            check(aux[key], want[..., None] if want.ndim > 1 else want, dtype, k * n)
     if not la._epilogs.epilog_spec(E[name]).rows_bound:  # no bias: the result keeps a's layout
         assert is_row_major(d) == (combo[1] != "col") or d.shape[-1] == 1
 
@@ -151,7 +151,7 @@ def test_backward_epilogs_with_a_given_aux(name, kind, combo):
     ref, extras = epilog_ref(name, a, b, aux=aux_ref)
     check(d, ref, dtype, k, factor=4)
     for key, want in extras.items():
-        check(aux[key], want, dtype, k * n, factor=4)
+        check(aux[key], want[..., None] if want.ndim > 1 else want, dtype, k * n, factor=4)
     assert is_row_major(d) == (kind == "T")
 
 

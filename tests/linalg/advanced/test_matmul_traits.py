@@ -282,18 +282,18 @@ def test_epilog_input_errors():
         _epilogs.check_epilog_inputs(spec, {}, g, "float32", "float32")
     with pytest.raises(ValueError, match=r"takes the epilog inputs \['bias'\], not \['gelu_aux'\]"):
         _epilogs.check_epilog_inputs(spec, {"bias": op((7,)), "gelu_aux": op((1,))}, g, "float32", "float32")
-    with pytest.raises(ValueError, match=r"'bias' of shape \[5\] does not fit the result's 7 rows"):
+    with pytest.raises(ValueError, match=r"'bias' of shape \[5\] fits neither the result's 7 rows nor its 3 columns"):
         _epilogs.check_epilog_inputs(spec, {"bias": op((5,))}, g, "float32", "float32")
     with pytest.raises(TypeError, match="'bias' must be float32 for this product, not float64"):
         _epilogs.check_epilog_inputs(spec, {"bias": op((7,), "float64")}, g, "float32", "float32")
     with pytest.raises(ValueError, match="must be contiguous along its 7 elements"):
         _epilogs.check_epilog_inputs(spec, {"bias": op((7,), st=(2,))}, g, "float32", "float32")
-    assert _epilogs.check_epilog_inputs(spec, {"bias": op((7,))}, g, "float32", "float32") == (0, None)
+    assert _epilogs.check_epilog_inputs(spec, {"bias": op((7,))}, g, "float32", "float32") == (0, None, False)
     assert _epilogs.check_epilog_inputs(spec, {"bias": op((2, 7, 1), st=(7, 1, 1))}, g, "float32",
-                                        "float32") == (7, None)
+                                        "float32") == (7, None, False)
     spec = _epilogs.epilog_spec(E.DRELU)
     shape, st, _, _ = _traits.aux_layout("T", g, "relu", "uint8")
-    assert _epilogs.check_epilog_inputs(spec, {"relu_aux": op(shape, "uint8", st)}, g, "float32", None) == (None, "T")
+    assert _epilogs.check_epilog_inputs(spec, {"relu_aux": op(shape, "uint8", st)}, g, "float32", None) == (None, "T", False)
     with pytest.raises(ValueError, match="does not come from a forward pass of this problem"):
         _epilogs.check_epilog_inputs(spec, {"relu_aux": op((2, 16, 4), "uint8")}, g, "float32", None)
     with pytest.raises(TypeError, match="'relu_aux' must be uint8"):
@@ -303,8 +303,10 @@ def test_epilog_input_errors():
 def test_aux_outputs():
     g = geom(arr((2, 7, 5)), arr((5, 3)))
     out = _epilogs.aux_outputs(_epilogs.epilog_spec(E.DRELU_BGRAD), "N", g, "float16")
-    assert out == {"drelu_bgrad": ((2, 7), (7, 1), "float16", 0, 7)}
+    assert out == {"drelu_bgrad": ((2, 7, 1), (7, 1, 7), "float16", 0, 7)}
     out = _epilogs.aux_outputs(_epilogs.epilog_spec(E.BGRADB), "T", g, "float32")
-    assert out["bgradb"][0] == (2, 3)
+    assert out["bgradb"][0] == (2, 3, 1)
+    out = _epilogs.aux_outputs(_epilogs.epilog_spec(E.BGRADA), "N", geom(arr((7, 5)), arr((5, 3))), "float32")
+    assert out == {"bgrada": ((7,), (1,), "float32", 0, 0)}
     out = _epilogs.aux_outputs(_epilogs.epilog_spec(E.GELU_AUX_BIAS), "N", g, "float32")
     assert out["gelu_aux"][:3] == ((2, 8, 3), (24, 1, 8), "float32")
