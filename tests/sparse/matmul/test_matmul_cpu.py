@@ -264,3 +264,11 @@ def test_top_level_names():
     assert cumath.sparse.matmul is matmul
     assert cumath.sparse.matmul_matrix_qualifiers_dtype.names == ("is_transpose", "is_conjugate")
     assert int(cumath.sparse.ComputeType.COMPUTE_64F) == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_stored_entries(engine):
+    a = sp.csr_array((7, 5))
+    c = np.ones((7, 3))
+    assert np.array_equal(matmul(a, np.ones((5, 3)), c, beta=2.0, options={"cpu_engine": engine}), 2 * np.ones((7, 3)))
+    assert np.array_equal(matmul(a, np.ones((5, 3)), options={"cpu_engine": engine}), np.zeros((7, 3)))

@@ -51,6 +51,12 @@ class _Product:
 
     def run(self, values, b, d, alpha, beta) -> None:
         M = self.M
+        if self.indices.size == 0:  # no stored entry (MKL's inspector refuses an empty matrix): d = beta d
+            if beta == 0:
+                d[...] = 0
+            else:
+                d *= beta
+            return
         if self.handle is None or values.ctypes.data != self.values_ptr:
             self._make(values)
         elif self.optimized:
