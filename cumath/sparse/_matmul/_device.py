@@ -37,8 +37,10 @@ class _Package:
     def upload(self, host):
         if self.name == "torch":
             return self.mod.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.device_id}")
-        with self.mod.cuda.Device(self.device_id):
-            return self.mod.asarray(host)
+        if self.name == "cupy":
+            with self.mod.cuda.Device(self.device_id):
+                return self.mod.asarray(host)
+        return np.ascontiguousarray(host)  # a host package presented as device memory (the emulation in tests)
 
     def empty(self, shape, dtype, order="C"):
         perm = None if order == "C" else tuple(range(len(shape)))[::-1]
@@ -49,7 +51,7 @@ class _Package:
         if self.name == "torch":
             self.mod.index_select(flat, 0, index, out=out)
         else:
-            self.mod.take(flat, index, out=out)
+            self.mod.take(flat, index, out=out)  # cupy.take and numpy.take
 
     def conj(self, x, out):
         if self.name == "torch":
