@@ -262,15 +262,15 @@ class Tensor:
 
         name, e = self._format.name, self._extents
         if name == "CSR":
-            return torch.sparse_csr_tensor(self._pos[1], self._crd[1], self._val, size=e)
+            return torch.sparse_csr_tensor(self._pos[1], self._crd[1], self._val, size=e, check_invariants=False)
         if name == "CSC":
-            return torch.sparse_csc_tensor(self._pos[1], self._crd[1], self._val, size=e)
+            return torch.sparse_csc_tensor(self._pos[1], self._crd[1], self._val, size=e, check_invariants=False)
         if name == "COO":
-            return torch.sparse_coo_tensor(torch.stack([self._crd[0], self._crd[1]]), self._val, size=e)
+            return torch.sparse_coo_tensor(torch.stack([self._crd[0], self._crd[1]]), self._val, size=e, check_invariants=False)
         if name.startswith(("BSRRight", "BSCRight")):
             r, c = self._format.level_exprs[2].divisor, self._format.level_exprs[3].divisor
             make = torch.sparse_bsr_tensor if name.startswith("BSR") else torch.sparse_bsc_tensor
-            return make(self._pos[1], self._crd[1], self._val.reshape(-1, r, c), size=e)
+            return make(self._pos[1], self._crd[1], self._val.reshape(-1, r, c), size=e, check_invariants=False)
         raise TypeError(f"a {name} tensor has no PyTorch counterpart; convert it first, e.g. "
                         f"t.convert(tensor_format=NamedFormats.CSR).to_package()")
 
