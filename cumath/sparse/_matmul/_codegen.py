@@ -22,7 +22,8 @@ import numpy as np
 
 from ..ust._dsl import LevelFormat as F, TensorFormat
 
-__all__ = ["spmm_source", "emulate", "range_tables", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL", "CTYPES"]
+__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
+           "CTYPES"]
 
 KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
 CTYPES = {"float32": "float", "float64": "double", "complex64": "cplx<float>", "complex128": "cplx<double>"}
@@ -118,6 +119,13 @@ def _loops(fmt: TensorFormat):
     return lines, len(lines)
 
 
+def arg_types(fmt: TensorFormat, dtype: str) -> tuple:
+    """The launch-argument codes (``_core/kernels.ArgPacker``) of the main, scale and epilog kernels."""
+    r = "f" if dtype in ("float32", "complex64") else "d"
+    n = sum({F.COMPRESSED: 2, F.SINGLETON: 1, F.RANGE: 3}.get(k, 0) for k in fmt.level_formats)
+    return "P" * n + "PPPqqiqq" + r + r, "PPqiqq" + r + r + "i", "Pqiq"
+
+
 def _params(fmt: TensorFormat, it: str) -> list:
     ps = []
     for level, kind in enumerate(fmt.level_formats):
@@ -174,16 +182,19 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
         "  }",
     ])
     size_consts = "\n".join(f"constexpr long long S{n} = {s}LL;" for n, s in enumerate(sizes))
+    R = {"float32": "float", "float64": "double", "complex64": "float", "complex128": "double"}[dtype]
+    cplx = dtype.startswith("complex")
+    make = (lambda n: f"const {T} {n} = {{{n}_re, {n}_im}};") if cplx else (lambda n: f"const {T} {n} = {n}_re;")
     params = ", ".join(_params(fmt, it) + [f"const {T}* __restrict__ val", f"const {T}* __restrict__ B",
                                            f"{T}* __restrict__ D", "long long M", "long long K", "int N",
-                                           "long long ldb", "long long ldd", f"{T} alpha"])
+                                           "long long ldb", "long long ldd", f"{R} alpha_re", f"{R} alpha_im"])
     ep = f"{epilog}(D[r * ldd + col])" if epilog else "D[r * ldd + col]"
     return "\n".join([
         f"// generated SpMM for {fmt.name}: levels {[f.name for f in fmt.level_formats]}, extents {list(extents)}",
         _PRELUDE, *decl, size_consts,
-        f'extern "C" __global__ void {KERNEL}({params}) {{', body, "}",
+        f'extern "C" __global__ void {KERNEL}({params}) {{', "  " + make("alpha"), body, "}",
         f'extern "C" __global__ void {SCALE_KERNEL}(const {T}* __restrict__ C, {T}* __restrict__ D, long long M, '
-        f"int N, long long ldc, long long ldd, {T} beta, int zero) {{",
+        f"int N, long long ldc, long long ldd, {R} beta_re, {R} beta_im, int zero) {{", "  " + make("beta"),
         "  for (long long r = blockIdx.x; r < M; r += gridDim.x)",
         "    for (int col = threadIdx.x; col < N; col += blockDim.x)",
         f"      D[r * ldd + col] = zero ? {T}{{}} : beta * C[r * ldc + col];",

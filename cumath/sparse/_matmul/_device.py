@@ -124,9 +124,6 @@ class DeviceExecutor:
     def __init__(self, geom, ops, options, log, place, prologs=None):
         from ..._bindings import cusparse as cs
 
-        if prologs is not None or options.codegen:
-            raise NotImplementedError("generated sparse kernels (prologs, epilogs, semirings, codegen=True) are not "
-                                      "available in this version; drop them to run on cuSPARSE")
         self.cs, self.geom, self.log = cs, geom, log
         sm = ops["a"]
         self.pkg = _Package(sm.package, place.device)

@@ -91,6 +91,7 @@ class Matmul(Operation):
                                                                              "sparse matmul options")
         self._options = opts
         self._log = log = opts.logger or logger
+        self._ust = a if hasattr(a, "_as_sparse_matrix") else None  # a Universal Sparse Tensor as given
         A = wrap_a(a)
         B = wrap_dense(b, "b")
         C = None if c is None else wrap_dense(c, "c")
@@ -151,7 +152,14 @@ class Matmul(Operation):
     def _make_executor(self):
         if self._on_gpu:
             from ._device import DeviceExecutor
+            from ._generated import GeneratedExecutor, wants_generated
 
+            if wants_generated(self._ust, self._options, self._prologs):
+                if self._ust is None:
+                    raise ValueError("prologs, epilogs and semirings run in generated kernels, which read a "
+                                     "Universal Sparse Tensor: pass a as cumath.sparse.ust.Tensor.from_package(a)")
+                return GeneratedExecutor(self._geom, self._ust, self._ops, self._options, self._log, self._place,
+                                         self._prologs)
             return DeviceExecutor(self._geom, self._ops, self._options, self._log, self._place, self._prologs)
         from ._backends import cpu_engine
 
