@@ -166,8 +166,9 @@ class DeviceExecutor:
         b = np.array(beta, dtype=self._scalar_dtype)
         return a, b
 
-    def _dense(self, x, shape, what):
-        """(descriptor, array kept alive, op) of a dense operand for cuSPARSE."""
+    def _dense(self, x, shape, what, order=None):
+        """(descriptor, array kept alive) of a dense operand for cuSPARSE; ``order`` (1 column-, 2 row-major):
+        the order it must have (cuSPARSE's SpMM takes b and c in one order), copied into it when needed."""
         cs = self.cs
         if self.geom.n is None:
             if _strides(x)[0] != 1 and shape[0] > 1:
@@ -176,10 +177,11 @@ class DeviceExecutor:
                 x = y
             return cs.cusparseCreateDnVec(shape[0], self.pkg.pointer(x), self.value_type), x
         o = _order(x, shape)
-        if o is None:
-            y = self.pkg.empty(shape, self.geom.dtype)
+        if o is None or (order is not None and o[0] != order):
+            want = order or 2
+            y = self.pkg.empty(shape, self.geom.dtype, "C" if want == 2 else "F")
             self.pkg.copy(y, x)
-            x, o = y, (2, max(shape[1], 1))
+            x, o = y, (want, max(shape[1] if want == 2 else shape[0], 1))
         return cs.cusparseCreateDnMat(shape[0], shape[1], o[1], self.pkg.pointer(x), self.value_type, o[0]), x
 
     def _b_view(self, b_obj, idx):
@@ -199,8 +201,9 @@ class DeviceExecutor:
         cs, g = self.cs, self.geom
         shape_b = (g.k,) if g.n is None else (g.k, g.n)
         shape_d = (g.m,) if g.n is None else (g.m, g.n)
-        db, keep_b = self._dense(b, shape_b, "b")
         dd, keep_d = self._dense(d, shape_d, "result")
+        d_order = None if g.n is None else (_order(keep_d, shape_d) or (2,))[0]
+        db, keep_b = self._dense(b, shape_b, "b", d_order)
         a_s, b_s = self._scalars(alpha, beta)
         try:
             if g.n is None:

@@ -116,6 +116,7 @@ class FakeCusparse:
         A, _ = self._sparse(a)
         B, C = self._dense(b, "dn"), self._dense(c, "dn")
         assert op_b == 0
+        assert self.objects[b]["order"] == self.objects[c]["order"], "b and c in different orders"
         opA = self._op(A, op_a)
         assert opA.shape[1] == B.shape[0] and opA.shape[0] == C.shape[0] and B.shape[1] == C.shape[1], \
             f"shapes do not fit: op(A) {opA.shape}, B {B.shape}, C {C.shape}"
