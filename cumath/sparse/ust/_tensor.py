@@ -313,16 +313,52 @@ class Tensor:
         hit = np.all(coords == np.array(idx, np.int64), axis=1) if coords.size else np.zeros(0, bool)
         return values[hit].sum() if hit.any() else np.zeros((), self._dtype)[()]
 
-    def set_kernel(self, *args, **kwargs):
-        raise NotImplementedError("element-wise UST kernels (set_kernel/run_kernel) are not available in this "
-                                  "version; transform the values array (t.val) with its package instead")
+    def set_kernel(self, kernel):
+        """Set the element-wise map ``kernel(value) -> value`` that :meth:`run_kernel` applies to every stored
+        value. It is applied to the whole values array of the tensor's package at once (NumPy, CuPy, PyTorch:
+        arithmetic and the package's ufuncs vectorise), so it runs where the tensor is."""
+        if not callable(kernel):
+            raise TypeError(f"kernel must be a callable value -> value, not {type(kernel).__name__}")
+        self._kernel = kernel
+        return self
 
-    run_kernel = set_kernel
+    def run_kernel(self):
+        """Apply the kernel of :meth:`set_kernel` to the stored values, in place; returns this tensor."""
+        if self._kernel is None:
+            raise RuntimeError("no kernel is set: call set_kernel(fn) first")
+        out = self._kernel(self._val)
+        if tuple(getattr(out, "shape", ())) != tuple(self._val.shape):
+            raise ValueError(f"the kernel must return one value per stored value (shape {tuple(self._val.shape)}); "
+                             f"it returned shape {tuple(getattr(out, 'shape', ()))}")
+        if self._package == "torch":
+            self._val.copy_(out)
+        else:
+            self._val[...] = out
+        return self
 
-    def draw(self, *args, **kwargs):
-        raise NotImplementedError("pictures of a tensor's sparsity are not available in this version")
+    def draw(self, filename=None, *, max_side: int = 1024):
+        """A picture of the sparsity (a uint8 grey-scale array: black where elements are stored; large tensors
+        binned to at most ``max_side`` pixels a side), written as PNG to ``filename`` when given."""
+        from ._draw import sparsity_image, write_png
 
-    draw_storage = draw
+        coords, values = self._coordinates()
+        img = sparsity_image(coords[values != 0] if self._format.level_formats else coords, self._extents,
+                             max_side)
+        if filename is not None:
+            write_png(filename, img)
+        return img
+
+    def draw_storage(self, filename=None, *, width: int = 64):
+        """A picture of the storage: a band per positions / coordinates array of each level, then the values
+        (grey by magnitude), ``width`` cells a line; written as PNG to ``filename`` when given."""
+        from ._draw import storage_image, write_png
+
+        pos, crd, val = self._host_storage()
+        arrays = [a for lvl in range(self.num_levels) for a in (pos[lvl], crd[lvl]) if a is not None] + [val]
+        img = storage_image(arrays, width=width)
+        if filename is not None:
+            write_png(filename, img)
+        return img
 
     # ------------------------------------------------------------------------------------------ properties
     extents = property(lambda self: self._extents, doc="The extents (shape).")

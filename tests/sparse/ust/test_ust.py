@@ -178,3 +178,33 @@ def test_property_round_trip():
         assert np.array_equal(t.convert(tensor_format=N.CSR).to_package().toarray(), d)
 
     check()
+
+
+def test_draw(tmp_path):
+    import zlib
+
+    d = np.zeros((6, 9))
+    d[1, 2] = d[4, 7] = 3.0
+    t = Tensor.from_package(sp.csr_array(d))
+    img = t.draw(tmp_path / "s.png")
+    assert img.shape == (6, 9) and img[1, 2] == 0 and img[4, 7] == 0 and img[0, 0] == 255
+    data = (tmp_path / "s.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and b"IHDR" in data and data.endswith(
+        b"IEND" + (zlib.crc32(b"IEND") & 0xFFFFFFFF).to_bytes(4, "big"))
+    big = Tensor.from_package(sp.eye_array(3000, format="csr"))
+    assert big.draw(max_side=500).shape == (500, 500)
+    st = t.convert(tensor_format=N.DIAI).draw_storage(tmp_path / "st.png", width=16)
+    assert st.dtype == np.uint8 and st.shape[1] == 16 * 8
+
+
+def test_element_wise_kernel():
+    d = np.array([[1.0, 0, -2], [0, 3, 0]])
+    a = sp.csr_array(d)
+    t = Tensor.from_package(a).set_kernel(lambda v: v * v + 1).run_kernel()
+    assert np.array_equal(a.toarray(), np.where(d != 0, d * d + 1, 0))  # a view: the caller's values changed
+    with pytest.raises(RuntimeError, match="set_kernel"):
+        Tensor.from_package(sp.csr_array(d)).run_kernel()
+    with pytest.raises(ValueError, match="one value per stored value"):
+        t.set_kernel(lambda v: v.sum()).run_kernel()
+    with pytest.raises(TypeError, match="callable"):
+        t.set_kernel(3)
