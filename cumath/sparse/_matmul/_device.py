@@ -245,6 +245,13 @@ class DeviceExecutor:
             ai = g.a_batches[i]
             st, descr = self.stored[ai], self.descrs[ai]
             v = st.values(vals, ai, batched, self.pkg)
+            if st.gather is None and not batched:  # CSR/CSC on the caller's index arrays: they may be new ones
+                ip, ix = a.index["indptr"].obj, a.index["indices"].obj
+                if ip is not st.indptr or ix is not st.indices:
+                    st.indptr, st.indices = ip, ix
+                    cs.cusparseDestroySpMat(descr)
+                    self.descrs[ai] = descr = None
+                    self.descrs[ai] = descr = self._sparse_descr(st, v)
             cs.cusparseSpMatSetValues(descr, self.pkg.pointer(v))
             b = self._b_view(ops["b"].obj, g.b_batches[i])
             d = d_all if not g.batch_shape else d_all.reshape((-1,) + tuple(d_all.shape[len(g.batch_shape):]))[i]
@@ -254,7 +261,8 @@ class DeviceExecutor:
     def free(self) -> None:
         cs = self.cs
         for d in self.descrs:
-            cs.cusparseDestroySpMat(d)
+            if d is not None:
+                cs.cusparseDestroySpMat(d)
         self.descrs = []
         ws, self.workspace = self.workspace, None
         if ws is not None:

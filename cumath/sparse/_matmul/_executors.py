@@ -47,15 +47,17 @@ class _Stored:
             one = sm
         self.transposed = fmt == "csc"
         ma, ka = sm.shape[-2:]
-        if self.transposed:  # CSC of a is CSR of a^T
+        if fmt in ("csr", "csc"):  # the caller's arrays (CSC of a is CSR of a^T)
             ip, ix = view(one.index["indptr"]), view(one.index["indices"])
-            self.gather, self.shape = None, (ka, ma)
+            self.gather, self.shape = None, ((ka, ma) if self.transposed else (ma, ka))
         else:
             ip, ix, self.gather = csr_gather(one, stream)
             self.shape = (ma, ka)
         dt = np.int64 if (ip.dtype == np.int64 or ix.dtype == np.int64) else np.int32
         self.indptr = np.ascontiguousarray(ip, dtype=dt)
         self.indices = np.ascontiguousarray(ix, dtype=dt)
+        self.src_ptrs = (ip.ctypes.data, ix.ctypes.data) if self.gather is None else (None, None)
+        self.product_arrays_changed = False
         self.values_op = one.values
         t = geom.transpose_a != self.transposed
         c = geom.conjugate_a
@@ -64,6 +66,17 @@ class _Stored:
         self.buffer = None
         if self.gather is not None or self.conj_values or not _contiguous(view(one.values)):
             self.buffer = np.empty(self.indices.size, dtype=sm.dtype)
+
+    def use_index(self, sm) -> None:
+        """Read the CSR/CSC index arrays of ``sm`` (new arrays of the planned pattern after a reset or a cache
+        hit): the engine's product follows them (MKL makes a new handle for new addresses)."""
+        ip, ix = view(sm.index["indptr"]), view(sm.index["indices"])
+        if ip.ctypes.data != self.src_ptrs[0] or ix.ctypes.data != self.src_ptrs[1]:
+            self.src_ptrs = (ip.ctypes.data, ix.ctypes.data)
+            dt = self.indices.dtype
+            self.indptr = np.ascontiguousarray(ip, dtype=dt)
+            self.indices = np.ascontiguousarray(ix, dtype=dt)
+            self.product_arrays_changed = True
 
     def values(self, values_op):
         v = view(values_op)
@@ -152,12 +165,17 @@ class HostExecutor:
             ai, bi = g.a_batches[i], g.b_batches[i]
             st, prod = self.stored[ai], self.products[ai]
             v_op = _slice(vals_all, ai) if batched_a else vals_all
+            if st.gather is None and not batched_a:  # the caller's CSR/CSC index arrays: they may be new ones
+                st.use_index(a)
             vals = st.values(v_op)
             b = self._dense_b(b_arr, bi)
             d = d_all if not g.batch_shape else d_all[np.unravel_index(i, g.batch_shape)]
             target = d
             if self.engine.name == "mkl" and _layout(d, d.shape) != (self.layout if g.n is not None else "row"):
                 target = np.array(d, order="C" if self.layout == "row" or g.n is None else "F")
+            if st.product_arrays_changed:
+                prod.set_index(st.indptr, st.indices)
+                st.product_arrays_changed = False
             prod.run(vals, b, target, alpha, beta)
             if target is not d:
                 np.copyto(d, target)

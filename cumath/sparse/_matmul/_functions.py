@@ -14,12 +14,22 @@ from ._planner import Matmul, wrap_a, wrap_dense
 __all__ = ["matmul"]
 
 
+#: the options of a stateless call that names none: MKL reads the caller's arrays at every call (no inspector
+#: copy of the pattern, which a plan found by the arrays' addresses could not trust)
+_STATELESS = MatmulOptions(expected_calls=0)
+
+
 def _pattern_key(A, stream):
-    """The sparsity pattern's fingerprint (CRC-32 of every index array; GPU ones are read back, logged)."""
+    """What a cached plan depends on of the sparsity pattern. CSR and CSC run on the caller's index arrays
+    themselves (the plan keeps them alive, the engines read them at every call): their addresses. Other formats
+    are read through a gather planned from the pattern: a CRC-32 of every index array (GPU ones are read back,
+    logged)."""
     import zlib
 
     from .._operand import host_arrays
 
+    if A.format in ("csr", "csc"):
+        return tuple(op.ptr for op in A.index.values())
     crcs = []
     for op in A.index.values():
         arr = np.ascontiguousarray(host_arrays(op, stream))
@@ -42,8 +52,10 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, prologs=N
            compute_capability=None, options=None, execution=None, stream=None):
     """``alpha * op(a) @ op(b) + beta * c`` with a sparse ``a`` (see :class:`Matmul` for operands and results).
 
-    Plans are cached by the operands' kinds and ``a``'s sparsity pattern: calling again with new values of the
-    same pattern reuses the analysis.
+    Plans are cached by the operands' kinds and ``a``'s sparsity pattern (for CSR and CSC: the index arrays
+    themselves, which the engines read at every call; for other formats: a checksum of the pattern): calling again
+    with new values reuses the plan. Without ``options``, MKL's inspector is not used (``expected_calls=0``):
+    the cached plan reads the caller's arrays at every call.
 
     >>> import numpy as np, scipy.sparse as sp, cumath
     >>> a = sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]]))
@@ -52,7 +64,9 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, prologs=N
     """
     A, B = wrap_a(a), wrap_dense(b, "b")
     C = None if c is None else wrap_dense(c, "c")
-    if options is not None and type(options) is not MatmulOptions:
+    if options is None:
+        options = _STATELESS
+    elif type(options) is not MatmulOptions:
         options = check_options(options, MatmulOptions, "sparse matmul options")
     plan_args = {k: v for k, v in (("prologs", prologs), ("epilog", epilog), ("semiring", semiring),
                                    ("compute_capability", compute_capability)) if v is not None}

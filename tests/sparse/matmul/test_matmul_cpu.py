@@ -272,3 +272,28 @@ def test_no_stored_entries(engine):
     c = np.ones((7, 3))
     assert np.array_equal(matmul(a, np.ones((5, 3)), c, beta=2.0, options={"cpu_engine": engine}), 2 * np.ones((7, 3)))
     assert np.array_equal(matmul(a, np.ones((5, 3)), options={"cpu_engine": engine}), np.zeros((7, 3)))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("fmt", ("csr", "csc"))
+def test_new_index_arrays_and_in_place_indices(engine, fmt):
+    rng = np.random.default_rng(9)
+    opts = MatmulOptions(cpu_engine=engine, expected_calls=0)
+    a = sparse(rng, 12, 10, fmt, "float64")
+    b = rand(rng, (10, 3), "float64")
+    perm = rng.permutation(10)
+    with Matmul(a, b, options=opts) as mm:
+        mm.plan()
+        a2 = sp.csr_array(a.toarray()[:, perm]).asformat(fmt)  # another pattern, as many stored entries
+        a2.indptr, a2.indices = a2.indptr.astype(a.indptr.dtype), a2.indices.astype(a.indices.dtype)
+        mm.reset_operands_unchecked(a=a2)
+        assert relerr(mm.execute(), dense(a2) @ b) < 1e-12
+    # the stateless call finds its plan by the arrays' addresses: indices changed in place are seen
+    a = sparse(rng, 12, 10, fmt, "float64")
+    o = {"cpu_engine": engine, "expected_calls": 0}
+    assert relerr(matmul(a, b, options=o), dense(a) @ b) < 1e-12
+    if fmt == "csr":
+        a.indices[:] = perm[a.indices]  # same positions, other columns (rows stay sorted or not: both read)
+    else:
+        a.indices[:] = a.indices[::-1]
+    assert relerr(matmul(a, b, options=o), dense(a) @ b) < 1e-12

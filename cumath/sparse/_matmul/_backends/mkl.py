@@ -74,6 +74,13 @@ class _Product:
                              max(ldb, 1), bt, d.ctypes.data, max(ldd, 1))
         M.check(status, "mkl_sparse_?_mm" if self.ncols is not None else "mkl_sparse_?_mv")
 
+    def set_index(self, indptr, indices) -> None:
+        """New CSR index arrays of the planned pattern: a new handle at the next run."""
+        if self.bits == 64 and indices.dtype != np.int64:
+            indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+        self.indptr, self.indices = indptr, indices
+        self._destroy()
+
     def _destroy(self) -> None:
         h, self.handle = self.handle, None
         if h is not None:

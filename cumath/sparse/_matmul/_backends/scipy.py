@@ -28,6 +28,9 @@ class _Product:
                 np.multiply(d, beta, out=d)
             d += prod if alpha == 1 else alpha * prod
 
+    def set_index(self, indptr, indices) -> None:
+        self.indptr, self.indices = indptr, indices
+
     def free(self) -> None:
         self.indptr = self.indices = None
 
