@@ -92,7 +92,11 @@ class Matmul(Operation):
         self._options = opts
         self._log = log = opts.logger or logger
         self._ust = a if hasattr(a, "_as_sparse_matrix") else None  # a Universal Sparse Tensor as given
-        A = wrap_a(a)
+        if self._ust is not None and a.device == "cuda" and (opts.codegen or a.tensor_format.name not in
+                                                              ("CSR", "CSC", "COO")):
+            A = a._as_sparse_matrix("a", convert=False)  # read by a generated kernel as it is
+        else:
+            A = wrap_a(a)
         B = wrap_dense(b, "b")
         C = None if c is None else wrap_dense(c, "c")
         for name, op in (("b", B), ("c", C)):

@@ -396,9 +396,17 @@ class Tensor:
                 f"index_type={self._index_type}, {self._package} on {self.device})")
 
     # ------------------------------------------------------------------------------------------ matmul
-    def _as_sparse_matrix(self, name: str):
-        """The matmul's view of this tensor (a format the engines read in place, else a CSR conversion)."""
-        from .._formats import wrap_sparse_matrix
+    def _as_sparse_matrix(self, name: str, convert: bool = True):
+        """The matmul's view of this tensor (a format the engines read in place, else a CSR conversion); with
+        ``convert=False``, a view of the values only (format ``ust:<name>``), for a generated kernel that reads
+        the levels themselves."""
+        from .._formats import SparseMatrix, wrap_sparse_matrix
+
+        if not convert:
+            if len(self._extents) != 2:
+                raise TypeError(f"{name} must be a matrix; this UST has extents {self._extents}")
+            values = wrap_operand(self._val, f"{name}.val")
+            return SparseMatrix(self, f"ust:{self._format.name}", {"val": values}, values, self._extents)
 
         fmt = self._format.name
         if fmt in ("CSR", "CSC", "COO") or (fmt.startswith("BSRRight") and self._package != "torch"):
