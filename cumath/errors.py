@@ -28,6 +28,8 @@ __all__ = [
     "SingularMatrixError",
     "CUSOLVERError",
     "LAPACKError",
+    "CUSPARSEError",
+    "MKLSparseError",
 ]
 
 
@@ -121,6 +123,16 @@ class PARDISOError(LibraryError):
     ``cumath._bindings.mkl_pardiso.PardisoStatus``)."""
 
     library = "MKL PARDISO"
+
+
+class CUSPARSEError(LibraryError):
+    library = "cuSPARSE"
+
+
+class MKLSparseError(LibraryError):
+    """oneMKL's sparse BLAS (inspector-executor) returned a failure ``sparse_status_t``."""
+
+    library = "MKL sparse BLAS"
 
 
 class SingularMatrixError(CumathError, ValueError):

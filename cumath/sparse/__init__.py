@@ -1,17 +1,34 @@
-"""Sparse linear algebra: ``cumath.sparse.advanced`` (the sparse direct solver, on cuDSS, MKL PARDISO or SuperLU).
+"""Sparse linear algebra: sparse times dense products (``matmul``, ``Matmul``), ``cumath.sparse.advanced`` (the
+sparse direct solver, on cuDSS, MKL PARDISO or SuperLU) and ``cumath.sparse.ust`` (the Universal Sparse Tensor).
 
-Importing this package loads no native library and imports no framework: ``advanced`` is imported on first
-use, and its engines only when a problem is planned.
+Importing this package loads no native library and imports no framework: every name is imported on first use,
+and engines only when a problem is planned.
 """
 
-__all__ = ["advanced"]
+import importlib
+
+__all__ = ["advanced", "ust", "matmul", "Matmul", "MatmulOptions", "ComputeType", "matmul_matrix_qualifiers_dtype",
+           "compile_matmul_prolog", "compile_matmul_epilog", "compile_matmul_add", "compile_matmul_atomic_add",
+           "compile_matmul_mul"]
+
+_FROM = {"matmul": "._matmul", "Matmul": "._matmul", "MatmulOptions": "._matmul", "ComputeType": "._matmul",
+         "matmul_matrix_qualifiers_dtype": "._matmul", "compile_matmul_prolog": "._matmul._compile",
+         "compile_matmul_epilog": "._matmul._compile", "compile_matmul_add": "._matmul._compile",
+         "compile_matmul_atomic_add": "._matmul._compile", "compile_matmul_mul": "._matmul._compile"}
 
 
 def __getattr__(name):
-    if name == "advanced":
-        import importlib
-
-        module = importlib.import_module(f"{__name__}.advanced")
+    if name in ("advanced", "ust"):
+        module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
+    where = _FROM.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(where, __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'cumath.sparse' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

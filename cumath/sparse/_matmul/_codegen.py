@@ -1,0 +1,256 @@
+"""Generated SpMM / SpMV kernels for any UST format: CUDA C++ emitted from the format's level structure, compiled
+by NVRTC to LTO-IR and linked with the user's prologs, epilog and semiring operators by nvJitLink (the one JIT
+driver of ``_core/jit.py``, cached on disk by content).
+
+The kernel walks the levels as nested loops, one per level (the level formats of ``ust/_storage.py``):
+
+    DENSE/BATCH   for c in [0, size):               p = parent * size + c
+    COMPRESSED    for p in [pos[parent], pos[parent+1]): c = crd[p]
+    SINGLETON     p = parent;                        c = crd[p]
+    RANGE         for c in [lo[parent], hi[parent]): p = off[parent] + c - lo[parent]   (tables made at plan)
+
+Level 0 is spread over thread blocks, the columns of b over the threads of a block. At the innermost level the
+dimension coordinates come from the format's inverse (``TensorFormat.lvl2dim``, emitted as C expressions) and
+``d[i, col] += alpha * mul(prolog_a(v), prolog_b(b[j, col]))`` is accumulated (atomically unless each block owns
+its rows). A first pass writes ``beta * c`` (or zeros), a last one applies the epilog. :func:`emulate` runs the
+same loop nest in Python, which is how the structure is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ust._dsl import LevelFormat as F, TensorFormat
+
+__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
+           "CTYPES"]
+
+KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
+CTYPES = {"float32": "float", "float64": "double", "complex64": "cplx<float>", "complex128": "cplx<double>"}
+
+_PRELUDE = r"""
+template <typename R> struct cplx { R x, y; };
+template <typename R> __device__ __forceinline__ cplx<R> operator*(cplx<R> a, cplx<R> b) {
+  return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
+template <typename R> __device__ __forceinline__ cplx<R> operator+(cplx<R> a, cplx<R> b) { return {a.x + b.x, a.y + b.y}; }
+template <typename R> __device__ __forceinline__ bool is_zero(cplx<R> a) { return a.x == 0 && a.y == 0; }
+template <typename R> __device__ __forceinline__ cplx<R> conj_(cplx<R> a) { return {a.x, -a.y}; }
+template <typename R> __device__ __forceinline__ void atomic_acc(cplx<R>* p, cplx<R> v) {
+  atomicAdd(&p->x, v.x); atomicAdd(&p->y, v.y); }
+__device__ __forceinline__ bool is_zero(float a) { return a == 0; }
+__device__ __forceinline__ bool is_zero(double a) { return a == 0; }
+__device__ __forceinline__ float conj_(float a) { return a; }
+__device__ __forceinline__ double conj_(double a) { return a; }
+__device__ __forceinline__ void atomic_acc(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_acc(double* p, double v) { atomicAdd(p, v); }
+"""
+
+
+def range_tables(fmt: TensorFormat, extents, host_pos, host_crd) -> dict:
+    """{level: (lo, hi, off)} int64 arrays per parent position of every RANGE level (made once at plan)."""
+    from ..ust._storage import _range_bounds, level_sizes
+
+    sizes = level_sizes(fmt, extents)
+    out, table, nparents = {}, [], 1
+    for level, kind in enumerate(fmt.level_formats):
+        size = sizes[level]
+        if kind in (F.DENSE, F.BATCH):
+            table = [np.repeat(t, size) for t in table] + [np.tile(np.arange(size, dtype=np.int64), nparents)]
+            nparents *= size
+        elif kind == F.COMPRESSED:
+            p = np.asarray(host_pos[level], np.int64)
+            owner = np.repeat(np.arange(nparents, dtype=np.int64), np.diff(p))
+            table = [t[owner] for t in table] + [np.asarray(host_crd[level], np.int64)[: p[-1]]]
+            nparents = int(p[-1])
+        elif kind == F.SINGLETON:
+            table = table + [np.asarray(host_crd[level], np.int64)[:nparents]]
+        elif kind == F.RANGE:
+            lo, hi = _range_bounds(fmt, extents, level, table, size)
+            off = np.concatenate([[0], np.cumsum(hi - lo)[:-1]]).astype(np.int64)
+            out[level] = (lo, hi, off)
+            rep = hi - lo
+            table = [np.repeat(t, rep) for t in table] + [np.concatenate(
+                [np.arange(a, b, dtype=np.int64) for a, b in zip(lo, hi)]) if rep.size else np.zeros(0, np.int64)]
+            nparents = int(rep.sum())
+        else:
+            raise NotImplementedError(f"generated kernels do not walk {kind.name} levels yet")
+    return out
+
+
+def _dims_c(fmt: TensorFormat) -> list:
+    """C expressions of the dimension coordinates in terms of the level coordinates c0, c1, ..."""
+    exprs = {}
+    for step in fmt._solve:
+        name, how = step[0], step[1]
+        if how == "divmod":
+            exprs[name] = f"(c{step[2]} * {fmt.level_exprs[step[2]].divisor}LL + c{step[3]})"
+        else:
+            e = fmt.level_exprs[step[2]]
+            rest = " ".join(f"- ({v}LL * {exprs[k]})" for k, v in e.terms.items() if k != name)
+            exprs[name] = f"((c{step[2]} {rest}) * {e.terms[name]}LL)"
+    return [exprs[d.dimension_name] for d in fmt.dimensions]
+
+
+def _loops(fmt: TensorFormat):
+    """(opening lines, number of closing braces) of the level loop nest (level 0 over blocks)."""
+    lines = []
+    for level, kind in enumerate(fmt.level_formats):
+        par = "0LL" if level == 0 else f"p{level - 1}"
+        if kind in (F.DENSE, F.BATCH):
+            if level == 0:
+                lines.append(f"for (long long c0 = blockIdx.x; c0 < S0; c0 += gridDim.x) {{ long long p0 = c0;")
+            else:
+                lines.append(f"for (long long c{level} = 0; c{level} < S{level}; ++c{level}) {{ "
+                             f"long long p{level} = {par} * S{level} + c{level};")
+        elif kind == F.COMPRESSED:
+            if level == 0:
+                lines.append("for (long long p0 = (long long)pos0[0] + blockIdx.x; p0 < (long long)pos0[1]; "
+                             "p0 += gridDim.x) { long long c0 = crd0[p0];")
+            else:
+                lines.append(f"for (long long p{level} = pos{level}[{par}]; p{level} < (long long)pos{level}[{par} + 1];"
+                             f" ++p{level}) {{ long long c{level} = crd{level}[p{level}];")
+        elif kind == F.SINGLETON:
+            lines.append(f"{{ long long p{level} = {par}; long long c{level} = crd{level}[p{level}];")
+        elif kind == F.RANGE:
+            lines.append(f"for (long long c{level} = rlo{level}[{par}]; c{level} < rhi{level}[{par}]; ++c{level}) {{ "
+                         f"long long p{level} = roff{level}[{par}] + (c{level} - rlo{level}[{par}]);")
+        else:
+            raise NotImplementedError(f"generated kernels do not walk {kind.name} levels yet")
+    return lines, len(lines)
+
+
+def arg_types(fmt: TensorFormat, dtype: str) -> tuple:
+    """The launch-argument codes (``_core/kernels.ArgPacker``) of the main, scale and epilog kernels."""
+    r = "f" if dtype in ("float32", "complex64") else "d"
+    n = sum({F.COMPRESSED: 2, F.SINGLETON: 1, F.RANGE: 3}.get(k, 0) for k in fmt.level_formats)
+    return "P" * n + "PPPqqiqq" + r + r, "PPqiqq" + r + r + "i", "Pqiq"
+
+
+def _params(fmt: TensorFormat, it: str) -> list:
+    ps = []
+    for level, kind in enumerate(fmt.level_formats):
+        if kind == F.COMPRESSED:
+            ps += [f"const {it}* __restrict__ pos{level}", f"const {it}* __restrict__ crd{level}"]
+        elif kind == F.SINGLETON:
+            ps.append(f"const {it}* __restrict__ crd{level}")
+        elif kind == F.RANGE:
+            ps += [f"const long long* __restrict__ rlo{level}", f"const long long* __restrict__ rhi{level}",
+                   f"const long long* __restrict__ roff{level}"]
+    return ps
+
+
+def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, transpose: bool = False,
+                conjugate: bool = False, prolog_a=None, prolog_b=None, epilog=None, add=None, mul=None,
+                atomic_add=None) -> str:
+    """The CUDA C++ of the three kernels for ``fmt`` (2-D), ``dtype`` and ``index_type``; operator arguments are
+    the device-function symbols of compiled LTO-IR (None: the plain operation)."""
+    if fmt.num_dimensions != 2:
+        raise ValueError(f"a generated SpMM needs a matrix format; {fmt.name} has {fmt.num_dimensions} dimensions")
+    if dtype not in CTYPES:
+        raise TypeError(f"generated kernels support {', '.join(CTYPES)}; got {dtype}")
+    T = CTYPES[dtype]
+    it = {"int32": "int", "int64": "long long"}[index_type]
+    sizes = fmt.dim2lvl(list(extents), as_size=True)
+    decl = []
+    for sym, n in ((prolog_a, 1), (prolog_b, 1), (epilog, 1), (add, 2), (mul, 2)):
+        if sym:
+            decl.append(f'extern "C" __device__ {T} {sym}({", ".join([T] * n)});')
+    if atomic_add:
+        decl.append(f'extern "C" __device__ void {atomic_add}({T}*, {T});')
+    pa = f"{prolog_a}(v)" if prolog_a else "v"
+    pb = f"{prolog_b}(bv)" if prolog_b else "bv"
+    prod = f"{mul}({pa}, {pb})" if mul else f"({pa}) * ({pb})"
+    acc = (f"{atomic_add}(&D[r * ldd + col], t);" if atomic_add else "atomic_acc(&D[r * ldd + col], t);")
+    dims = _dims_c(fmt)
+    row, inner = (dims[1], dims[0]) if transpose else (dims[0], dims[1])
+    loops, close = _loops(fmt)
+    last = fmt.num_levels - 1
+    alpha = "" if (add or mul) else "t = alpha * t;"
+    body = "\n".join([
+        f"  for (int col = threadIdx.x; col < N; col += blockDim.x) {{",
+        *("    " + x for x in loops),
+        f"    long long r = {row}; long long q = {inner};",
+        "    if (r >= 0 && r < M && q >= 0 && q < K) {",
+        f"      {T} v = val[p{last}];",
+        f"      if (!is_zero(v)) {{ {'v = conj_(v);' if conjugate else ''}",
+        f"        {T} bv = B[q * ldb + col];",
+        f"        {T} t = {prod}; {alpha}",
+        f"        {acc}",
+        "      }",
+        "    }",
+        "    " + "}" * close,
+        "  }",
+    ])
+    size_consts = "\n".join(f"constexpr long long S{n} = {s}LL;" for n, s in enumerate(sizes))
+    R = {"float32": "float", "float64": "double", "complex64": "float", "complex128": "double"}[dtype]
+    cplx = dtype.startswith("complex")
+    make = (lambda n: f"const {T} {n} = {{{n}_re, {n}_im}};") if cplx else (lambda n: f"const {T} {n} = {n}_re;")
+    params = ", ".join(_params(fmt, it) + [f"const {T}* __restrict__ val", f"const {T}* __restrict__ B",
+                                           f"{T}* __restrict__ D", "long long M", "long long K", "int N",
+                                           "long long ldb", "long long ldd", f"{R} alpha_re", f"{R} alpha_im"])
+    ep = f"{epilog}(D[r * ldd + col])" if epilog else "D[r * ldd + col]"
+    return "\n".join([
+        f"// generated SpMM for {fmt.name}: levels {[f.name for f in fmt.level_formats]}, extents {list(extents)}",
+        _PRELUDE, *decl, size_consts,
+        f'extern "C" __global__ void {KERNEL}({params}) {{', "  " + make("alpha"), body, "}",
+        f'extern "C" __global__ void {SCALE_KERNEL}(const {T}* __restrict__ C, {T}* __restrict__ D, long long M, '
+        f"int N, long long ldc, long long ldd, {R} beta_re, {R} beta_im, int zero) {{", "  " + make("beta"),
+        "  for (long long r = blockIdx.x; r < M; r += gridDim.x)",
+        "    for (int col = threadIdx.x; col < N; col += blockDim.x)",
+        f"      D[r * ldd + col] = zero ? {T}{{}} : beta * C[r * ldc + col];",
+        "}",
+        f'extern "C" __global__ void {EPILOG_KERNEL}({T}* __restrict__ D, long long M, int N, long long ldd) {{',
+        "  for (long long r = blockIdx.x; r < M; r += gridDim.x)",
+        f"    for (int col = threadIdx.x; col < N; col += blockDim.x) D[r * ldd + col] = {ep};",
+        "}",
+    ]) + "\n"
+
+
+def emulate(fmt: TensorFormat, extents, pos, crd, val, b: np.ndarray, *, alpha=1, beta=0, c=None, transpose=False,
+            conjugate=False, prolog_a=None, prolog_b=None, epilog=None, add=None, mul=None) -> np.ndarray:
+    """The generated kernel's loop nest run in Python on host arrays (the same levels, tables and coordinate
+    expressions): ``beta * c + alpha * op(a) @ b`` with the operators applied as the kernel applies them."""
+    m, k = extents[::-1] if transpose else extents
+    b2 = b.reshape(k, -1)
+    rt = np.result_type(val, b2) if c is None else np.result_type(val, b2, c)
+    d = np.zeros((m, b2.shape[1]), dtype=rt) if c is None or beta == 0 else (beta * c.reshape(m, -1)).astype(rt)
+    tables = range_tables(fmt, extents, pos, crd)
+    sizes = fmt.dim2lvl(list(extents), as_size=True)
+    kinds = fmt.level_formats
+    last = fmt.num_levels - 1
+
+    def walk(level, parent, coords):
+        kind = kinds[level]
+        if kind in (F.DENSE, F.BATCH):
+            items = ((parent * sizes[level] + cc, cc) for cc in range(sizes[level]))
+        elif kind == F.COMPRESSED:
+            items = ((p, int(crd[level][p])) for p in range(int(pos[level][parent]), int(pos[level][parent + 1])))
+        elif kind == F.SINGLETON:
+            items = ((parent, int(crd[level][parent])),)
+        else:
+            lo, hi, off = (t[parent] for t in tables[level])
+            items = ((off + cc - lo, cc) for cc in range(lo, hi))
+        for p, cc in items:
+            if level < last:
+                walk(level + 1, p, coords + [cc])
+                continue
+            dims = fmt.lvl2dim(coords + [cc])
+            r, q = (dims[1], dims[0]) if transpose else (dims[0], dims[1])
+            if not (0 <= r < m and 0 <= q < k):
+                continue
+            v = val[p]
+            if v == 0:
+                continue
+            v = np.conj(v) if conjugate else v
+            va = prolog_a(v) if prolog_a else v
+            for col in range(b2.shape[1]):
+                bv = prolog_b(b2[q, col]) if prolog_b else b2[q, col]
+                t = mul(va, bv) if mul else va * bv
+                if not (add or mul):
+                    t = alpha * t
+                d[r, col] = add(d[r, col], t) if add else d[r, col] + t
+
+    walk(0, 0, [])
+    if epilog:
+        d = np.vectorize(epilog)(d)
+    return d.reshape((m,) + b.shape[1:])

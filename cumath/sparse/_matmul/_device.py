@@ -1,0 +1,272 @@
+"""The sparse matmul on a GPU with cuSPARSE's generic API (SpMM, SpMV for a vector b).
+
+CSR and CSC operands are read in place (CSC as the CSR of a^T with the transposed op); every other format runs
+as CSR through a planned gather of its values on the GPU (the pattern is read once, at plan()). ``b`` is read
+in place when it is row- or column-major, else copied by its package; the result is written by cuSPARSE into
+``c`` (or a new array of the package), through a row-major buffer when ``c`` has another layout. Descriptors
+of the dense operands are made per execution (host calls only); the workspace is sized at plan() and kept.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import numpy as np
+
+from ..._core.allocators import allocate, default_allocator
+from ..._core.logging import format_bytes
+from ..._core.operand import adapter
+from .._formats import csr_gather
+
+__all__ = ["DeviceExecutor"]
+
+_CUDA_TYPE = {"float16": 2, "float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
+_COMPUTE = {"float16": 0, "float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
+_OPS = {"N": 0, "T": 1, "H": 2}
+
+
+class _Package:
+    """The few array operations of the GPU package the executor needs (gather, conjugate, upload, copy)."""
+
+    def __init__(self, package: str, device_id: int):
+        self.name, self.device_id = package, device_id
+        self.mod = importlib.import_module(package)
+        self.adapter = adapter(package)
+
+    def upload(self, host):
+        if self.name == "torch":
+            return self.mod.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.device_id}")
+        if self.name == "cupy":
+            with self.mod.cuda.Device(self.device_id):
+                return self.mod.asarray(host)
+        return np.ascontiguousarray(host)  # a host package presented as device memory (the emulation in tests)
+
+    def empty(self, shape, dtype, order="C"):
+        perm = None if order == "C" else tuple(range(len(shape)))[::-1]
+        return self.adapter.empty(tuple(shape), dtype, self.device_id, perm)
+
+    def take(self, values, index, out):
+        flat = values.reshape(-1)
+        if self.name == "torch":
+            self.mod.index_select(flat, 0, index, out=out)
+        else:
+            self.mod.take(flat, index, out=out)  # cupy.take and numpy.take
+
+    def conj(self, x, out):
+        if self.name == "torch":
+            self.mod.conj_physical(x, out=out)
+        else:
+            self.mod.conj(x, out=out)
+
+    def copy(self, dst, src):
+        self.adapter.copy_into(dst, src)
+
+    def pointer(self, x) -> int:
+        return self.adapter.pointer(x)
+
+
+def _strides(x) -> tuple:
+    s = getattr(x, "stride", None)
+    return tuple(s()) if callable(s) else tuple(v // x.itemsize for v in x.strides)
+
+
+def _order(x, shape):
+    """(cuSPARSE order, ld) when the 2-D GPU array ``x`` is read in place, else None."""
+    r, c = shape
+    s0, s1 = _strides(x)
+    if (s1 == 1 or c == 1) and s0 >= max(c, 1) and s0 > 0:
+        return 2, max(s0, 1)
+    if (s0 == 1 or r == 1) and s1 >= max(r, 1) and s1 > 0:
+        return 1, max(s1, 1)
+    return None
+
+
+class _StoredGPU:
+    """One matrix of a's batch as cuSPARSE reads it (see the module's docstring)."""
+
+    def __init__(self, sm, index: int, geom, pkg: _Package, stream):
+        fmt = sm.format
+        ma, ka = sm.shape[-2:]
+        self.transposed = fmt == "csc"
+        self.gather = None
+        if fmt in ("csr", "csc"):
+            ip, ix = (sm.index["indptr"].obj, sm.index["indices"].obj)
+            if sm.batch_shape:
+                ip, ix = ip.reshape(-1, ip.shape[-1])[index], ix.reshape(-1, ix.shape[-1])[index]
+            self.indptr, self.indices = ip, ix
+            self.index_dtype = sm.index_dtype
+            self.nnz = sm.nnz
+        else:
+            ip, ix, gather = csr_gather(sm, stream)
+            self.indptr, self.indices, self.gather = pkg.upload(ip), pkg.upload(ix), pkg.upload(gather)
+            self.index_dtype, self.nnz = "int64", int(ix.size)
+        self.shape = (ka, ma) if self.transposed else (ma, ka)
+        t = geom.transpose_a != self.transposed
+        self.op = ("H" if geom.conjugate_a else "T") if t else "N"
+        self.conj_values = geom.conjugate_a and not t
+        self.buffer = pkg.empty((self.nnz,), sm.dtype) if (self.gather is not None or self.conj_values) else None
+
+    def values(self, values_obj, index: int, batched: bool, pkg: _Package):
+        v = values_obj.reshape(-1, values_obj.shape[-1])[index] if batched else values_obj
+        if self.gather is not None:
+            pkg.take(v, self.gather, self.buffer)
+            v = self.buffer
+        if self.conj_values:
+            pkg.conj(v.reshape(-1), self.buffer)
+            v = self.buffer
+        return v
+
+
+class DeviceExecutor:
+    kind = "device"
+
+    def __init__(self, geom, ops, options, log, place, prologs=None):
+        from ..._bindings import cusparse as cs
+
+        self.cs, self.geom, self.log = cs, geom, log
+        sm = ops["a"]
+        self.pkg = _Package(sm.package, place.device)
+        self.stream = place.stream
+        self.allocator = options.allocator or default_allocator(sm.package, place.device)
+        self.handle = cs.cusparseCreate()
+        self.engine = type("cuSPARSE", (), {"name": "cusparse", "description": "cuSPARSE"})
+        self.descrs, self.workspace, self.nbytes = [], None, 0
+        self.value_type = _CUDA_TYPE[geom.dtype]
+        self.compute = int(options.compute_type) if options.compute_type is not None else _COMPUTE[geom.dtype]
+        sdt = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128", 2: "float16"}[self.compute]
+        self._scalar_dtype = np.dtype(sdt)
+        try:
+            na = max(1, int(np.prod(sm.batch_shape, dtype=np.int64)))
+            self.stored = [_StoredGPU(sm, i, geom, self.pkg, place.stream) for i in range(na)]
+            for st in self.stored:
+                self.descrs.append(self._sparse_descr(st, st.buffer if st.buffer is not None else
+                                                      (sm.values.obj if not sm.batch_shape else
+                                                       sm.values.obj.reshape(-1, sm.values.shape[-1])[0])))
+            size = self._buffer_size(ops)
+            self.workspace = allocate(self.allocator, max(size, 1), place.stream)
+            self.nbytes = size + sum(0 if st.gather is None else st.nnz * 16 for st in self.stored)
+        except BaseException:
+            self.free()
+            raise
+        if log.isEnabledFor(logging.INFO):
+            log.info("sparse matmul on GPU %s with cuSPARSE %s: op(a)=%s, workspace %s", place.device,
+                     "SpMV" if geom.n is None else "SpMM", self.stored[0].op, format_bytes(self.nbytes))
+
+    def _sparse_descr(self, st, values) -> int:
+        cs = self.cs
+        it = cs.INDEX_TYPES[str(st.indices.dtype).replace("torch.", "")]
+        ipt = cs.INDEX_TYPES[str(st.indptr.dtype).replace("torch.", "")]
+        r, c = st.shape
+        return cs.cusparseCreateCsr(r, c, st.nnz, self.pkg.pointer(st.indptr), self.pkg.pointer(st.indices),
+                                    self.pkg.pointer(values), ipt, it, 0, self.value_type)
+
+    def _scalars(self, alpha, beta):
+        a = np.array(alpha, dtype=self._scalar_dtype)
+        b = np.array(beta, dtype=self._scalar_dtype)
+        return a, b
+
+    def _dense(self, x, shape, what, order=None):
+        """(descriptor, array kept alive) of a dense operand for cuSPARSE; ``order`` (1 column-, 2 row-major):
+        the order it must have (cuSPARSE's SpMM takes b and c in one order), copied into it when needed."""
+        cs = self.cs
+        if self.geom.n is None:
+            if _strides(x)[0] != 1 and shape[0] > 1:
+                y = self.pkg.empty(shape, self.geom.dtype)
+                self.pkg.copy(y, x)
+                x = y
+            return cs.cusparseCreateDnVec(shape[0], self.pkg.pointer(x), self.value_type), x
+        o = _order(x, shape)
+        if o is None or (order is not None and o[0] != order):
+            want = order or 2
+            y = self.pkg.empty(shape, self.geom.dtype, "C" if want == 2 else "F")
+            self.pkg.copy(y, x)
+            x, o = y, (want, max(shape[1] if want == 2 else shape[0], 1))
+        return cs.cusparseCreateDnMat(shape[0], shape[1], o[1], self.pkg.pointer(x), self.value_type, o[0]), x
+
+    def _b_view(self, b_obj, idx):
+        g = self.geom
+        x = b_obj
+        if b_obj.ndim > 2:
+            x = b_obj.reshape((-1,) + tuple(b_obj.shape[-2:]))[idx]
+        if g.transpose_b:
+            x = x.transpose(-1, -2) if self.pkg.name == "torch" else x.T
+        if g.conjugate_b:
+            y = self.pkg.empty(tuple(x.shape), g.dtype)
+            self.pkg.conj(x, y)
+            x = y
+        return x
+
+    def _call(self, st, descr, b, d, alpha, beta, buffer, size_only=False):
+        cs, g = self.cs, self.geom
+        shape_b = (g.k,) if g.n is None else (g.k, g.n)
+        shape_d = (g.m,) if g.n is None else (g.m, g.n)
+        dd, keep_d = self._dense(d, shape_d, "result")
+        d_order = None if g.n is None else (_order(keep_d, shape_d) or (2,))[0]
+        db, keep_b = self._dense(b, shape_b, "b", d_order)
+        a_s, b_s = self._scalars(alpha, beta)
+        try:
+            if g.n is None:
+                args = (self.handle, _OPS[st.op], a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute, 0)
+                if size_only:
+                    return cs.cusparseSpMV_bufferSize(*args)
+                cs.cusparseSpMV(*args, buffer)
+            else:
+                args = (self.handle, _OPS[st.op], 0, a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute, 0)
+                if size_only:
+                    return cs.cusparseSpMM_bufferSize(*args)
+                cs.cusparseSpMM(*args, buffer)
+        finally:
+            (cs.cusparseDestroyDnVec if g.n is None else cs.cusparseDestroyDnMat)(db)
+            (cs.cusparseDestroyDnVec if g.n is None else cs.cusparseDestroyDnMat)(dd)
+        if keep_d is not d:
+            self.pkg.copy(d, keep_d)
+        return None
+
+    def _buffer_size(self, ops) -> int:
+        g = self.geom
+        b = self._b_view(ops["b"].obj, 0)
+        d = self.pkg.empty((g.m,) if g.n is None else (g.m, g.n), g.dtype)
+        self.cs.cusparseSetStream(self.handle, self.stream)
+        return max(self._call(st, de, b, d, 1, 0, 0, size_only=True) for st, de in zip(self.stored, self.descrs))
+
+    def new_result(self, ops):
+        arr = self.pkg.empty(self.geom.result_shape, self.geom.dtype)
+        return arr, self.pkg.adapter.wrap(arr)
+
+    def execute(self, ops, alpha, beta, result, stream):
+        g, cs = self.geom, self.cs
+        cs.cusparseSetStream(self.handle, stream)
+        a = ops["a"]
+        batched = bool(a.batch_shape)
+        vals = a.values.obj
+        d_all = result.obj
+        for i in range(g.count):
+            ai = g.a_batches[i]
+            st, descr = self.stored[ai], self.descrs[ai]
+            v = st.values(vals, ai, batched, self.pkg)
+            if st.gather is None and not batched:  # CSR/CSC on the caller's index arrays: they may be new ones
+                ip, ix = a.index["indptr"].obj, a.index["indices"].obj
+                if ip is not st.indptr or ix is not st.indices:
+                    st.indptr, st.indices = ip, ix
+                    cs.cusparseDestroySpMat(descr)
+                    self.descrs[ai] = descr = None
+                    self.descrs[ai] = descr = self._sparse_descr(st, v)
+            cs.cusparseSpMatSetValues(descr, self.pkg.pointer(v))
+            b = self._b_view(ops["b"].obj, g.b_batches[i])
+            d = d_all if not g.batch_shape else d_all.reshape((-1,) + tuple(d_all.shape[len(g.batch_shape):]))[i]
+            self._call(st, descr, b, d, alpha, beta, self.workspace.device_ptr)
+        return result.obj
+
+    def free(self) -> None:
+        cs = self.cs
+        for d in self.descrs:
+            if d is not None:
+                cs.cusparseDestroySpMat(d)
+        self.descrs = []
+        ws, self.workspace = self.workspace, None
+        if ws is not None:
+            ws.free()
+        h, self.handle = self.handle, None
+        if h is not None:
+            cs.cusparseDestroy(h)

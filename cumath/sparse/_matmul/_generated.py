@@ -1,0 +1,156 @@
+"""The sparse matmul on a GPU with a generated kernel (``_codegen.py``): for UST operands with
+``MatmulOptions(codegen=True)``, formats cuSPARSE does not have (DIA, custom UST formats), and products with
+prologs, an epilog or a semiring. The kernel is compiled and linked once per format, dtype, index type and
+operators (content-addressed on disk: a second process loads it); the RANGE tables of the format are computed
+at plan() and uploaded."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from ..._core import jit
+from ..._core.operand import adapter
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, range_tables, spmm_source
+from ._device import _Package, _order, _strides
+
+__all__ = ["GeneratedExecutor", "wants_generated"]
+
+_CUSPARSE_NAMES = ("CSR", "CSC", "COO")
+
+
+def wants_generated(ust, options, prologs) -> bool:
+    """Whether a GPU product of the UST ``ust`` (None: not a UST) runs on a generated kernel."""
+    if prologs is not None:
+        return True
+    if ust is None:
+        return False
+    return bool(options.codegen) or ust.tensor_format.name not in _CUSPARSE_NAMES
+
+
+def _symbol(ir, what):
+    sym = getattr(ir, "symbol", None)
+    if sym is None:
+        raise TypeError(f"the {what} must be LTO-IR from cumath.sparse.compile_matmul_{what.split()[0]} (it carries "
+                        f"the device function's name); got {type(ir).__name__}")
+    return sym
+
+
+class GeneratedExecutor:
+    kind = "device"
+
+    def __init__(self, geom, ust, ops, options, log, place, prologs=None):
+        from ..._core.kernels import device_arch, load_kernel
+
+        if geom.batch_shape and ust is not None and len(ust.extents) != 2:
+            raise NotImplementedError("generated kernels multiply a 2-D sparse operand")
+        self.geom, self.log, self.ust = geom, log, ust
+        self.engine = type("generated", (), {"name": "generated", "description": "a generated kernel"})
+        self.pkg = _Package(ust._package, place.device)
+        self.nbytes = 0
+        fmt, extents = ust.tensor_format, ust.extents
+        pro, epi, semi, cc = prologs if prologs is not None else (None, None, None, None)
+        pro, semi = dict(pro or {}), dict(semi or {})
+        unknown = sorted(set(pro) - {"a", "b"}) + sorted(set(semi) - {"add", "mul", "atomic_add"})
+        if unknown:
+            raise ValueError(f"unknown prolog or semiring keys {unknown}; prologs take 'a' and 'b', the semiring "
+                             f"'add', 'mul' and 'atomic_add'")
+        if geom.conjugate_a and "a" in pro:
+            raise ValueError("a conjugated a and a prolog of a exclude each other: conjugate in the prolog")
+        syms = {"prolog_a": pro.get("a"), "prolog_b": pro.get("b"), "epilog": epi, "add": semi.get("add"),
+                "mul": semi.get("mul"), "atomic_add": semi.get("atomic_add")}
+        names = {k: (None if v is None else _symbol(v, k.replace("_", " "))) for k, v in syms.items()}
+        cc = cc or device_arch(place.device)
+        t0 = time.perf_counter()
+        src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
+                          conjugate=geom.conjugate_a, **names)
+        art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
+                                 what=f"the generated SpMM of {fmt.name}")
+        pieces = [art] + [v for v in syms.values() if v is not None]
+        cubin = jit.link(pieces, cc=cc, log=log, what=f"the generated SpMM of {fmt.name}")
+        main_t, scale_t, epi_t = arg_types(fmt, geom.dtype)
+        self.kernel = load_kernel(cubin.data, cubin.key, KERNEL, main_t, device_id=place.device)
+        self.scale = load_kernel(cubin.data, cubin.key, SCALE_KERNEL, scale_t, device_id=place.device)
+        self.epilog = load_kernel(cubin.data, cubin.key, EPILOG_KERNEL, epi_t, device_id=place.device) if epi else None
+        if log.isEnabledFor(logging.INFO):
+            log.info("generated SpMM for %s (%s, %s indices) ready in %.1f ms (compiled or loaded from the cache)",
+                     fmt.name, geom.dtype, ust.index_type, 1e3 * (time.perf_counter() - t0))
+        host = lambda a: None if a is None else np.asarray(self._host(a))  # noqa: E731
+        tables = range_tables(fmt, extents, [host(p) for p in ust._pos], [host(c) for c in ust._crd])
+        self._tables = {lvl: tuple(self.pkg.upload(t) for t in tabs) for lvl, tabs in tables.items()}
+        self.nbytes = sum(int(t.nbytes) for tabs in self._tables.values() for t in tabs)
+        from ..ust._dsl import LevelFormat as F
+
+        first = fmt.level_formats[0]
+        sizes = fmt.dim2lvl(list(extents), as_size=True)
+        self._outer = sizes[0] if first in (F.DENSE, F.BATCH) else None
+        self._first_pos = host(ust._pos[0]) if first == F.COMPRESSED else None
+
+    @staticmethod
+    def _host(a):
+        from ..._core.operand import wrap_operand
+        from .._operand import host_arrays
+
+        return host_arrays(wrap_operand(a, "tensor component"))
+
+    def _level_args(self):
+        from ..ust._dsl import LevelFormat as F
+
+        u, ptr = self.ust, self.pkg.pointer
+        out = []
+        for level, kind in enumerate(u.tensor_format.level_formats):
+            if kind == F.COMPRESSED:
+                out += [ptr(u._pos[level]), ptr(u._crd[level])]
+            elif kind == F.SINGLETON:
+                out.append(ptr(u._crd[level]))
+            elif kind == F.RANGE:
+                out += [ptr(t) for t in self._tables[level]]
+        return out
+
+    def new_result(self, ops):
+        arr = self.pkg.empty(self.geom.result_shape, self.geom.dtype)
+        return arr, self.pkg.adapter.wrap(arr)
+
+    def execute(self, ops, alpha, beta, result, stream):
+        g = self.geom
+        n = 1 if g.n is None else g.n
+        block = min(256, max(32, -(-n // 32) * 32))
+        outer = self._outer if self._outer is not None else int(self._first_pos[1] - self._first_pos[0])
+        grid = max(1, min(outer, 1 << 20))
+        a_re, a_im = complex(alpha).real, complex(alpha).imag
+        b_re, b_im = complex(beta).real, complex(beta).imag
+        levels = self._level_args()
+        ptr = self.pkg.pointer
+        b_all, d_all = ops["b"].obj, result.obj
+        for i in range(g.count):
+            b = b_all if b_all.ndim <= (1 if g.n is None else 2) else \
+                b_all.reshape((-1,) + tuple(b_all.shape[-2:]))[g.b_batches[i]]
+            d = d_all if not g.batch_shape else d_all.reshape((-1,) + tuple(d_all.shape[len(g.batch_shape):]))[i]
+            b2, d2 = self._rowmajor(b, "b"), self._rowmajor(d, "result")
+            ldb = 1 if g.n is None else _strides(b2)[0]
+            ldd = 1 if g.n is None else _strides(d2)[0]
+            self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m, n,
+                              ldd, ldd, b_re, b_im, int(beta == 0))
+            self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, ptr(self.ust._val), ptr(b2), ptr(d2),
+                               g.m, g.k, n, ldb, ldd, a_re, a_im)
+            if self.epilog is not None:
+                self.epilog.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), g.m, n, ldd)
+            if d2 is not d:
+                self.pkg.copy(d, d2)
+        return result.obj
+
+    def _rowmajor(self, x, what):
+        shape = tuple(x.shape)
+        if len(shape) == 1:
+            if _strides(x)[0] == 1 or shape[0] <= 1:
+                return x
+        elif (_order(x, shape) or (0,))[0] == 2:
+            return x
+        y = self.pkg.empty(shape, self.geom.dtype)
+        self.pkg.copy(y, x)
+        return y
+
+    def free(self) -> None:
+        self._tables = {}

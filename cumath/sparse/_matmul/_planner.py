@@ -1,0 +1,252 @@
+"""The stateful sparse matmul: construct -> plan() -> execute() (repeatedly, with reset_operands) -> free()."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..._core.lifecycle import requires_alive
+from ..._core.operand import Operand, wrap_operand
+from ..._core.operation import Operation
+from ..._core.options import check_options
+from .._formats import SparseMatrix, wrap_sparse_matrix
+from ._executors import HostExecutor, new_result
+from ._options import MatmulOptions
+from ._qualifiers import check_qualifiers
+from ._traits import geometry
+
+__all__ = ["Matmul", "wrap_a", "wrap_dense"]
+
+logger = logging.getLogger("cumath.sparse")
+
+
+def wrap_a(a) -> SparseMatrix:
+    return wrap_sparse_matrix(a, "a")
+
+
+def wrap_dense(x, name: str) -> Operand:
+    if type(x) is Operand:
+        return x
+    module = type(x).__module__
+    if module.startswith(("scipy.sparse", "cupyx.scipy.sparse")) or (
+            module.startswith("torch") and str(getattr(x, "layout", "")).startswith("torch.sparse")):
+        raise TypeError(f"{name} must be a dense array (a is the sparse operand); got a sparse "
+                        f"{type(x).__name__}: convert it with .toarray() / .to_dense()")
+    return wrap_operand(x, name)
+
+
+def _scalar(value, default, dtype: str, name: str):
+    v = default if value is None else value
+    try:
+        if not dtype.startswith("complex") and np.iscomplexobj(v):
+            if complex(v).imag != 0:
+                raise TypeError
+            v = complex(v).real
+        return np.dtype("float32" if dtype == "float16" else dtype).type(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not convertible to the operands' dtype {dtype}") from None
+
+
+class Matmul(Operation):
+    """A planned product ``alpha * op(a) @ op(b) + beta * c`` with a sparse ``a`` and dense ``b`` and ``c``.
+
+    ``a``: SciPy (csr, csc, coo, bsr, dia; matrix or array), ``cupyx.scipy.sparse`` (csr, csc, coo), PyTorch
+    sparse tensors (COO, CSR, CSC, BSR, BSC; batched CSR), or a ``cumath.sparse.ust.Tensor``; int32 or int64
+    indices; float32, float64, complex64, complex128 (float16 on the GPU). ``b``: a vector (SpMV) or a matrix,
+    with leading batch axes that broadcast against a's as ``numpy.matmul`` does. ``c`` (optional): the result's
+    shape; the result is written into it and ``c`` is returned (as nvmath-python does); without ``c`` a new
+    array of the operands' package is returned (cumath; nvmath-python 1.0 requires ``c``). ``alpha`` defaults
+    to 1, ``beta`` to 1 when ``c`` is given. ``qualifiers``: an array of ``matmul_matrix_qualifiers_dtype``
+    (transpose, conjugate) for a and b.
+
+    Where it runs: the operands' space; on the CPU (which nvmath-python does not offer) oneMKL's sparse BLAS
+    (inspector-executor: analysed once at plan(), ``MatmulOptions.expected_calls``) or SciPy.
+
+    Example (CPU)::
+
+        import numpy as np, scipy.sparse as sp, cumath
+        a = sp.random_array((1000, 800), density=0.01, format="csr")
+        b = np.random.rand(800, 16)
+        with cumath.sparse.Matmul(a, b) as mm:
+            mm.plan()
+            d = mm.execute()                     # a @ b
+            a.data *= 2                          # new values, same pattern: no new plan
+            d2 = mm.execute()
+
+    Example (GPU, CuPy)::
+
+        import cupy as cp, cupyx.scipy.sparse as csp, cumath
+        a = csp.random(1000, 800, density=0.01, format="csr")
+        b, c = cp.random.rand(800, 16), cp.zeros((1000, 16))
+        cumath.sparse.matmul(a, b, c, alpha=2.0, beta=0.0)   # c = 2 a @ b
+    """
+
+    _NAMES = ("a", "b", "c")
+    _RESET_HINT = "reset_operands(a=..., b=..., c=...) with all of them"
+
+    def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=None, execution=None,
+                 stream=None):
+        opts = options if type(options) is MatmulOptions else check_options(options, MatmulOptions,
+                                                                             "sparse matmul options")
+        self._options = opts
+        self._log = log = opts.logger or logger
+        self._ust = a if hasattr(a, "_as_sparse_matrix") else None  # a Universal Sparse Tensor as given
+        if self._ust is not None and a.device == "cuda" and (opts.codegen or a.tensor_format.name not in
+                                                              ("CSR", "CSC", "COO")):
+            A = a._as_sparse_matrix("a", convert=False)  # read by a generated kernel as it is
+        else:
+            A = wrap_a(a)
+        B = wrap_dense(b, "b")
+        C = None if c is None else wrap_dense(c, "c")
+        for name, op in (("b", B), ("c", C)):
+            if op is None:
+                continue
+            if op.package != A.package:
+                raise TypeError(f"{name} is a {op.package} array while a is a sparse matrix of {A.package} arrays; "
+                                f"pass operands of one package")
+            if op.device_id != A.device_id:
+                raise ValueError(f"{name} and a are in different memory spaces ({op.device_id} and {A.device_id}; "
+                                 f"None is the host); move them to one device")
+        if C is not None and C.readonly:
+            raise ValueError("c receives the result, but c is read-only; pass a writeable c")
+        quals = check_qualifiers(qualifiers, C is not None)
+        self._geom = g = geometry(A.shape, B.shape, None if C is None else C.shape,
+                                  (A.dtype, B.dtype, None if C is None else C.dtype), quals)
+        self._alpha = _scalar(alpha, 1, g.dtype, "alpha")
+        self._beta = _scalar(beta if C is not None else None, 1 if C is not None else 0, g.dtype, "beta")
+        if beta is not None and C is None:
+            log.warning("beta=%r is ignored: no c was given", beta)
+        self._init_placement(B, execution, stream, opts.blocking)
+        if self._on_gpu != (A.device_id is not None):
+            raise ValueError(f"a sparse matmul runs where its operands are: these are in "
+                             f"{'GPU' if A.device_id is not None else 'host'} memory, but execution asks for the "
+                             f"{'GPU' if self._on_gpu else 'CPU'}; move the operands or drop execution")
+        self._init_operands({"a": A, "b": B, "c": C})
+        self._prologs = None
+        if log.isEnabledFor(logging.INFO):
+            log.info("sparse matmul of %s %s: a %s %s (nnz %d) @ b %s%s -> %s, on %s", A.package, g.dtype,
+                     A.format.upper(), list(A.shape), A.nnz, list(B.shape),
+                     "" if C is None else f" + c {list(C.shape)}", list(g.result_shape),
+                     "CPU" if not self._on_gpu else f"GPU {self._device}")
+
+    options = property(lambda self: self._options, doc="The :class:`MatmulOptions` of this product.")
+
+    @property
+    def engine(self) -> str | None:
+        """(cumath) The engine of the plan: 'mkl', 'scipy' or 'cusparse' (None before plan())."""
+        ex = self._executor
+        return None if ex is None else ex.engine.name
+
+    # ------------------------------------------------------------------------------------------ planning
+    @requires_alive
+    def plan(self, *, prologs=None, epilog=None, semiring=None, compute_capability=None, stream=None):
+        """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
+        ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
+        ``semiring`` need a generated kernel (GPU). Planning again replaces the plan."""
+        if prologs or epilog is not None or semiring is not None:
+            if not self._on_gpu:
+                raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
+                                          "CPU compute the transformed operands first")
+            self._prologs = (prologs, epilog, semiring, compute_capability)
+        if self._planned:
+            self._drop_plan()
+        self._plan(stream)
+
+    def _make_executor(self):
+        if self._on_gpu:
+            from ._device import DeviceExecutor
+            from ._generated import GeneratedExecutor, wants_generated
+
+            if wants_generated(self._ust, self._options, self._prologs):
+                if self._ust is None:
+                    raise ValueError("prologs, epilogs and semirings run in generated kernels, which read a "
+                                     "Universal Sparse Tensor: pass a as cumath.sparse.ust.Tensor.from_package(a)")
+                return GeneratedExecutor(self._geom, self._ust, self._ops, self._options, self._log, self._place,
+                                         self._prologs)
+            return DeviceExecutor(self._geom, self._ops, self._options, self._log, self._place, self._prologs)
+        from ._backends import cpu_engine
+
+        engine = cpu_engine(self._options.cpu_engine, self._log)
+        if self._geom.dtype == "float16" or not getattr(engine, "supports", lambda d: True)(self._geom.dtype):
+            engine = cpu_engine("scipy", self._log)
+        return HostExecutor(self._geom, self._ops, engine, self._options, self._log, self._stream)
+
+    # ----------------------------------------------------------------------------------------- execution
+    def execute(self, *, stream=None):
+        """Compute with the current operands: the result (``c`` itself when given, else a new array of the
+        operands' package and device)."""
+        ex = self._executor
+        if ex is None or self._released:
+            self._not_ready("execute")
+        ops = self._ops
+        c = ops["c"]
+        if c is None:
+            obj, result = new_result(ops, self._geom, self._place.package) if not self._on_gpu else \
+                ex.new_result(ops)
+        else:
+            obj, result = c.obj, c
+        if not self._on_gpu:
+            ex.execute(ops, self._alpha, self._beta, result)
+            return obj
+        s, explicit = self._stream_arg(stream)
+        self._ordered(s, explicit, ex.execute, ops, self._alpha, self._beta, result, s)
+        return obj
+
+    # ------------------------------------------------------------------------------------------ operands
+    def _bind(self, ops: dict, alpha=None, beta=None) -> None:
+        super()._bind(ops)
+        g = self._geom
+        self._alpha = _scalar(alpha, 1, g.dtype, "alpha")
+        self._beta = _scalar(beta if ops.get("c") is not None else None, 1 if ops.get("c") is not None else 0,
+                             g.dtype, "beta")
+
+    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, stream=None) -> None:
+        """New operands of the planned kind (a: same package, device, format, shape, stored entries, dtypes and
+        sparsity pattern, new values; b and c: same package, device, shape, strides and dtype); ``alpha`` and
+        ``beta`` new scalars. Operands not given are kept. Passing nothing at all releases the operands."""
+        if self._freed:
+            self._not_ready("reset_operands", ())
+        if a is None and b is None and c is None and alpha is None and beta is None:
+            self.release_operands()
+            return
+        self._reset(a, b, c, alpha, beta, stream, checked=True)
+
+    def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None, stream=None) -> None:
+        """Like reset_operands, comparing only shapes, strides and dtypes (cheaper; the caller guarantees the
+        rest, the sparsity pattern included)."""
+        if self._freed:
+            self._not_ready("reset_operands_unchecked", ())
+        self._reset(a, b, c, alpha, beta, stream, checked=False)
+
+    def _reset(self, a, b, c, alpha, beta, stream, checked: bool) -> None:
+        given = {"a": None if a is None else wrap_a(a), "b": None if b is None else wrap_dense(b, "b"),
+                 "c": None if c is None else wrap_dense(c, "c")}
+        if c is not None and self._signatures["c"] is None:
+            raise ValueError("this Matmul was created without c, so c cannot be reset; create a new Matmul with c")
+        if self._released:
+            missing = [k for k in self._NAMES if self._signatures.get(k) is not None and given[k] is None]
+            if missing:
+                raise ValueError(f"after release_operands(), every operand must be given again; missing "
+                                 f"{', '.join(missing)}")
+        for name, op in given.items():
+            if op is None:
+                continue
+            now = op.signature if checked else (op.shape, op.strides, op.dtype)
+            if now != (self._signatures[name] if checked else self._quick[name]):
+                raise ValueError(f"the new {name} does not match the planned one (package, device, shape, strides, "
+                                 f"dtypes{', format and stored entries' if name == 'a' else ''} must be the same): "
+                                 f"got {op!r}; create a new Matmul for it")
+            if name == "c" and op.readonly:
+                raise ValueError("c receives the result, but the new c is read-only")
+        if checked and given["a"] is not None and self._executor is not None:
+            self._executor.check_pattern(given["a"]) if hasattr(self._executor, "check_pattern") else None
+        self._ops = {**self._ops, **{k: v for k, v in given.items() if v is not None}}
+        self._released = False
+        g = self._geom
+        if alpha is not None:
+            self._alpha = _scalar(alpha, 1, g.dtype, "alpha")
+        if beta is not None:
+            self._beta = _scalar(beta, 1, g.dtype, "beta")
+        if stream is not None:
+            self._use_stream(stream)

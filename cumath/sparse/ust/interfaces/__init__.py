@@ -1,0 +1,1 @@
+"""Integrations of the Universal Sparse Tensor with frameworks (``torch_interface``: a torch.Tensor subclass)."""

@@ -1,0 +1,121 @@
+"""The sparse matmul's GPU executor against a NumPy emulation of cuSPARSE (``fake_cusparse``): every format,
+dtype and index type, qualifiers, vectors, batches, layouts of b and c, the stateful API, and that every
+descriptor is destroyed."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_cusparse import FakeCusparse, device, device_sparse, install  # noqa: E402
+
+from cumath.sparse import Matmul, matmul_matrix_qualifiers_dtype as QD  # noqa: E402
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12}
+
+
+class _Alloc:
+    def memalloc(self, size):
+        from cumath.memory import MemoryPointer
+
+        buf = np.empty(max(1, size), np.uint8)
+        return MemoryPointer(buf.ctypes.data, size, lambda b=buf: None)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    from cumath.config import plan_cache
+
+    plan_cache.clear()
+    f = FakeCusparse()
+    install(monkeypatch, f)
+    yield f
+    plan_cache.clear()
+
+
+def rand(rng, shape, dtype):
+    x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype.startswith("complex") else 0)
+    return x.astype(dtype)
+
+
+def sparse(rng, m, n, fmt, dtype, index):
+    d = rand(rng, (m, n), dtype)
+    d[rng.random((m, n)) > 0.35] = 0
+    a = sp.bsr_array(d, blocksize=(3, 3)) if fmt == "bsr" else sp.csr_array(d).asformat(fmt)
+    if fmt in ("csr", "csc", "bsr"):
+        a.indptr, a.indices = a.indptr.astype(index), a.indices.astype(index)
+    elif fmt == "coo":
+        a.coords = tuple(c.astype(index) for c in a.coords)
+    return a
+
+
+def run(a, b, c=None, **kw):
+    with Matmul(device_sparse(a), device(b), None if c is None else device(c), options={"allocator": _Alloc()},
+                **kw) as mm:
+        mm.plan()
+        assert mm.engine == "cusparse"
+        return mm.execute()
+
+
+def relerr(x, ref):
+    return np.abs(np.asarray(x, np.complex128) - ref).max() / max(np.abs(ref).max(), 1e-300)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fmt", ("csr", "csc", "coo", "bsr", "dia"))
+@pytest.mark.parametrize("index", ("int32", "int64"))
+def test_formats(fake, dtype, fmt, index):
+    rng = np.random.default_rng(abs(hash((dtype, fmt, index))) % 2**32)
+    a = sparse(rng, 15, 12, fmt, dtype, index) if fmt != "dia" else sp.dia_array(
+        (rand(rng, (3, 12), dtype), [-1, 0, 2]), shape=(15, 12))
+    b, c = rand(rng, (12, 5), dtype), rand(rng, (15, 5), dtype)
+    c0 = c.copy()
+    out = run(a, b, c, alpha=2.0, beta=0.5)
+    assert out is c and relerr(out, 2 * a.toarray() @ b + 0.5 * c0) < TOL[dtype]
+    assert relerr(run(a, b[:, 0]), a.toarray() @ b[:, 0]) < TOL[dtype]
+    assert len(fake.objects) == 0  # every descriptor and handle destroyed
+
+
+@pytest.mark.parametrize("q", [(1, 0, 0, 0), (1, 1, 0, 0), (0, 1, 0, 0), (0, 0, 1, 1)])
+@pytest.mark.parametrize("fmt", ("csr", "csc", "coo"))
+def test_qualifiers(fake, q, fmt):
+    rng = np.random.default_rng(3)
+    a = sparse(rng, 9, 14, fmt, "complex128", "int32")
+    ta, ca, tb, cb = q
+    k = 9 if ta else 14
+    b = rand(rng, (4, k) if tb else (k, 4), "complex128")
+    qq = np.zeros(2, QD)
+    qq[0], qq[1] = (ta, ca), (tb, cb)
+    A = a.toarray()
+    A = A.T if ta else A
+    A = A.conj() if ca else A
+    B = b.T if tb else b
+    B = B.conj() if cb else B
+    assert relerr(run(a, b, qualifiers=qq), A @ B) < 1e-12
+
+
+def test_layouts_batches_and_values(fake):
+    rng = np.random.default_rng(4)
+    a = sparse(rng, 13, 10, "csr", "float64", "int64")
+    A = a.toarray()
+    for b in (np.asfortranarray(rand(rng, (10, 4), "float64")), rand(rng, (10, 8), "float64")[:, ::2],
+              rand(rng, (20, 4), "float64")[::-2]):
+        assert relerr(run(a, b), A @ b) < 1e-12
+    bb = rand(rng, (3, 10, 2), "float64")
+    assert relerr(run(a, bb), np.matmul(A, bb)) < 1e-12
+    c = np.asfortranarray(rand(rng, (13, 4), "float64"))[:, ::-1]
+    c0 = c.copy()
+    b = rand(rng, (10, 4), "float64")
+    assert relerr(run(a, b, c, beta=1.0), A @ b + c0) < 1e-12
+    with Matmul(device_sparse(a), device(b), options={"allocator": _Alloc()}) as mm:
+        mm.plan()
+        r1 = mm.execute()
+        a.data *= 3
+        assert relerr(mm.execute(), 3 * (A @ b)) < 1e-12 and relerr(r1, A @ b) < 1e-12

@@ -1,0 +1,155 @@
+"""The sparse matmul on a GPU (cuSPARSE SpMM / SpMV) against a dense NumPy float64 product: CuPy and PyTorch
+operands, every format, index type and dtype, qualifiers, batches, the stateful API."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cumath.sparse import Matmul, matmul, matmul_matrix_qualifiers_dtype as QD
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+TOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-11, "complex128": 1e-11}
+
+
+def _dense(rng, m, n, dtype, density=0.3):
+    x = rng.standard_normal((m, n)) + (1j * rng.standard_normal((m, n)) if dtype.startswith("complex") else 0)
+    x[rng.random((m, n)) > density] = 0
+    return x.astype(dtype)
+
+
+def relerr(x, ref):
+    return np.abs(np.asarray(x, np.complex128) - ref).max() / max(np.abs(ref).max(), 1e-300)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fmt", ("csr", "csc", "coo"))
+@pytest.mark.parametrize("index", ("int32", "int64"))
+def test_cupy(dtype, fmt, index):
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    rng = np.random.default_rng(1)
+    d = _dense(rng, 33, 19, dtype)
+    a = csp.csr_matrix(cp.asarray(d)).asformat(fmt)
+    if fmt != "coo":
+        a.indptr, a.indices = a.indptr.astype(index), a.indices.astype(index)
+    b = cp.asarray(_dense(rng, 19, 5, dtype, 1.0))
+    c = cp.asarray(_dense(rng, 33, 5, dtype, 1.0))
+    ref = 2 * d.astype(np.complex128) @ b.get() + 0.5 * c.get()
+    out = matmul(a, b, c, alpha=2, beta=0.5)
+    assert out is c and relerr(out.get(), ref) < TOL[dtype]
+    assert relerr(matmul(a, b[:, 0]).get(), d @ b.get()[:, 0]) < TOL[dtype]
+
+
+@pytest.mark.parametrize("layout", ("to_sparse_csr", "to_sparse_csc", "to_sparse_coo", "bsr"))
+def test_torch(layout):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    d = _dense(rng, 12, 9, "float32")
+    t = torch.tensor(d, device="cuda")
+    a = t.to_sparse_bsr((3, 3)) if layout == "bsr" else getattr(t, layout)()
+    b = torch.rand(9, 4, device="cuda")
+    assert relerr(matmul(a, b).cpu().numpy(), d @ b.cpu().numpy()) < 1e-4
+
+
+def test_qualifiers_batches_and_stateful():
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    rng = np.random.default_rng(3)
+    d = _dense(rng, 16, 11, "complex128")
+    a = csp.csr_matrix(cp.asarray(d))
+    q = np.zeros(2, QD)
+    q[0] = (1, 1)
+    b = cp.asarray(_dense(rng, 16, 3, "complex128", 1.0))
+    assert relerr(matmul(a, b, qualifiers=q).get(), d.conj().T @ b.get()) < 1e-11
+    bb = cp.asarray(_dense(rng, 4 * 11, 3, "complex128", 1.0)).reshape(4, 11, 3)
+    assert relerr(matmul(a, bb).get(), np.matmul(d, bb.get())) < 1e-11
+    b1 = cp.asarray(_dense(rng, 11, 3, "complex128", 1.0))
+    with Matmul(a, b1) as mm:
+        mm.plan()
+        assert mm.engine == "cusparse"
+        assert relerr(mm.execute().get(), d @ b1.get()) < 1e-11
+        a.data *= 2
+        assert relerr(mm.execute().get(), 2 * d @ b1.get()) < 1e-11
+
+
+# ------------------------------------------------------------------------------------ generated kernels
+
+def _ust_gpu(d, fmt):
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    from cumath.sparse.ust import Tensor
+
+    return Tensor.from_package(csp.csr_matrix(cp.asarray(d))).convert(tensor_format=fmt)
+
+
+@pytest.mark.parametrize("name", ["DIAI", "DIAJ", "DCSR", "CROW", "BSRRight", "CSR-codegen", "COO-codegen"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_generated_formats(name, dtype):
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    fmt = {"BSRRight": N.BSRRight(2, 3), "CSR-codegen": N.CSR, "COO-codegen": N.COO}.get(name) or getattr(N, name)
+    rng = np.random.default_rng(5)
+    d = _dense(rng, 37, 29, dtype)
+    a = _ust_gpu(d, fmt)
+    b = cp.asarray(_dense(rng, 29, 6, dtype, 1.0))
+    c = cp.asarray(_dense(rng, 37, 6, dtype, 1.0))
+    ref = 1.5 * d.astype(np.complex128) @ b.get() - 2 * c.get()
+    with Matmul(a, b, c, alpha=1.5, beta=-2.0, options={"codegen": True}) as mm:
+        mm.plan()
+        assert mm.engine == "generated"
+        assert relerr(mm.execute().get(), ref) < TOL[dtype]
+    assert relerr(matmul(a, b[:, 0], options={"codegen": True}).get(), d @ b.get()[:, 0]) < TOL[dtype]
+    q = np.zeros(2, QD)
+    q[0]["is_transpose"] = 1
+    bt = cp.asarray(_dense(rng, 37, 3, dtype, 1.0))
+    assert relerr(matmul(a, bt, qualifiers=q, options={"codegen": True}).get(), d.T @ bt.get()) < TOL[dtype]
+
+
+def test_generated_prologs_epilog_semiring():
+    cp = pytest.importorskip("cupy")
+    pytest.importorskip("numba.cuda")
+    import cumath.sparse as S
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(6)
+    d = _dense(rng, 40, 30, "float32")
+    a = _ust_gpu(d, N.CSR)
+    b = cp.asarray(_dense(rng, 30, 4, "float32", 1.0))
+    c = cp.zeros((40, 4), cp.float32)
+    pa = S.compile_matmul_prolog(lambda x: x * 2, operand_label="a", dtype="float32")
+    pb = S.compile_matmul_prolog(lambda x: abs(x), operand_label="b", dtype="float32")
+    ep = S.compile_matmul_epilog(lambda x: x + 1, dtype="float32")
+    out = S.matmul(a, b, c, beta=0.0, prologs={"a": pa, "b": pb}, epilog=ep)
+    assert relerr(out.get(), (2 * d) @ np.abs(b.get()) + 1) < 1e-4
+
+
+def test_generated_cache_second_process(tmp_path):
+    """The generated kernel of a format is compiled once: a second process loads it from the disk cache."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("cupy")
+    script = textwrap.dedent("""
+        import time, numpy as np, cupy as cp, cupyx.scipy.sparse as csp, cumath
+        from cumath.sparse.ust import Tensor, NamedFormats as N
+        d = np.eye(64, dtype=np.float32) * 2
+        a = Tensor.from_package(csp.csr_matrix(cp.asarray(d))).convert(tensor_format=N.DIAI)
+        b = cp.ones((64, 8), cp.float32)
+        t0 = time.perf_counter()
+        mm = cumath.sparse.Matmul(a, b)
+        mm.plan()
+        print(time.perf_counter() - t0)
+    """)
+    env = dict(os.environ, CUMATH_CACHE_DIR=str(tmp_path))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    times = [float(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                  check=True).stdout.split()[-1]) for _ in range(2)]
+    print("plan times (first, second process):", times)
+    assert times[1] < times[0]
