@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
+from .._core.overlap import self_overlapping
 
 __all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
-           "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "SUPPORTED_DTYPES"]
+           "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "layout_key",
+           "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
 FFT_TYPES = ("C2C", "R2C", "C2R")
@@ -123,6 +125,10 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
             raise ValueError(f"inplace=True is supported for C2C FFTs only (this is {fft_type}); use inplace=False")
         if readonly:
             raise ValueError("inplace=True needs a writeable operand, but this array is read-only; pass a writeable copy")
+        if self_overlapping(shape, strides):
+            raise ValueError(f"inplace=True writes the result over the operand, but elements of this operand share "
+                             f"memory (strides {tuple(strides)} over shape {tuple(shape)}: a zero-stride, "
+                             f"sliding-window or as_strided view); pass a copy or use inplace=False")
 
     sizes = [shape[a] for a in axes]
     out_shape = list(shape)
@@ -150,6 +156,17 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
     out_perm = canonical if (result_layout == "optimized" and not inplace) else in_perm
     return FFTGeometry(fft_type, axes, tuple(sizes), tuple(shape), dtype, tuple(out_shape), out_dtype,
                        tuple(out_perm), canonical, bool(inplace))
+
+
+def layout_key(geom: FFTGeometry, in_strides) -> tuple:
+    """What a CPU or GPU plan of ``geom`` depends on, normalised: the type, dtypes, the transformed dimensions
+    (size, input stride, result stride, in ``axes`` order) and the batch dimensions as a sorted set (size-1 ones
+    dropped). Operands whose batch axes are rearranged, or whose strides are transposed over the batch axes,
+    have the same key: one plan serves them all (the result takes each operand's own shape)."""
+    _, out_strides = host_strides(geom, in_strides)
+    return (geom.fft_type, geom.in_dtype, geom.out_dtype, geom.inplace,
+            tuple(geom.transform_dims(in_strides, out_strides)),
+            tuple(sorted(geom.batch_dims(in_strides, out_strides))))
 
 
 def _merge_batch(dims):
