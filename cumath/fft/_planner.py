@@ -13,7 +13,7 @@ from .._core.options import check_options
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._executors import Setup, make_executor
 from ._options import FFTDirection, FFTOptions
-from ._traits import device_strides, fft_geometry, host_strides, layout_key
+from ._traits import check_axes, device_strides, fft_geometry, host_strides, layout_key
 
 __all__ = ["FFT"]
 
@@ -82,6 +82,7 @@ class FFT(Operation):
         self._options = opts
         self._log = opts.logger or logger
         op = operand if type(operand) is Operand else wrap_operand(operand)
+        axes = check_axes(axes)
         p = self._init_placement(op, execution, stream, opts.blocking, device_id=opts.device_id)
         fft_type = opts.fft_type
         if _fft_type is not None:
@@ -115,6 +116,7 @@ class FFT(Operation):
     def create_key(operand, *, axes=None, options=None, execution=None, prolog=None, epilog=None):
         """A hashable key of everything a plan depends on (for user-side caches of FFT objects)."""
         op = wrap_operand(operand)
+        axes = check_axes(axes)
         opts = check_options(options, FFTOptions, "FFT options")
         if execution is None and opts.device_id is not None:
             execution = ExecutionCUDA(device_id=opts.device_id)

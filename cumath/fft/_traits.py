@@ -5,13 +5,14 @@ Strides are in elements of each array's own dtype. A "perm" lists axes from oute
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
 from .._core.overlap import self_overlapping
 
-__all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
+__all__ = ["FFTGeometry", "fft_geometry", "check_axes", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
            "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "layout_key",
            "SUPPORTED_DTYPES"]
 
@@ -67,7 +68,28 @@ class FFTGeometry:
                 if self.in_shape[a] != 1]
 
 
+def check_axes(axes):
+    """``axes`` as a tuple of ints (None stays None): a list, tuple, range or 1-D integer array of integers;
+    TypeError for anything else (strings, dicts, sets, generators, floats, bools)."""
+    if axes is None or (type(axes) is tuple and all(type(a) is int for a in axes)):
+        return axes
+    if isinstance(axes, (str, bytes, dict, set, frozenset)) or not hasattr(axes, "__len__") \
+            or not hasattr(axes, "__getitem__"):
+        raise TypeError(f"axes must be a sequence of ints (a list or tuple), not {type(axes).__name__}"
+                        + ("; pass list(...) of it" if hasattr(axes, "__next__") else ""))
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or type(a).__name__ == "bool_":
+            raise TypeError(f"axes must be ints, not bools (axes={list(axes)!r})")
+        try:
+            out.append(operator.index(a))
+        except TypeError:
+            raise TypeError(f"axes must be ints, but {a!r} is a {type(a).__name__} (axes={list(axes)!r})") from None
+    return tuple(out)
+
+
 def normalize_axes(axes, ndim: int) -> tuple:
+    axes = check_axes(axes)
     if axes is None:
         if ndim > 3:
             raise ValueError(
@@ -75,10 +97,6 @@ def normalize_axes(axes, ndim: int) -> tuple:
                 f"most 3 FFT axes are supported: pass axes=, e.g. axes=(-2, -1)"
             )
         return tuple(range(ndim))
-    try:
-        axes = tuple(int(a) for a in axes)
-    except TypeError:
-        raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
     if not axes:
         raise ValueError("axes must name at least one axis")
     if len(axes) > 3:
