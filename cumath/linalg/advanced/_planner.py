@@ -299,13 +299,26 @@ class Matmul(Operation):
         if tuple(op.shape) != tuple(shape) or op.dtype != dtype:
             raise ValueError(f"the new {name} has shape {list(op.shape)} and dtype {op.dtype}; the plan is for "
                              f"shape {list(shape)} and dtype {dtype}: create a new Matmul")
+        self._check_writeable(name, op)
         return op
 
+    def _check_writeable(self, name, op):
+        if name == "c" and op.readonly and self._options.inplace:
+            raise ValueError("c receives the result in place (inplace=True), but the new c is read-only; pass a "
+                             "writeable array")
+
     def _unchecked(self, name, value):
-        """``value`` wrapped (its layout and alignment are compared with the variant's when it is bound)."""
+        """``value`` wrapped, with the cheap checks that keep memory safe (shape, dtype, a writeable c in
+        place); its layout and alignment are compared with the variant's when it is bound."""
         op = value if type(value) is Operand else wrap_operand(value)
-        if name == "c" and self._signatures.get("c") is None:
-            raise ValueError("c was not given when the Matmul was created; it cannot be reset")
+        planned = self._signatures.get(name)
+        if planned is None:
+            raise ValueError(f"{name} was not given when the Matmul was created; it cannot be reset")
+        if op.shape != planned[2] or op.dtype != planned[4]:
+            if tuple(op.shape) != tuple(planned[2]) or op.dtype != planned[4]:
+                raise ValueError(f"the new {name} has shape {list(op.shape)} and dtype {op.dtype}; the plan is for "
+                                 f"shape {list(planned[2])} and dtype {planned[4]}: create a new Matmul")
+        self._check_writeable(name, op)
         return op
 
     def _reset(self, new, alpha, beta, epilog_inputs, scales, stream, checked):
