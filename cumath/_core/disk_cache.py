@@ -328,14 +328,18 @@ class JsonStore:
     def path(self, key: str, *subfolders: str) -> str:
         if not key or not all(c in "0123456789abcdef" for c in key):
             raise ValueError(f"document keys are lowercase hex digests, not {key!r}")
-        return os.path.join(self.directory(*subfolders), key + ".json")
+        return os.path.join(cache_dir(self.folder, *subfolders, create=False), key + ".json")
 
     @staticmethod
     def read(path: str):
-        return json.loads(read_file(path).decode("utf-8"))
+        try:
+            return json.loads(read_file(path, 16 << 20).decode("utf-8"))
+        except (RecursionError, UnicodeDecodeError) as exc:  # a hostile file reads as a damaged one
+            raise ValueError(f"{path} is not a cumath JSON document ({type(exc).__name__})") from None
 
     @staticmethod
     def write(path: str, document) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write(path, json.dumps(document, indent=1).encode("utf-8"), suffix=".json")
 
     @staticmethod
@@ -346,6 +350,7 @@ class JsonStore:
         except ImportError:
             yield
             return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

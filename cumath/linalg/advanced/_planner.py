@@ -8,6 +8,7 @@ import math
 import numbers
 
 from ..._core import cuda
+from ..._core.disk_cache import warn_once
 from ..._core.dtypes import ITEMSIZE
 from ..._core.execution import ExecutionCUDA
 from ..._core.executors import choose
@@ -206,7 +207,10 @@ class Matmul(Operation):
         v.algorithms = timed + [a for a in v.algorithms if a not in timed]
         v.choose(timed[0])
         if _autotune_cache.enabled() and v.settings.algorithms is None:
-            _autotune_cache.store(v.problem_key(), timed[0], timed[0].measured_time)
+            try:
+                _autotune_cache.store(v.problem_key(), timed[0], timed[0].measured_time)
+            except OSError as exc:  # a cache that cannot be written is skipped (the tuned plan is kept)
+                warn_once("could not store the autotuning result in", "the matmul autotune cache", exc)
         if release_workspace:
             v.release_workspace()
         return list(timed)
