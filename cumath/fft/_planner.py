@@ -237,8 +237,13 @@ class FFT(Operation):
 
     @requires()
     def reset_operand(self, operand=None, *, stream=None):
-        """Point the plan at a new operand of the same package, device, shape, strides and dtype.
-        ``None`` releases the current one (like release_operand())."""
+        """Point the plan at a new operand of the same package, device and dtype, and the same plan layout:
+        the same shape and strides, or (as nvmath-python's key normalisation allows) the same transformed
+        dimensions with the batch axes rearranged or their strides transposed, which ``create_key`` gives
+        equal keys; the plan is then made again for the new layout (cumath's engines' plans are tied to their
+        strides; FFTW's wisdom makes this cheap), and results take the new operand's shape. A difference of
+        any other kind raises ValueError naming it. ``None`` releases the current one (like
+        release_operand())."""
         if operand is None:
             self.release_operands()
             return
