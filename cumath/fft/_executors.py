@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +72,20 @@ class _Kept:
 
 # ----------------------------------------------------------------------------------------------- CPU engines
 
+def _check_fits_in_memory(geom) -> None:
+    """A clear MemoryError, before any planning, for a result larger than the machine's memory (an operand with
+    zero strides can describe a transform of billions of points in a few bytes)."""
+    need = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise MemoryError(f"the result of this FFT ({list(geom.out_shape)} {geom.out_dtype}) would take "
+                          f"{format_bytes(need)}, more than this machine's {format_bytes(have)} of memory; "
+                          f"transform smaller batches")
+
+
 class HostExecutor:
     """Host operand, CPU engine, working on the caller's arrays. ``out``: a host Operand the plan writes every
     result into (default: a new array of the operand's package per result, reused once the caller drops it)."""
@@ -80,6 +95,7 @@ class HostExecutor:
         self._in_copy = None
         self.nbytes = 0
         in_strides = op.strides
+        _check_fits_in_memory(geom)
         # the engines need element-aligned memory; an operand that is not (np.frombuffer at an odd offset) is
         # transformed through an aligned copy of the same layout, decided per call from its pointer
         self._elem_mask = ITEMSIZE[geom.precision] - 1

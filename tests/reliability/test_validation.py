@@ -141,3 +141,11 @@ def test_bench_names():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     names = benchmark_names(os.path.join(root, "benchmarks"))
     assert "fft" in names and "matmul" in names and "harness" not in names
+
+
+def test_a_result_larger_than_memory_is_refused_before_planning():
+    from numpy.lib.stride_tricks import as_strided
+
+    z = as_strided(np.zeros(1, complex), shape=(2**40,), strides=(0,))
+    with pytest.raises(MemoryError, match="more than this machine's"):
+        cumath.fft.fft(z)
