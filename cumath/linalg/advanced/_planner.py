@@ -15,6 +15,7 @@ from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
 from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
 from ..._core.operation import Operation
+from ..._core.overlap import extents_overlap
 from ..._core.options import check_options
 from ..._core.streams import default_stream
 from ...errors import InvalidStateError
@@ -35,6 +36,15 @@ logger = logging.getLogger("cumath.linalg.advanced")
 
 _WORKSPACE_CAP = 32 << 20  # cuBLASLt's recommended workspace on Hopper
 _RELEASED = "the operands were released; call reset_operands(a=..., b=...) with all of them before {what}()"
+
+
+def _check_apart(ops) -> None:
+    """In place, c receives the result while the library reads a and b: their memory must not meet c's."""
+    c = ops.get("c")
+    for name in ("a", "b"):
+        if c is not None and extents_overlap(ops.get(name), c):
+            raise ValueError(f"c receives the result in place (inplace=True), but its memory overlaps {name}'s; "
+                             f"pass a copy of {name} (or of c), or use inplace=False")
 
 
 class Matmul(Operation):
@@ -86,6 +96,9 @@ class Matmul(Operation):
         # shapes first (no GPU needed to reject a mismatch)
         matmul_geometry(A.shape, A.strides, B.shape, B.strides, C.shape if C is not None else None,
                         C.strides if C is not None else None, inplace=opts.inplace)
+        self._inplace = bool(opts.inplace) and C is not None
+        if self._inplace:
+            _check_apart(ops)
         if A.device_id is not None and opts.device_id is not None and opts.device_id != A.device_id:
             raise ValueError(f"the operands are on GPU {A.device_id} but options.device_id is {opts.device_id}")
         dt = dtype_plan(A.dtype, B.dtype, C.dtype if C is not None else None,
@@ -333,6 +346,8 @@ class Matmul(Operation):
         if beta is not None and self._signatures.get("c") is None:
             raise ValueError("beta applies to c, which this Matmul does not have")
         if new or self._released:
+            if self._inplace:
+                _check_apart({**self._ops, **new})
             self._reset_operands(new, checked=False)  # checked above; this replaces them in the operand set
             ex = self._executor
             if ex is not None:
@@ -368,6 +383,8 @@ class Matmul(Operation):
         (wrapped; the current variant is pointed at them when they moved) and quantization scales."""
         super()._bind(ops)
         try:
+            if self._inplace:
+                _check_apart(ops)
             self._v = self._executor.attach(self._v, ops["a"], ops["b"], ops["c"])
             alpha = 1.0 if alpha is None else alpha
             beta = (1.0 if beta is None else beta) if ops["c"] is not None else 0.0

@@ -52,3 +52,22 @@ def test_released_then_unchecked_reset_of_one_operand():
             mm.reset_operands_unchecked(a=fake.device_operand(a))
         mm.reset_operands_unchecked(a=fake.device_operand(a), b=fake.device_operand(b))
         assert rel_error(mm.execute(), a @ b) < 1e-12
+
+
+def test_inplace_c_overlapping_a_or_b_is_refused():
+    buf = r((8, 4))
+    a, c = buf[:4], buf[2:6]
+    b = r((4, 4))
+    dev = fake.device_operand
+    with pytest.raises(ValueError, match="overlaps a"):
+        la.Matmul(dev(a), dev(b), dev(c), beta=1.0, options={"inplace": True})
+    with pytest.raises(ValueError, match="overlaps b"):
+        la.matmul(dev(r((4, 4))), dev(b), dev(b), beta=1.0, options={"inplace": True})
+    c2 = r((4, 4))
+    with la.Matmul(dev(r((4, 4))), dev(b), dev(c2), beta=1.0, options={"inplace": True}) as mm:
+        mm.plan()
+        with pytest.raises(ValueError, match="overlaps b"):
+            mm.reset_operands_unchecked(c=dev(b))
+    a3, c3 = r((4, 4)), r((4, 4))
+    ref = a3 @ b + c3
+    assert rel_error(la.matmul(dev(a3), dev(b), dev(c3), beta=1.0, options={"inplace": True}), ref) < 1e-12
