@@ -118,3 +118,19 @@ def test_gpu_faults_in_a_subprocess(cufft_device):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 0 and r.stdout.strip().endswith("clean"), r.stderr[-3000:]
+
+
+def test_cupy_matmul_inplace_overlap_is_refused(cp):
+    import cumath
+    import cumath.linalg.advanced as la
+
+    buf = cp.random.rand(8, 4)
+    a, c = buf[:4], buf[2:6]
+    b = cp.random.rand(4, 4)
+    with pytest.raises(ValueError, match="overlaps"):
+        cumath.linalg.matmul(a, b, c, beta=1.0, options={"inplace": True})
+    with pytest.raises(ValueError, match="overlaps"):
+        la.matmul(a, b, c, beta=1.0, options={"inplace": True})
+    c2 = cp.random.rand(4, 4)
+    ref = cp.asnumpy(a) @ cp.asnumpy(b) + cp.asnumpy(c2)
+    assert rel(cp.asnumpy(cumath.linalg.matmul(a, b, c2, beta=1.0, options={"inplace": True})), ref) < 1e-12

@@ -225,6 +225,9 @@ class DeviceExecutor:
     def execute(self, ops, stream):
         self.engine.set_stream(stream)
         call = self.call
+        if self.d_is_c and (extents_overlap(ops["a"], ops["c"]) or extents_overlap(ops["b"], ops["c"])):
+            raise ValueError("c receives the result in place (inplace=True), but its memory overlaps a's or b's on "
+                             "the GPU; pass a copy of that operand (or of c), or use inplace=False")
         if call is not None:  # the hot path: one cuBLAS call on the operands, into c or a new result
             if self.d_is_c:
                 c = ops["c"]
