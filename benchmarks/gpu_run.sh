@@ -6,6 +6,10 @@
 #   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
 #   bash benchmarks/gpu_run.sh solvers    dense and sparse solver GPU tests, benchmarks/solvers.py (needs cuDSS)
 #   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
+#   bash benchmarks/gpu_run.sh stage      only copy the wheel parts carried in .stage/<n>/ to /tmp/stage
+#
+# Every phase first copies carried wheel parts to /tmp/stage, joins each wheel whose parts are all there (a
+# joined file that is not a valid zip is left for the next part) and installs it.
 #
 # Wheels the machine lacks (libmathdx, cuDSS, nvmath-python) are installed from .whl/ and /tmp/*.whl (cuDSS
 # arrives in parts: see ../shared/device/README.md) into /tmp/site, which stays while the machine does.
@@ -17,10 +21,28 @@ mkdir -p "$OUT" /tmp/site
 phase=${1:-tests}
 log="$OUT/$phase-log.txt"
 
+mkdir -p /tmp/stage
+for part in .stage/*/*.part.*; do [ -f "$part" ] && cp "$part" /tmp/stage/; done
+for first in /tmp/stage/*.part.00; do
+  [ -f "$first" ] || continue
+  whl="/tmp/$(basename "${first%.part.00}")"
+  [ -f "$whl" ] && continue
+  cat "${first%.00}".* > "$whl.tmp"
+  if python3 -c "import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1]).testzip() is not None)" "$whl.tmp" 2>/dev/null; then
+    mv "$whl.tmp" "$whl"; echo "joined $(basename "$whl")"
+  else
+    rm -f "$whl.tmp"; echo "parts of $(basename "$whl") so far: $(ls "${first%.00}".* | wc -l)"
+  fi
+done
 for whl in .whl/*.whl /tmp/*.whl; do
   [ -f "$whl" ] || continue
   stamp="/tmp/site/.installed-$(basename "$whl")"
-  [ -f "$stamp" ] || { python3 -m pip install -q --no-index --no-deps --target /tmp/site "$whl" 2>&1 | tail -2; touch "$stamp"; }
+  [ -f "$stamp" ] && continue
+  if python3 -m pip install -q --no-index --no-deps --target /tmp/site "$whl" > /tmp/pip.log 2>&1; then
+    touch "$stamp"
+  else
+    tail -2 /tmp/pip.log
+  fi
 done
 export PYTHONPATH=$PWD:/tmp/site:${PYTHONPATH:-}
 export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}
@@ -66,6 +88,9 @@ case "$phase" in
     pytest_gpu solver-tests 240 tests/sparse tests/linalg/test_solver_gpu.py
     timeout 330 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
     echo "solvers rc=$?" | tee -a "$log"
+    ;;
+  stage)
+    ls -la /tmp/stage /tmp/*.whl 2>&1 | tee -a "$log"
     ;;
   percall)
     before=${2:?the checkout to compare with}

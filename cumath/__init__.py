@@ -11,13 +11,13 @@ from .errors import CumathError, InvalidStateError, LibraryError, LibraryNotFoun
 
 __version__ = "0.1.0"
 
-__all__ = ["fft", "linalg", "sparse", "device", "config", "errors", "memory", "ExecutionCPU", "ExecutionCUDA", "CumathError",
+__all__ = ["fft", "linalg", "sparse", "tensor", "device", "config", "errors", "memory", "ExecutionCPU", "ExecutionCUDA", "CumathError",
            "LibraryError", "LibraryNotFoundError", "InvalidStateError", "__version__"]
 
 
 def __getattr__(name):
     # Domains load on first use, so `import cumath` stays cheap.
-    if name in ("fft", "linalg", "sparse", "device"):
+    if name in ("fft", "linalg", "sparse", "tensor", "device"):
         import importlib
 
         module = importlib.import_module(f"{__name__}.{name}")

@@ -20,6 +20,7 @@ __all__ = [
     "MathDxError",
     "CURANDError",
     "CUDSSError",
+    "CUTENSORError",
     "PARDISOError",
     "SingularMatrixError",
     "CUSOLVERError",
@@ -106,6 +107,10 @@ class LAPACKError(LibraryError):
 
 class CUDSSError(LibraryError):
     library = "cuDSS"
+
+
+class CUTENSORError(LibraryError):
+    library = "cuTENSOR"
 
 
 class PARDISOError(LibraryError):

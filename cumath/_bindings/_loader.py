@@ -61,7 +61,9 @@ LIBRARIES: dict[str, LibrarySpec] = {
                          preload=("libnvrtc-builtins.so.*",)),
     "nvJitLink": _nv("nvJitLink", "libnvJitLink.so.13", "libnvJitLink.so.12"),
     "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss"),
-    "cutensor": _nv("cutensor", "libcutensor.so.2", extra="cutensor"),
+    # the cutensor-cu13 wheel puts the library in site-packages/cutensor/lib (not under nvidia/)
+    "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor",
+                            wheel_globs=("cutensor/lib/libcutensor.so.2", "nvidia/cu13/lib/libcutensor.so.2")),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),

@@ -1,0 +1,358 @@
+"""The cuTENSOR engine's plumbing on the CPU: a NumPy emulation of the cuTENSOR calls it makes (descriptors,
+operators, plans, scalars, contractions on host addresses) checks descriptors, mode codes, the pairing through
+the intermediate, the fused form, scalars and the addend against numpy.einsum."""
+
+import ctypes
+import itertools
+import types
+
+import numpy as np
+import pytest
+
+from cumath._bindings import cutensor as real
+from cumath._core.frameworks.numpy import from_pointer
+from cumath.errors import CUTENSORError
+from cumath.tensor import ContractionOptions, Operator
+from cumath.tensor._backends import cutensor as engine_mod
+from cumath.tensor._planner import ContractionPlanPreference
+from cumath.tensor._traits import make_problem, pairwise_steps, parse_expression
+
+_NP = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128", 2: "float16"}
+_OPS = {1: lambda x: x, 9: np.conj, 8: lambda x: np.maximum(x, 0), 25: np.negative}
+
+
+class FakeCutensor(types.SimpleNamespace):
+    """The functions of cumath._bindings.cutensor the engine calls, on host memory."""
+
+    def __init__(self):
+        super().__init__(**{k: getattr(real, k) for k in ("DataType", "OperationDescriptorAttribute",
+                                                          "PlanPreferenceAttribute", "WorksizePreference",
+                                                          "PlanAttribute")})
+        self.ids = itertools.count(1000)
+        self.objects = {}
+        self.calls = []
+        self.destroyed = []
+
+    def _new(self, value):
+        i = next(self.ids)
+        self.objects[i] = value
+        return i
+
+    def cutensorCreate(self):
+        return self._new("handle")
+
+    def cutensorHandleResizePlanCache(self, h, n):
+        pass
+
+    def cutensorHandleReadPlanCacheFromFile(self, h, f):
+        return 0
+
+    def cutensorReadKernelCacheFromFile(self, h, f):
+        pass
+
+    def cutensorGetVersion(self):
+        return 20800
+
+    def compute_descriptor(self, name):
+        return self._new(("compute", name))
+
+    def cutensorCreateTensorDescriptor(self, h, extents, strides, dt, align):
+        assert align in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+        return self._new(("tensor", tuple(extents), tuple(strides), int(dt)))
+
+    def cutensorDestroyTensorDescriptor(self, d):
+        self.destroyed.append(d)
+
+    def cutensorCreateContraction(self, h, *args):
+        return self._new(("contraction", args))
+
+    def cutensorCreateContractionTrinary(self, h, *args):
+        return self._new(("trinary", args))
+
+    def cutensorDestroyOperationDescriptor(self, d):
+        self.destroyed.append(d)
+
+    def cutensorOperationDescriptorGetAttribute(self, h, desc, attr, ctype=ctypes.c_int32):
+        args = self.objects[desc][1]
+        return self.objects[args[0]][3]  # the scalar type: the data type here (compute in the operands' type)
+
+    def cutensorCreatePlanPreference(self, h, algo, jit):
+        return self._new(("pref", algo, jit))
+
+    def cutensorDestroyPlanPreference(self, p):
+        self.destroyed.append(p)
+
+    def cutensorPlanPreferenceSetAttribute(self, h, p, attr, value):
+        pass
+
+    def cutensorEstimateWorkspaceSize(self, h, desc, pref, wpref):
+        return 1024
+
+    def cutensorCreatePlan(self, h, desc, pref, limit):
+        return self._new(("plan", desc))
+
+    def cutensorDestroyPlan(self, p):
+        self.destroyed.append(p)
+
+    def cutensorPlanGetAttribute(self, h, plan, attr):
+        return 512
+
+    def _view(self, desc, ptr):
+        _, ext, strides, dt = self.objects[desc]
+        return from_pointer(ptr, ext, strides, _NP[dt])
+
+    def _scalar(self, ptr, dt):
+        if dt in (4, 5):
+            t = ctypes.c_float if dt == 4 else ctypes.c_double
+            v = (t * 2).from_address(ptr)
+            return complex(v[0], v[1])
+        return (ctypes.c_float if dt in (0, 2) else ctypes.c_double).from_address(ptr).value
+
+    def _contract(self, desc, inputs, alpha_ptr, beta_ptr, c_ptr, d_ptr):
+        kind, args = self.objects[desc]
+        n = 3 if kind == "contraction" else 4  # (desc, modes, op) triples, then D/E (desc, modes)
+        triples = [args[3 * i: 3 * i + 3] for i in range(n)]
+        out_desc, out_modes = args[3 * n], args[3 * n + 1]
+        letters = {}
+
+        def sub(modes):
+            return "".join(letters.setdefault(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[len(letters)])
+                           for m in modes)
+
+        views = [_OPS[int(op)](self._view(d, p)) for (d, m, op), p in zip(triples[:-1], inputs)]
+        expr = ",".join(sub(m) for _d, m, _op in triples[:-1]) + "->" + sub(out_modes)
+        dt = self.objects[out_desc][3]
+        alpha, beta = self._scalar(alpha_ptr, dt), self._scalar(beta_ptr, dt)
+        value = alpha * np.einsum(expr, *[v.astype(np.complex128) for v in views])
+        c = self._view(triples[-1][0], c_ptr)
+        if beta:
+            value = value + beta * c
+        d = self._view(out_desc, d_ptr)
+        d[...] = value if d.dtype.kind == "c" else value.real
+        self.calls.append((kind, expr))
+
+    def cutensorContract(self, h, plan, alpha, a, b, beta, c, d, ws, size, stream):
+        assert ws and size == 512
+        self._contract(self.objects[plan][1], (a, b), alpha, beta, c, d)
+
+    def cutensorContractTrinary(self, h, plan, alpha, a, b, c, beta, d, e, ws, size, stream):
+        self._contract(self.objects[plan][1], (a, b, c), alpha, beta, d, e)
+
+
+class HostBuffer:
+    def __init__(self, size):
+        self.array = np.empty(size, np.uint8)
+        self.device_ptr = self.array.ctypes.data
+        self.freed = False
+
+    def free(self):
+        self.freed = True
+
+
+class HostAllocator:
+    def __init__(self):
+        self.buffers = []
+
+    def memalloc(self, size):
+        b = HostBuffer(size)
+        self.buffers.append(b)
+        return b
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    ct = FakeCutensor()
+    monkeypatch.setattr(engine_mod, "ct", ct)
+    monkeypatch.setattr(engine_mod, "set_device", lambda d: None)
+    monkeypatch.setattr(engine_mod, "_handles", {})
+    monkeypatch.setattr(engine_mod.atexit, "register", lambda *a: None)
+    import cumath._bindings.cudart as cudart
+
+    monkeypatch.setattr(cudart, "cudaMemGetInfo", lambda: (1 << 34, 1 << 34), raising=False)
+    return ct
+
+
+def _engine(expr, arrays, out, addend=None, ops=None, memory_limit="80%"):
+    e = parse_expression(expr, [a.ndim for a in arrays])
+    pb = make_problem(e, [a.shape for a in arrays], [tuple(s // a.itemsize for s in a.strides) for a in arrays])
+    steps = pairwise_steps(pb)
+    ops = ops or (Operator.OP_IDENTITY,) * len(arrays)
+    alloc = HostAllocator()
+    opts = ContractionOptions(allocator=alloc, memory_limit=memory_limit)
+    strides = tuple(s // out.itemsize for s in out.strides)
+    add_strides = None if addend is None else tuple(s // addend.itemsize for s in addend.strides)
+    eng = engine_mod.ContractionCUTENSOR(pb, steps, ops, out.dtype.name, strides, add_strides, opts, 0, 0, "numpy",
+                                         ContractionPlanPreference(), [a.ctypes.data for a in arrays] + [
+                                             out.ctypes.data])
+    return eng, alloc, steps
+
+
+def test_binary_through_engine(fake):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 5, 6))[:, ::-1]
+    b = rng.standard_normal((6, 5, 3)).transpose(1, 0, 2)
+    out = np.empty((3, 4)).T
+    eng, alloc, _ = _engine("ijk,jkl->il", [a, b], out)
+    eng.run([a.ctypes.data, b.ctypes.data], None, out.ctypes.data, out, 2.0, 0.0, 0, False)
+    assert np.allclose(out, 2 * np.einsum("ijk,jkl->il", a, b))
+    assert fake.calls[-1][0] == "contraction"
+    eng.free()
+    assert all(b.freed for b in alloc.buffers)
+
+
+def test_ternary_pairwise_and_fused(fake):
+    rng = np.random.default_rng(1)
+    a, b, c = rng.standard_normal((5, 30)), rng.standard_normal((30, 4)), rng.standard_normal((4, 7))
+    d = rng.standard_normal((5, 7))
+    out = d.copy()
+    eng, _, steps = _engine("ij,jk,kl->il", [a, b, c], out, addend=out)
+    assert eng.mode == "pairwise" and (steps[0].x, steps[0].y) == (0, 1)
+    eng.run([a.ctypes.data, b.ctypes.data, c.ctypes.data], types.SimpleNamespace(
+        ptr=out.ctypes.data, strides=(7, 1), obj=out), out.ctypes.data, out, 1.5, 0.5, 0, True)
+    assert np.allclose(out, 1.5 * a @ b @ c + 0.5 * d)
+    assert eng.workspace is None  # released
+    out2 = np.empty((5, 7))
+    eng, _, _ = _engine("ij,jk,kl->il", [a, b, c], out2, memory_limit=8)  # no room for the intermediate
+    assert eng.mode == "fused"
+    eng.run([a.ctypes.data, b.ctypes.data, c.ctypes.data], None, out2.ctypes.data, out2, 1.0, 0.0, 0, False)
+    assert np.allclose(out2, a @ b @ c) and fake.calls[-1][0] == "trinary"
+
+
+def test_addend_with_other_strides_is_copied(fake):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal((6, 3))
+    c = np.asfortranarray(rng.standard_normal((4, 3)))
+    out = np.empty((4, 3))
+    eng, _, _ = _engine("ij,jk->ik", [a, b], out, addend=c)
+    C = types.SimpleNamespace(ptr=c.ctypes.data, strides=(1, 4), obj=c)
+    eng.run([a.ctypes.data, b.ctypes.data], C, out.ctypes.data, out, 1.0, -1.0, 0, False)
+    assert np.allclose(out, a @ b - c)
+
+
+def test_complex_scalars_and_conj(fake):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    b = rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))
+    out = np.empty((3, 2), complex)
+    eng, _, _ = _engine("ij,jk->ik", [a, b], out, ops=(Operator.OP_CONJ, Operator.OP_IDENTITY))
+    eng.run([a.ctypes.data, b.ctypes.data], None, out.ctypes.data, out, 1 - 1j, 0.0, 0, False)
+    assert np.allclose(out, (1 - 1j) * a.conj() @ b)
+
+
+def test_misaligned_operand_refused(fake):
+    a, b = np.ones((4, 4)), np.ones((4, 4))
+    out = np.empty((4, 4))
+    eng, _, _ = _engine("ij,jk->ik", [a, b], out)
+    with pytest.raises(ValueError, match="less aligned"):
+        eng.run([a.ctypes.data + 8 if a.ctypes.data % 16 == 0 else a.ctypes.data + 4, b.ctypes.data], None,
+                out.ctypes.data, out, 1.0, 0.0, 0, False)
+
+
+def test_mode_codes():
+    assert engine_mod.mode_code("a") == 97 and engine_mod.mode_code("...3") == 259
+    assert engine_mod.alignment(0) == 256 and engine_mod.alignment(1024 + 8) == 8
+
+
+@pytest.fixture
+def emulated(fake, monkeypatch):
+    """The fake cuTENSOR plus CUDA copies as host memmoves and no device checks: whole operations run."""
+    from cumath._core import cuda
+
+    copies = []
+
+    def copy(dst, src, n, kind, stream, what=""):
+        copies.append((what, n))
+        ctypes.memmove(dst, src, n)
+
+    monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "synchronize", lambda stream: None)
+    monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
+    fake.copies = copies
+    return fake
+
+
+def _device(x):
+    """A NumPy array presented as an operand in GPU 0's memory."""
+    from cumath._core.operand import Operand
+
+    item = x.dtype.itemsize
+    return Operand(x, x.ctypes.data, x.shape, tuple(s // item for s in x.strides), x.dtype.name, 0, "numpy")
+
+
+def test_host_operands_staged_to_the_gpu(emulated):
+    from cumath import tensor
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 8, 5))[:, ::2]
+    b = np.asfortranarray(rng.standard_normal((5, 4, 7)))
+    c = rng.standard_normal((6, 7))
+    opts = {"allocator": HostAllocator()}
+    r = tensor.binary_contraction("ijk,kjl->il", a, b, c=c, alpha=2.0, beta=-0.5, execution="cuda", options=opts)
+    assert isinstance(r, np.ndarray)
+    assert np.allclose(r, 2 * np.einsum("ijk,kjl->il", a, b) - 0.5 * c)
+    names = [w for w, _ in emulated.copies]
+    assert "a" in names and "b" in names and "result" in names  # every crossing logged
+    out = np.empty((7, 6)).T
+    with tensor.TernaryContraction("ij,jk,kl->il", a[:, 0, :], rng.standard_normal((5, 9)),
+                                   rng.standard_normal((9, 7)), out=out, execution="cuda", options=opts) as t:
+        t.plan()
+        r = t.execute()
+        assert r is out
+        ops = [t._ops[n].obj for n in ("a", "b", "c")]
+        assert np.allclose(out, ops[0] @ ops[1] @ ops[2])
+
+
+def test_device_operands_whole_operation(emulated, monkeypatch):
+    from cumath import tensor
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16)  # results here are NumPy's, 16-byte aligned
+
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((5, 6)), rng.standard_normal((6, 3))
+    opts = {"allocator": HostAllocator()}
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options=opts) as ctr:
+        ctr.plan()
+        assert ctr._executor.space == "cuda"
+        r = ctr.execute(alpha=3.0)
+        assert np.allclose(r, 3 * a @ b)
+        ctr.plan_preference.kernel_rank = 2
+        ctr.autotune(iterations=2)
+        assert np.allclose(ctr.execute(), a @ b)
+
+
+def test_failed_plan_releases_what_it_made(fake, monkeypatch):
+    rng = np.random.default_rng(8)
+    a, b, c = rng.standard_normal((4, 5)), rng.standard_normal((5, 6)), rng.standard_normal((6, 3))
+    calls = {"n": 0}
+    create = fake.cutensorCreatePlan
+
+    def second_plan_fails(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise CUTENSORError(15, "NOT_SUPPORTED")
+        return create(*args)
+
+    monkeypatch.setattr(fake, "cutensorCreatePlan", second_plan_fails)
+    out = np.empty((4, 3))
+    with pytest.raises(CUTENSORError, match="cuTENSOR failed with NOT_SUPPORTED"):
+        _engine("ij,jk,kl->il", [a, b, c], out)
+    made = [k for k, v in fake.objects.items() if isinstance(v, tuple) and v[0] in ("tensor", "contraction",
+                                                                                   "pref", "plan")]
+    assert made and set(made) <= set(fake.destroyed)  # every descriptor, preference and plan destroyed
+
+
+def test_stateless_device_calls_are_cached_per_alignment(emulated, monkeypatch):
+    from cumath import config, tensor
+
+    rng = np.random.default_rng(10)
+    opts = {"allocator": HostAllocator()}
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    raw = rng.standard_normal(1 + 6 * 4)
+    a1, a2, b = rng.standard_normal((6, 4)), raw[1:].reshape(6, 4), rng.standard_normal((4, 5))
+    config.plan_cache.clear()
+    before = config.plan_cache.stats()["misses"]
+    for a in (a1, a1, a2):
+        r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(b), options=opts)
+        assert np.allclose(r, a @ b)
+    stats = config.plan_cache.stats()
+    assert stats["misses"] - before == 2 and stats["hits"] >= 1  # the 8-byte aligned view has its own plan
