@@ -156,3 +156,26 @@ def test_generic_matmul(case, inplace, beta):
         assert r is c_in
     else:
         np.testing.assert_array_equal(c_in, c)  # never written without inplace
+
+
+@SETTINGS
+@given(arrays_and_axes(), st.sampled_from(["fft", "ifft"]))
+def test_fft_with_torch_cpu_tensors(case, fn):
+    torch = pytest.importorskip("torch")
+    x, axes = case
+    # PyTorch has no negative strides: those operands become copies (other layouts stay as drawn)
+    t = torch.from_numpy(x.copy() if any(s < 0 for s in x.strides) or not x.flags.writeable else x)
+    ref = getattr(np.fft, fn + "n")(ref64(t.numpy()), axes=axes)
+    if fn == "ifft":
+        ref = ref * np.prod([x.shape[a] for a in axes])
+    r = getattr(cumath.fft, fn)(t, axes=axes)
+    assert isinstance(r, torch.Tensor) and tuple(r.shape) == x.shape
+    assert rel(r.numpy(), ref) < TOL[str(x.dtype)] * 10
+
+
+@SETTINGS
+@given(arrays_and_axes(), st.sampled_from([None, "cpu", {"name": "cpu", "num_threads": 1}]))
+def test_fft_execution_spaces(case, execution):
+    x, axes = case
+    r = cumath.fft.fft(x, axes=axes, execution=execution)
+    assert rel(r, np.fft.fftn(ref64(x), axes=axes)) < TOL[str(x.dtype)] * 10
