@@ -210,6 +210,11 @@ def percall_cpu(case, n):
     errs = {"cumath.fft.fft (stateless)": rel_err(cumath.fft.fft(x), ref),
             "cumath FFT.execute (stateful)": rel_err(f.execute(), ref)}
     fns = {"cumath.fft.fft (stateless)": lambda: cumath.fft.fft(x), "cumath FFT.execute (stateful)": f.execute}
+    kept = _with_recycling(lambda: cumath.fft.FFT(x))  # the opt-in result reuse, for its per-call cost
+    if kept is not None:
+        fns["cumath FFT.execute (results reused, opt-in)"] = kept.execute
+    else:
+        case.note("no switch for result reuse found: no row with it")
     if pyfftw is not None:  # one thread: the faster for small sizes (cumath also uses one below 2^15 points)
         a, b = pyfftw.empty_aligned(n, dtype=np.complex128), pyfftw.empty_aligned(n, dtype=np.complex128)
         obj = pyfftw.FFTW(a, b, flags=("FFTW_MEASURE",), threads=1)
@@ -227,7 +232,25 @@ def percall_cpu(case, n):
     case.ratio("cumath FFT.execute (stateful)", "pyfftw FFTW.execute (measure, 1 thread)")
     case.ratio("cumath.fft.fft (stateless)", "pyfftw FFTW.execute (measure, 1 thread)")
     case.ratio("cumath.fft.fft (stateless)", "numpy.fft.fft")
+    case.ratio("cumath FFT.execute (stateful)", "cumath FFT.execute (results reused, opt-in)")
     f.free()
+
+
+def _with_recycling(make):
+    """A planned FFT whose results are reused once dropped (``_core.recycle.RECYCLE``), or None without the switch."""
+    try:
+        from cumath._core import recycle
+    except ImportError:
+        return None
+    if not hasattr(recycle, "RECYCLE"):
+        return None
+    old, recycle.RECYCLE = recycle.RECYCLE, True
+    try:
+        f = make()
+        f.plan()
+    finally:
+        recycle.RECYCLE = old
+    return f
 
 
 bench.case("percall/cpu-2048", "CPU, one 2048-point complex128 FFT per call")(functools.partial(percall_cpu, n=2048))

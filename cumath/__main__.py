@@ -3,7 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+
+#: scripts of benchmarks/ that are helpers, not benchmarks
+_NOT_BENCHMARKS = ("harness", "percall_compare")
+
+
+def benchmark_names(folder: str) -> list:
+    """The benchmark names ``bench`` accepts: the plain ``<name>.py`` scripts of ``folder`` (no paths)."""
+    try:
+        files = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(f[:-3] for f in files if f.endswith(".py") and f[:-3].isidentifier()
+                  and not f.startswith("_") and f[:-3] not in _NOT_BENCHMARKS)
 
 
 def main(argv=None) -> int:
@@ -25,14 +40,15 @@ def main(argv=None) -> int:
         from ._demo import main as demo_main
 
         return demo_main(args.execution)
-    import os
     import runpy
 
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-                          f"{args.domain}.py")
-    if not os.path.exists(script):
-        print(f"no benchmark script {script} (benchmarks live in the source tree)", file=sys.stderr)
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+    known = benchmark_names(folder)
+    if args.domain not in known:
+        listed = ", ".join(known) if known else "none found (benchmarks live in the source tree)"
+        print(f"unknown benchmark {args.domain!r}; the benchmarks are: {listed}", file=sys.stderr)
         return 2
+    script = os.path.join(folder, f"{args.domain}.py")
     sys.argv = [script, *args.rest]
     runpy.run_path(script, run_name="__main__")
     return 0

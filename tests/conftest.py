@@ -56,3 +56,12 @@ def cufft_device(cuda_device):
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
     return cuda_device
+
+
+@pytest.fixture
+def recycling_on(monkeypatch):
+    """Result recycling opted into (``CUMATH_RECYCLE_RESULTS=1``) for the plans a test makes."""
+    from cumath._core import recycle
+
+    monkeypatch.setattr(recycle, "RECYCLE", True)
+    yield

@@ -86,6 +86,11 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "scipy_openblas32": LibrarySpec(("libscipy_openblas.so",), "cpu", wheel_globs=(
         "scipy.libs/libscipy_openblas-*.so*", "scipy_openblas32/lib/libscipy_openblas.so*")),
     "openblas": LibrarySpec(("libopenblas.so.0", "libopenblas.so"), "cpu"),
+    # The same from NumPy < 2 / SciPy < 1.14 wheels (NumPy 1.24-1.26, SciPy 1.9-1.13): the library is named
+    # libopenblas64_p-r0-<hash>.<version>.so (ILP64, symbols cblas_*64_) and libopenblasp-r0-<hash>.<version>.so
+    # (LP64, plain symbols).
+    "numpy_openblas64_legacy": LibrarySpec((), "cpu", wheel_globs=("numpy.libs/libopenblas64_p-r0-*.so*",)),
+    "scipy_openblas_legacy": LibrarySpec((), "cpu", wheel_globs=("scipy.libs/libopenblasp-r0-*.so*",)),
 }
 
 _lock = threading.RLock()

@@ -110,6 +110,13 @@ PROVIDERS: dict[str, BLASProvider] = {
     "openblas-system": BLASProvider(
         "openblas-system", "openblas", "", "", None, ("openblas_set_num_threads_local",),
         ("openblas_get_num_threads",), ("openblas_get_config",), True, "the system's OpenBLAS"),
+    "openblas64_-numpy1": BLASProvider(
+        "openblas64_-numpy1", "numpy_openblas64_legacy", "", "64_", True,
+        ("openblas_set_num_threads_local64_", "openblas_set_num_threads_local"),
+        ("openblas_get_num_threads64_",), ("openblas_get_config64_",), True, "NumPy 1.x's OpenBLAS (ILP64)"),
+    "openblas-scipy1": BLASProvider(
+        "openblas-scipy1", "scipy_openblas_legacy", "", "", False, ("openblas_set_num_threads_local",),
+        ("openblas_get_num_threads",), ("openblas_get_config",), True, "SciPy 1.x's OpenBLAS (LP64)"),
     "mkl": BLASProvider(
         "mkl", "mkl_rt", "", "_64", True, ("MKL_Set_Num_Threads_Local", "mkl_set_num_threads_local"),
         ("MKL_Get_Max_Threads",), (), False, "Intel oneMKL (ILP64 entry points)"),
@@ -117,7 +124,7 @@ PROVIDERS: dict[str, BLASProvider] = {
 
 # Search order of "auto": NumPy's own BLAS first (the peer every user compares with), then SciPy's, the
 # system's, and MKL.
-AUTO_ORDER = ("openblas64_", "openblas", "openblas-system", "mkl")
+AUTO_ORDER = ("openblas64_", "openblas64_-numpy1", "openblas", "openblas-scipy1", "openblas-system", "mkl")
 
 _REAL = {"s": c_float, "d": c_double}
 
@@ -266,7 +273,8 @@ def get_blas(provider: str) -> BLASLibrary:
 
 def find_blas(requested: str = "auto") -> BLASLibrary:
     """The first provider that loads: ``"auto"`` tries AUTO_ORDER; ``"openblas"`` any OpenBLAS; ``"mkl"`` MKL."""
-    orders = {"auto": AUTO_ORDER, "openblas": ("openblas64_", "openblas", "openblas-system"), "mkl": ("mkl",)}
+    orders = {"auto": AUTO_ORDER, "openblas": ("openblas64_", "openblas64_-numpy1", "openblas", "openblas-scipy1",
+                                                    "openblas-system"), "mkl": ("mkl",)}
     if requested == "auto" and os.environ.get("CUMATH_BLAS"):
         requested = os.environ["CUMATH_BLAS"]
     if requested not in orders and requested not in PROVIDERS:
@@ -280,7 +288,8 @@ def find_blas(requested: str = "auto") -> BLASLibrary:
         except LibraryNotFoundError as exc:
             last = exc
     raise LibraryNotFoundError(
-        f"no CBLAS library found for {requested!r} (tried {', '.join(order)}): install NumPy or SciPy from "
-        f"their wheels (they bundle OpenBLAS) or `pip install cumath[mkl]`" + (f". Last error: {last}" if last else ""))
+        f"no CBLAS library found for {requested!r} (tried {', '.join(order)}: the OpenBLAS bundled by NumPy's or "
+        f"SciPy's wheels, a system libopenblas, MKL): install NumPy or SciPy from PyPI's wheels, a system "
+        f"OpenBLAS, or `pip install cumath[mkl]`" + (f". Last error: {last}" if last else ""))
 
 

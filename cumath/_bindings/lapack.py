@@ -10,6 +10,8 @@ CBLAS ones (read from the libraries with ``nm -D``):
     openblas64_       scipy_dgetrf_64_      64-bit (ILP64)
     openblas          scipy_dgetrf_         32-bit
     openblas-system   dgetrf_               as the library's configuration says
+    openblas64_-numpy1 dgetrf_64_           64-bit (NumPy 1.x wheels)
+    openblas-scipy1   dgetrf_               32-bit (SciPy 1.x wheels)
     mkl               dgetrf_64             64-bit (oneMKL's ILP64 entry points)
 
 Fortran calling convention: every argument is passed by address (ints are addresses of integers of the
@@ -55,7 +57,7 @@ FUNCTIONS = {f"{p}{r}": (p, r) for r in ROUTINES for p in "sdcz"}
 
 #: BLAS provider -> how its LAPACK names are spelled: (prefix, suffix) around the canonical name
 SUFFIXES = {"openblas64_": ("scipy_", "_64_"), "openblas": ("scipy_", "_"), "openblas-system": ("", "_"),
-            "mkl": ("", "_64")}
+            "openblas64_-numpy1": ("", "_64_"), "openblas-scipy1": ("", "_"), "mkl": ("", "_64")}
 
 
 class LAPACKLibrary:

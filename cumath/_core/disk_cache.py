@@ -29,24 +29,39 @@ import tempfile
 import threading
 from typing import Callable, NamedTuple
 
-__all__ = ["cache_dir", "ContentStore", "Entry", "digest", "atomic_write", "read_file", "JsonStore"]
+__all__ = ["cache_dir", "ContentStore", "Entry", "digest", "atomic_write", "read_file", "JsonStore", "warn_once"]
 
 logger = logging.getLogger(__name__)
 
-_MAGIC = b"CUMATHCS1\n"
+_MAGIC = b"CUMATHCS2\n"  # 2: the checksum covers the metadata too
 _LEN = struct.Struct("<Q")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def cache_dir(*parts: str) -> str:
-    """The user cache folder of cumath (created on demand), or a sub-folder of it."""
+def cache_dir(*parts: str, create: bool = True) -> str:
+    """The user cache folder of cumath (created on demand, unless ``create=False``), or a sub-folder of it.
+    Creating it may raise OSError (an unwritable HOME): callers treat that as a cache that is not there."""
     base = os.environ.get("CUMATH_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cumath"
     )
     path = os.path.join(base, *parts)
-    os.makedirs(path, exist_ok=True)
+    if create:
+        os.makedirs(path, exist_ok=True)
     return path
+
+
+_warned: set = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(what: str, path, exc) -> None:
+    """One warning per (what, path) and process: a cache that cannot be used is skipped, never fatal."""
+    with _warned_lock:
+        if (what, path) in _warned:
+            return
+        _warned.add((what, path))
+    logger.warning("%s %s: %s (the cache is skipped; results are not affected)", what, path, exc)
 
 
 class Entry(NamedTuple):
@@ -99,6 +114,19 @@ def digest(*parts) -> str:
     return hashlib.sha256(b"".join(out)).hexdigest()
 
 
+_MAX_HEADER = 1 << 20
+#: the largest file a cache reads (a link to /dev/zero, or a huge planted file, is not read forever)
+MAX_FILE_BYTES = 1 << 30
+
+
+def _checksum(meta: dict, data: bytes) -> str:
+    """SHA-256 over the metadata (canonical JSON) and the blob: a change to either reads as damage."""
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    h.update(b"\0")
+    h.update(data)
+    return h.hexdigest()
+
+
 class ContentStore:
     """Blobs by key, in memory (per process) and in ``cache_dir(folder)`` (shared by processes)."""
 
@@ -114,9 +142,10 @@ class ContentStore:
         return cache_dir(self.folder)
 
     def path(self, key: str) -> str:
+        """Where ``key``'s file is (the folder is not created: reading a missing cache makes nothing)."""
         if not key or not all(c in "0123456789abcdef" for c in key):
             raise ValueError(f"cache keys are lowercase hex digests, not {key!r}")
-        return os.path.join(self.directory(), key + self.suffix)
+        return os.path.join(cache_dir(self.folder, create=False), key + self.suffix)
 
     # ------------------------------------------------------------------------------------------ reading
     def get(self, key: str, *, disk: bool = True) -> Entry | None:
@@ -130,7 +159,7 @@ class ContentStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("could not read the cache file %s: %s", path, exc)
+            warn_once("could not read the cache file", path, exc)
             return None
         entry = self._parse(raw)
         if entry is None:
@@ -146,16 +175,19 @@ class ContentStore:
             return None
         (hlen,) = _LEN.unpack_from(raw, n0)
         start = n0 + _LEN.size
+        if hlen > _MAX_HEADER:
+            return None
         try:
             header = json.loads(raw[start:start + hlen].decode())
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             return None
         data = raw[start + hlen:]
         if not isinstance(header, dict) or header.get("size") != len(data):
             return None
-        if header.get("sha256") != hashlib.sha256(data).hexdigest():
+        meta = header.get("meta") or {}
+        if not isinstance(meta, dict) or header.get("sha256") != _checksum(meta, data):
             return None
-        return Entry(data, header.get("meta") or {})
+        return Entry(data, meta)
 
     def get_or_make(self, key: str, make: Callable[[], tuple], *, disk: bool = True) -> Entry:
         """The entry of ``key``; on a miss, ``make()`` returns ``(data, meta)``, which is stored and returned.
@@ -192,15 +224,16 @@ class ContentStore:
         return entry
 
     def _write(self, key: str, entry: Entry) -> None:
-        header = json.dumps({"size": len(entry.data), "sha256": hashlib.sha256(entry.data).hexdigest(),
+        header = json.dumps({"size": len(entry.data), "sha256": _checksum(entry.meta, entry.data),
                              "meta": entry.meta}, sort_keys=True).encode()
         blob = b"".join((_MAGIC, _LEN.pack(len(header)), header, entry.data))
         path = None
         try:
             path = self.path(key)
+            self.directory()
             atomic_write(path, blob, suffix=self.suffix)
         except OSError as exc:  # a read-only or full cache folder costs a recompile next time, nothing more
-            logger.warning("could not write the cache file %s: %s", path or self.folder, exc)
+            warn_once("could not write the cache file", path or self.folder, exc)
 
     def _remember(self, key: str, entry: Entry) -> None:
         with self._lock:
@@ -213,11 +246,11 @@ class ContentStore:
         as numba-cuda's ``link=``), written once: a file of that name and size is reused. Names carry the key."""
         if os.sep in name or (os.altsep and os.altsep in name) or name.startswith("."):
             raise ValueError(f"an exported file's name is a plain file name, not {name!r}")
-        path = os.path.join(cache_dir(self.folder, "link"), name)
+        path = os.path.join(cache_dir(self.folder, "link"), name)  # (OSError: the caller needs the file)
         try:
             st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
-                return path
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and read_file(path) == data:
+                return path  # the same bytes (a file of the right size with other content is replaced)
         except OSError:
             pass
         atomic_write(path, data)
@@ -239,11 +272,21 @@ class ContentStore:
             self._memory.clear()
 
 
-def read_file(path: str) -> bytes:
-    """The bytes of the file at ``path``; a symbolic link there raises OSError (a cache reads only its own files)."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+def read_file(path: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path``; a symbolic link, a folder, a device or a file larger than
+    ``max_bytes`` (default :data:`MAX_FILE_BYTES`) raises OSError (a cache reads only its own files)."""
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
-        return f.read()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise OSError(f"{path} has {st.st_size} bytes, more than a cache file may have ({limit})")
+        data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(f"{path} grew past {limit} bytes while being read")
+        return data
 
 
 def atomic_write(path: str, data: bytes, *, suffix: str = "") -> None:
@@ -285,14 +328,18 @@ class JsonStore:
     def path(self, key: str, *subfolders: str) -> str:
         if not key or not all(c in "0123456789abcdef" for c in key):
             raise ValueError(f"document keys are lowercase hex digests, not {key!r}")
-        return os.path.join(self.directory(*subfolders), key + ".json")
+        return os.path.join(cache_dir(self.folder, *subfolders, create=False), key + ".json")
 
     @staticmethod
     def read(path: str):
-        return json.loads(read_file(path).decode("utf-8"))
+        try:
+            return json.loads(read_file(path, 16 << 20).decode("utf-8"))
+        except (RecursionError, UnicodeDecodeError) as exc:  # a hostile file reads as a damaged one
+            raise ValueError(f"{path} is not a cumath JSON document ({type(exc).__name__})") from None
 
     @staticmethod
     def write(path: str, document) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write(path, json.dumps(document, indent=1).encode("utf-8"), suffix=".json")
 
     @staticmethod
@@ -303,6 +350,7 @@ class JsonStore:
         except ImportError:
             yield
             return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

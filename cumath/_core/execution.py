@@ -136,5 +136,20 @@ def names_threads(execution) -> bool:
 def execution_key(execution):
     """``execution`` as the caller gave it, hashable (a dict becomes its sorted items), for plan-cache keys."""
     if isinstance(execution, dict):
-        return tuple(sorted(execution.items()))
+        items = tuple(sorted(execution.items(), key=lambda kv: str(kv[0])))
+        try:
+            hash(items)
+        except TypeError:
+            bad = [k for k, v in items if not _hashable(v)]
+            raise TypeError(f"execution options must be single values (names, numbers, None), but "
+                            f"{', '.join(map(repr, bad))} is a {type(dict(items)[bad[0]]).__name__}") from None
+        return items
     return execution
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True

@@ -9,19 +9,27 @@ no rule (or a Python without reference counts) has its results never reused.
 
 A reused result is handed out on the stream that made it (ordered after every use of it on that stream, as
 the package's own caching allocator would order it); results whose last use was queued on another stream are
-not tracked, so ``RECYCLE = False`` turns this off for code that does that.
+not tracked.
+
+Off unless asked for (``CUMATH_RECYCLE_RESULTS=1`` in the environment, or ``RECYCLE = True`` before plans are
+made): reference counts cannot see every way a caller keeps reaching a result. A weak reference
+(``weakref.ref(y)``) counts nothing, nor does a pointer a C extension keeps while it holds no reference, and
+free-threaded Pythons defer counts; a reused result would then be overwritten under the caller. So by default
+every call returns a new array, the rule being that no call writes into memory the caller can still reach
+unless the caller asked for it (benchmarks/NOTES.md has what this costs per call).
 """
 
 from __future__ import annotations
 
+import os
 import platform
 
 from .operand import adapter
 
 __all__ = ["Recycler", "RECYCLE", "MAX_DEVICE_BYTES", "MIN_HOST_BYTES"]
 
-#: on/off for every plan created from now on
-RECYCLE = True
+#: on/off for every plan created from now on (off by default: see the module's docstring)
+RECYCLE = os.environ.get("CUMATH_RECYCLE_RESULTS", "").strip().lower() in ("1", "true", "yes", "on")
 #: the largest GPU result kept (a large result's allocation is cheap next to its computation, and holding two
 #: of them would cost device memory; small ones are where the package's allocator costs most per call)
 MAX_DEVICE_BYTES = 4 << 20

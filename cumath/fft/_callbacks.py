@@ -150,6 +150,31 @@ def _device_pointer(data):
     return op.ptr, data
 
 
+def _read_host_memory(address: int, size: int) -> bytes:
+    """``size`` bytes at a host ``address`` the caller gave, read through the kernel (a pipe) first so that an
+    address that is not readable memory raises ValueError instead of crashing the process."""
+    import os
+
+    if address < 4096 or size > (1 << 30):
+        raise ValueError(f"ltoir={address:#x} with size={size} is not an address of readable host memory; pass "
+                         f"the LTO-IR as bytes")
+    r, w = os.pipe()
+    try:
+        step = 1 << 14
+        for start in range(0, size, step):
+            n = min(step, size - start)
+            try:
+                os.write(w, (ctypes.c_char * n).from_address(address + start))
+            except OSError:  # EFAULT: not mapped
+                raise ValueError(f"ltoir={address:#x} with size={size} is not an address of readable host "
+                                 f"memory; pass the LTO-IR as bytes") from None
+            os.read(r, n)
+    finally:
+        os.close(r)
+        os.close(w)
+    return ctypes.string_at(address, size)
+
+
 @dataclasses.dataclass(frozen=True, init=False)
 class DeviceCallable:
     """A callback for ``prolog=`` / ``epilog=``: LTO-IR plus the user data the callback receives.
@@ -177,7 +202,7 @@ class DeviceCallable:
         if isinstance(ltoir, int) and not isinstance(ltoir, bool):
             if size is None or size <= 0:
                 raise ValueError("DeviceCallable(ltoir=<address>) needs size=, the number of bytes of LTO-IR")
-            code = ctypes.string_at(ltoir, size)
+            code = _read_host_memory(ltoir, size)
         elif isinstance(ltoir, (bytes, bytearray, memoryview)):
             code = ltoir if isinstance(ltoir, bytes) else bytes(ltoir)
             if size is not None:

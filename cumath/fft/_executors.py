@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +23,11 @@ import numpy as np
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
 from .._core.executors import DeviceMirror, HostMirror, choose
-from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, view as host_view
+from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, strided_empty, view as host_view
 from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
+from .._core.overlap import has_negative_stride
 from .._core.recycle import Recycler
 from ..memory import default_allocator
 from ._backends import cpu_backend, cpu_engine
@@ -70,6 +72,20 @@ class _Kept:
 
 # ----------------------------------------------------------------------------------------------- CPU engines
 
+def _check_fits_in_memory(geom) -> None:
+    """A clear MemoryError, before any planning, for a result larger than the machine's memory (an operand with
+    zero strides can describe a transform of billions of points in a few bytes)."""
+    need = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise MemoryError(f"the result of this FFT ({list(geom.out_shape)} {geom.out_dtype}) would take "
+                          f"{format_bytes(need)}, more than this machine's {format_bytes(have)} of memory; "
+                          f"transform smaller batches")
+
+
 class HostExecutor:
     """Host operand, CPU engine, working on the caller's arrays. ``out``: a host Operand the plan writes every
     result into (default: a new array of the operand's package per result, reused once the caller drops it)."""
@@ -79,11 +95,21 @@ class HostExecutor:
         self._in_copy = None
         self.nbytes = 0
         in_strides = op.strides
+        _check_fits_in_memory(geom)
+        # the engines need element-aligned memory; an operand that is not (np.frombuffer at an odd offset) is
+        # transformed through an aligned copy of the same layout, decided per call from its pointer
+        self._elem_mask = ITEMSIZE[geom.precision] - 1
+        self._aligned = None  # (copy, its pointer) of an unaligned operand, made when first needed
+        self._staged = False  # in place through a copy (FFTW's planner cannot take negative strides in place)
         if geom.fft_type == "C2R":  # FFTW's C2R overwrites its input: work on a copy owned by the plan
             self._in_copy = np.empty(geom.in_shape, dtype=geom.in_dtype)
             self._in_ptr = host_pointer(self._in_copy)
             self.nbytes = self._in_copy.nbytes
             in_strides = dense_strides(geom.in_shape, range(len(geom.in_shape)))
+        elif geom.inplace and has_negative_stride(op.shape, in_strides):
+            self._staged = True
+            in_strides = dense_strides(geom.in_shape, natural_perm(in_strides))
+        self._plan_in_strides = in_strides
         out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
         self.backend = cpu_backend(setup.options.cpu_engine).plan(
             geom, in_strides, out_strides, setup.execution.num_threads, setup.auto_threads, setup.options, setup.log)
@@ -103,16 +129,34 @@ class HostExecutor:
     def prepare(self, sign):
         self.backend.prepare(sign)
 
+    def _aligned_copy(self, op) -> int:
+        """The operand copied into an aligned buffer of the plan's input layout; returns its pointer."""
+        if self._aligned is None:
+            self._aligned = strided_empty(op.shape, self._plan_in_strides, op.dtype)
+        np.copyto(self._aligned[0], host_view(op))
+        return self._aligned[1]
+
+    def _through_copy(self, op, sign):
+        """An in-place transform run on an aligned copy (in the plan's layout), written back into the operand."""
+        ptr = self._aligned_copy(op)
+        self._any(ptr, ptr, sign)
+        np.copyto(host_view(op), self._aligned[0])
+        return op.obj
+
     def execute(self, op, sign, stream=None):
         if self.inplace:
             out = op.obj
             in_ptr = out_ptr = op.ptr
+            if self._staged or in_ptr & self._elem_mask:
+                return self._through_copy(op, sign)
         else:
             out, out_ptr = self._take()
             in_ptr = op.ptr
             if self._in_copy is not None:
                 np.copyto(self._in_copy, host_view(op))
                 in_ptr = self._in_ptr
+            elif in_ptr & self._elem_mask:
+                in_ptr = self._aligned_copy(op)
         entry = self._entries.get(sign)
         if entry is None or (in_ptr | out_ptr) & self._mask:
             self._any(in_ptr, out_ptr, sign)  # plans what is missing, for any alignment

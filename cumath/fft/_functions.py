@@ -16,6 +16,7 @@ from .._core.streams import stream_key
 from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
 from ._planner import FFT
+from ._traits import check_axes
 
 __all__ = ["fft", "ifft", "rfft", "irfft"]
 
@@ -35,10 +36,7 @@ def _key(fft_type, op, axes, options, execution, stream, prolog, epilog) -> tupl
 
 
 def _axes_key(axes) -> tuple:
-    try:
-        return tuple(axes)
-    except TypeError:
-        raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
+    return check_axes(axes)  # a generator is not consumed by the key, floats and strings are refused
 
 
 def _planned(fft_type, op, axes, direction, options, execution, stream, prolog, epilog) -> FFT:

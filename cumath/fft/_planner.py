@@ -14,7 +14,7 @@ from ..errors import UnsupportedDtypeError
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._executors import Setup, make_executor
 from ._options import FFTDirection, FFTOptions
-from ._traits import device_strides, fft_geometry, host_strides
+from ._traits import check_axes, device_strides, fft_geometry, host_strides, layout_key
 
 __all__ = ["FFT"]
 
@@ -83,6 +83,7 @@ class FFT(Operation):
         self._options = opts
         self._log = opts.logger or logger
         op = operand if type(operand) is Operand else wrap_operand(operand)
+        axes = check_axes(axes)
         p = self._init_placement(op, execution, stream, opts.blocking, device_id=opts.device_id)
         fft_type = opts.fft_type
         if _fft_type is not None:
@@ -102,6 +103,7 @@ class FFT(Operation):
         self._no_operand = {"operand": None}
         self._axes_arg = None if axes is None else tuple(axes)
         self._callbacks_planned = (None, None)  # callback_key() of the prolog and epilog planned with
+        self._callbacks = ()  # and the callbacks themselves (a new layout is planned with them again)
         self._default_sign = 1 if geom.fft_type == "C2R" else -1
         self._plan_sign = self._default_sign
         if self._log.isEnabledFor(logging.INFO):
@@ -115,17 +117,23 @@ class FFT(Operation):
     def create_key(operand, *, axes=None, options=None, execution=None, prolog=None, epilog=None):
         """A hashable key of everything a plan depends on (for user-side caches of FFT objects)."""
         op = wrap_operand(operand)
+        axes = check_axes(axes)
         opts = check_options(options, FFTOptions, "FFT options")
         execution = merge_device_option(execution, opts.device_id)
         # resolved as FFT() resolves it, so that create_key(x, ...) == FFT(x, ...).get_key()
         execution = check_execution(execution, op.device_id)
-        return (op.signature, None if axes is None else tuple(axes), opts, execution, callback_key(prolog),
+        geom = fft_geometry(op.shape, op.strides, op.dtype, axes, opts.fft_type, opts.last_axis_parity,
+                            opts.result_layout, opts.inplace, op.readonly)
+        return ((op.package, op.device_id), layout_key(geom, op.strides), opts, execution, callback_key(prolog),
                 callback_key(epilog))
 
     @requires()
     def get_key(self, *, prolog=None, epilog=None):
-        return (self._signatures["operand"], self._axes_arg, self._options, execution_key(self._execution),
-                callback_key(prolog), callback_key(epilog))
+        """The key of this FFT (equal to ``create_key`` of its operand): operands of the same plan layout have
+        equal keys even when their batch axes are arranged differently (see :meth:`reset_operand`)."""
+        signature = self._signatures["operand"]
+        return (signature[:2], layout_key(self._geom, signature[3]), self._options,
+                execution_key(self._execution), callback_key(prolog), callback_key(epilog))
 
     # ------------------------------------------------------------------------------------------- layouts
     def _layouts(self):
@@ -171,6 +179,7 @@ class FFT(Operation):
         self._plan_sign = _sign(direction) or self._default_sign
         self._plan(stream, callbacks)
         self._callbacks_planned = ident
+        self._callbacks = callbacks
 
     def _make_executor(self, callbacks):
         op = self._ops["operand"]
@@ -228,23 +237,62 @@ class FFT(Operation):
 
     @requires()
     def reset_operand(self, operand=None, *, stream=None):
-        """Point the plan at a new operand of the same package, device, shape, strides and dtype.
-        ``None`` releases the current one (like release_operand())."""
+        """Point the plan at a new operand of the same package, device and dtype, and the same plan layout:
+        the same shape and strides, or (as nvmath-python's key normalisation allows) the same transformed
+        dimensions with the batch axes rearranged or their strides transposed, which ``create_key`` gives
+        equal keys; the plan is then made again for the new layout (cumath's engines' plans are tied to their
+        strides; FFTW's wisdom makes this cheap), and results take the new operand's shape. A difference of
+        any other kind raises ValueError naming it. ``None`` releases the current one (like
+        release_operand())."""
         if operand is None:
             self.release_operands()
             return
-        op = self._checked("operand", operand)
+        op = operand if type(operand) is Operand else wrap_operand(operand, "operand")
         if self._options.inplace and op.readonly:
-            raise ValueError("inplace=True needs a writeable operand, but this array is read-only")
+            raise ValueError("inplace=True needs a writeable operand, but this array is read-only; pass a "
+                             "writeable array")
+        if op.signature != self._signatures["operand"]:
+            self._relayout(op)  # the same plan layout with the batch axes arranged otherwise, else ValueError
         self._reset_operands({"operand": op}, checked=False)
         if stream is not None:
             self._use_stream(stream)
 
+    def _relayout(self, op: Operand) -> None:
+        """Take ``op``, whose shape or strides differ from the planned operand's, if its plan layout is the same
+        (``create_key`` equal): the geometry and the result's shape follow the new operand, and the plan is made
+        again for it (engines' plans are tied to the arrays they were made for; FFTW's wisdom makes this cheap).
+        Otherwise a ValueError says what differs."""
+        planned = self._signatures["operand"]
+        if op.signature[:2] == planned[:2] and op.dtype == planned[4]:
+            o = self._options
+            try:
+                geom = fft_geometry(op.shape, op.strides, op.dtype, self._axes_arg, self._geom.fft_type,
+                                    o.last_axis_parity, o.result_layout, o.inplace, op.readonly)
+            except (ValueError, TypeError):
+                geom = None
+            if geom is not None and layout_key(geom, op.strides) == layout_key(self._geom, planned[3]):
+                self._log.info("new operand %s has the planned layout with its batch axes arranged otherwise: "
+                               "planning again for it", list(op.shape))
+                planned_before = self._planned
+                self._drop_plan()
+                self._geom = geom
+                self._init_operands({"operand": op})
+                if planned_before:
+                    self._plan(None, self._callbacks)
+                return
+        self._checked("operand", op)  # raises the ValueError naming the differences
+
     @requires()
     def reset_operand_unchecked(self, operand, *, stream=None):
-        """Like reset_operand() with only the cheap checks (shape, strides and dtype, which keep the plan from
-        reading or writing the wrong memory): for hot loops whose operands are known to match."""
-        self._reset_operands({"operand": operand}, checked=False)
+        """Like reset_operand() with only the cheap checks (shape, strides, dtype and, in place, writeability:
+        what keeps the plan from reading or writing the wrong memory): for hot loops whose operands are known to
+        match. An operand of another shape goes through reset_operand()'s checks."""
+        op = operand if type(operand) is Operand else wrap_operand(operand, "operand")
+        if (op.shape, op.strides, op.dtype) != self._quick["operand"] or (self._geom.inplace and op.readonly):
+            self.reset_operand(op, stream=stream)
+            return
+        self._ops = {"operand": op}
+        self._released = False
         if stream is not None:
             self._use_stream(stream)
 

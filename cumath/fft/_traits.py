@@ -5,14 +5,17 @@ Strides are in elements of each array's own dtype. A "perm" lists axes from oute
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
 from ..errors import UnsupportedDtypeError
+from .._core.overlap import self_overlapping
 
-__all__ = ["FFTGeometry", "fft_geometry", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
-           "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "SUPPORTED_DTYPES"]
+__all__ = ["FFTGeometry", "fft_geometry", "check_axes", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
+           "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "layout_key",
+           "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
 FFT_TYPES = ("C2C", "R2C", "C2R")
@@ -66,7 +69,28 @@ class FFTGeometry:
                 if self.in_shape[a] != 1]
 
 
+def check_axes(axes):
+    """``axes`` as a tuple of ints (None stays None): a list, tuple, range or 1-D integer array of integers;
+    TypeError for anything else (strings, dicts, sets, generators, floats, bools)."""
+    if axes is None or (type(axes) is tuple and all(type(a) is int for a in axes)):
+        return axes
+    if isinstance(axes, (str, bytes, dict, set, frozenset)) or not hasattr(axes, "__len__") \
+            or not hasattr(axes, "__getitem__"):
+        raise TypeError(f"axes must be a sequence of ints (a list or tuple), not {type(axes).__name__}"
+                        + ("; pass list(...) of it" if hasattr(axes, "__next__") else ""))
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or type(a).__name__ == "bool_":
+            raise TypeError(f"axes must be ints, not bools (axes={list(axes)!r})")
+        try:
+            out.append(operator.index(a))
+        except TypeError:
+            raise TypeError(f"axes must be ints, but {a!r} is a {type(a).__name__} (axes={list(axes)!r})") from None
+    return tuple(out)
+
+
 def normalize_axes(axes, ndim: int) -> tuple:
+    axes = check_axes(axes)
     if axes is None:
         if ndim > 3:
             raise ValueError(
@@ -74,10 +98,6 @@ def normalize_axes(axes, ndim: int) -> tuple:
                 f"most 3 FFT axes are supported: pass axes=, e.g. axes=(-2, -1)"
             )
         return tuple(range(ndim))
-    try:
-        axes = tuple(int(a) for a in axes)
-    except TypeError:
-        raise TypeError(f"axes must be a sequence of ints, not {type(axes).__name__}") from None
     if not axes:
         raise ValueError("axes must name at least one axis")
     if len(axes) > 3:
@@ -124,6 +144,10 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
             raise ValueError(f"inplace=True is supported for C2C FFTs only (this is {fft_type}); use inplace=False")
         if readonly:
             raise ValueError("inplace=True needs a writeable operand, but this array is read-only; pass a writeable copy")
+        if self_overlapping(shape, strides):
+            raise ValueError(f"inplace=True writes the result over the operand, but elements of this operand share "
+                             f"memory (strides {tuple(strides)} over shape {tuple(shape)}: a zero-stride, "
+                             f"sliding-window or as_strided view); pass a copy or use inplace=False")
 
     sizes = [shape[a] for a in axes]
     out_shape = list(shape)
@@ -151,6 +175,17 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
     out_perm = canonical if (result_layout == "optimized" and not inplace) else in_perm
     return FFTGeometry(fft_type, axes, tuple(sizes), tuple(shape), dtype, tuple(out_shape), out_dtype,
                        tuple(out_perm), canonical, bool(inplace))
+
+
+def layout_key(geom: FFTGeometry, in_strides) -> tuple:
+    """What a CPU or GPU plan of ``geom`` depends on, normalised: the type, dtypes, the transformed dimensions
+    (size, input stride, result stride, in ``axes`` order) and the batch dimensions as a sorted set (size-1 ones
+    dropped). Operands whose batch axes are rearranged, or whose strides are transposed over the batch axes,
+    have the same key: one plan serves them all (the result takes each operand's own shape)."""
+    _, out_strides = host_strides(geom, in_strides)
+    return (geom.fft_type, geom.in_dtype, geom.out_dtype, geom.inplace,
+            tuple(geom.transform_dims(in_strides, out_strides)),
+            tuple(sorted(geom.batch_dims(in_strides, out_strides))))
 
 
 def _merge_batch(dims):

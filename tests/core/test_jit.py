@@ -132,6 +132,7 @@ def test_json_store_round_trip_lock_and_removal(cache):
 def test_json_store_does_not_follow_links(cache):
     docs = JsonStore("docs")
     path = docs.path("cd34")
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # (path() creates nothing)
     victim = cache / "victim"
     victim.write_text("keep")
     os.symlink(victim, path + ".lock")

@@ -198,6 +198,7 @@ def test_failure_inside_plan_releases_the_executor(monkeypatch):
     f.free()
 
 
+@pytest.mark.usefixtures("recycling_on")
 def test_c2r_nbytes_counts_the_staging_copy_and_the_recycled_result():
     h = hermitian_array(SHAPE, "complex128")
     with F.FFT(h, options={"fft_type": "C2R"}) as f:

@@ -9,6 +9,8 @@ import cumath
 from helpers.matrix import package_params, to_numpy, to_package
 
 
+pytestmark = pytest.mark.usefixtures("recycling_on")  # recycling is opt-in
+
 @pytest.fixture(params=package_params())
 def planned(request):
     rng = np.random.default_rng(11)

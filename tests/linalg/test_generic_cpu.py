@@ -289,6 +289,7 @@ def test_plan_cache_reuses_plans():
         L.matmul(a0, b0, c0)
 
 
+@pytest.mark.usefixtures("recycling_on")
 def test_result_is_recycled_only_when_unreferenced():
     a0, b0 = random_array((6, 4), "float64"), random_array((4, 3), "float64")
     with L.Matmul(a0, b0) as mm:

@@ -105,6 +105,22 @@ def aligned_empty(shape, dtype, align: int = 64):
     return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
+def strided_empty(shape, strides, dtype: str, align: int = 64):
+    """``(array, pointer)``: a new host array with element ``strides`` (any signs, as an operand's), its first
+    element on an ``align``-byte boundary."""
+    dt = np.dtype(dtype)
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    raw = np.empty((hi - lo + 1) * dt.itemsize + align, np.uint8)
+    first = raw.ctypes.data + (-raw.ctypes.data) % align
+    ptr = first - lo * dt.itemsize
+    off = first - raw.ctypes.data
+    base = raw[off:off + (hi - lo + 1) * dt.itemsize].view(dt)
+    arr = np.lib.stride_tricks.as_strided(base[-lo:] if lo else base, shape=tuple(shape),
+                                          strides=[s * dt.itemsize for s in strides], writeable=True)
+    return arr, ptr
+
+
 _rc = sys.getrefcount
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..._bindings import fftw as _fftw
 from ..._core.dtypes import ITEMSIZE
-from ...config import cache_dir
+from ._wisdom import import_wisdom, read_wisdom, wisdom_path, write_wisdom
 
 __all__ = ["FFTWEngine", "FFTWPlan", "threads_for", "THREAD_MIN_POINTS"]
 
@@ -67,10 +67,6 @@ def threads_for(points: int, requested: int) -> int:
     return requested if points >= THREAD_MIN_POINTS else 1
 
 
-def wisdom_path(lib) -> str:
-    return os.path.join(cache_dir("fftw"), f"wisdom-{lib.provider}-{lib.precision}.txt")
-
-
 def _load_wisdom(lib) -> None:
     key = (lib.provider, lib.precision)
     if key in _wisdom_loaded:
@@ -78,24 +74,23 @@ def _load_wisdom(lib) -> None:
     with _wisdom_lock:
         if key in _wisdom_loaded:
             return
-        path = wisdom_path(lib)
-        if os.path.exists(path):
-            with _fftw.planner_lock:
-                ok = lib.import_wisdom_from_filename(path)
-            logger.info("FFTW wisdom %s from %s", "loaded" if ok else "could not be read", path)
+        wisdom = read_wisdom(lib)  # checked before FFTW sees it (a damaged file aborts FFTW's import)
+        if wisdom is not None:
+            ok = import_wisdom(lib, wisdom)
+            logger.info("FFTW wisdom %s from %s", "loaded" if ok else "could not be read", wisdom_path(lib))
         _wisdom_loaded.add(key)
 
 
 def _save_wisdom(lib) -> None:
-    path = wisdom_path(lib)
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with _fftw.planner_lock:
-        if os.path.exists(path):
-            lib.import_wisdom_from_filename(path)  # merge what other processes learnt meanwhile
-        lib.export_wisdom_to_filename(tmp)
-    os.replace(tmp, path)
+    with _wisdom_lock:
+        other = read_wisdom(lib)  # merge what other processes learnt meanwhile (checked as when loading)
+        with _fftw.planner_lock:
+            if other is not None:
+                lib.import_wisdom_from_string(other)
+            wisdom = lib.export_wisdom_to_string()
+        if write_wisdom(lib, wisdom):
+            logger.info("FFTW wisdom saved to %s", wisdom_path(lib))
     WISDOM.learnt()
-    logger.info("FFTW wisdom saved to %s", path)
 
 
 def _scratch(shape_strides, itemsize: int, residue: int, align: int):

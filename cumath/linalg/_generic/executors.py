@@ -22,10 +22,11 @@ import numpy as np
 
 from ..._core import cuda
 from ..._core.executors import DeviceMirror, HostMirror, host_array
-from ..._core.frameworks.numpy import from_pointer, view as host_view, wrap as host_wrap
+from ..._core.frameworks.numpy import from_pointer, strided_empty, view as host_view, wrap as host_wrap
 from ..._core.layout import natural_perm
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, adapter
+from ..._core.overlap import extents_overlap
 from ..._core.recycle import Recycler
 from ...memory import allocate
 
@@ -62,6 +63,25 @@ def _gemm_call(layout, engine):
             or any(layout.preps[n].mode != "direct" for n in "ab") or engine.threaded):
         return None
     return engine.gemm_call(layout.steps[0])
+
+
+def _apart_from_c(ops):
+    """``ops`` with a and b replaced by copies of the same layout where their memory meets c's (which the
+    product writes), as numpy.matmul(out=) computes; the copies are logged."""
+    c = ops["c"]
+    a, b = ops["a"], ops["b"]
+    if not (extents_overlap(a, c) or extents_overlap(b, c)):
+        return ops
+    ops = dict(ops)
+    for name in "ab":
+        op = ops[name]
+        if extents_overlap(op, c):
+            copy, ptr = strided_empty(op.shape, op.strides, op.dtype)
+            np.copyto(copy, host_view(op))
+            logger.info("matmul: %s overlaps c, which receives the result in place: %s read from a copy (%s)",
+                        name, name, format_bytes(op.nbytes))
+            ops[name] = Operand(copy, ptr, op.shape, op.strides, op.dtype, None, "numpy")
+    return ops
 
 
 class HostExecutor:
@@ -102,6 +122,8 @@ class HostExecutor:
 
     def execute(self, ops, stream=None):
         call = self.call
+        if self.d_is_c:  # c receives the result: an a or b whose memory meets c's is read from a copy
+            ops = _apart_from_c(ops)
         if call is not None:  # the hot path: one BLAS call on the operands, into c or a (recycled) result
             if self.d_is_c:
                 c = ops["c"]
@@ -203,6 +225,9 @@ class DeviceExecutor:
     def execute(self, ops, stream):
         self.engine.set_stream(stream)
         call = self.call
+        if self.d_is_c and (extents_overlap(ops["a"], ops["c"]) or extents_overlap(ops["b"], ops["c"])):
+            raise ValueError("c receives the result in place (inplace=True), but its memory overlaps a's or b's on "
+                             "the GPU; pass a copy of that operand (or of c), or use inplace=False")
         if call is not None:  # the hot path: one cuBLAS call on the operands, into c or a new result
             if self.d_is_c:
                 c = ops["c"]

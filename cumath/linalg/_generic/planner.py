@@ -49,6 +49,9 @@ def _wrap(x, name: str) -> Operand:
 def _scalar(value, default, dtype: str, name: str):
     """``value`` (or ``default`` for None) as a NumPy scalar of ``dtype``; ValueError when it does not fit."""
     v = default if value is None else value
+    if np.ndim(v) != 0:
+        raise ValueError(f"{name} must be a scalar (a Python number or a 0-d array), not an array of shape "
+                         f"{np.shape(v)}")
     try:
         if not dtype.startswith("complex") and np.iscomplexobj(v):
             if complex(v).imag != 0:
@@ -255,7 +258,11 @@ class Matmul(Operation):
 
     def _bind(self, ops: dict, alpha=None, beta=None) -> None:
         """A stateless call's operands and scalars (converted only when they differ from the last call's)."""
-        if (alpha, beta) != self._last_scalars:
+        try:
+            changed = (alpha, beta) != self._last_scalars
+        except (TypeError, ValueError):  # an array compared element-wise: converted (and refused) below
+            changed = True
+        if changed:
             dtype = self._geom.dtype
             new_alpha = _scalar(alpha, 1, dtype, "alpha")
             new_beta = _scalar(beta if self._signatures["c"] is not None else None, 0, dtype, "beta")

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..._core.layout import dense_strides
 from ...errors import UnsupportedDtypeError
+from ..._core.overlap import self_overlapping
 from .._shapes import MatmulShapes, format_shape, matmul_shapes
 
 __all__ = ["SUPPORTED_DTYPES", "Geometry", "geometry", "Caps", "OperandPrep", "Ptr", "Step", "MatmulLayout",
@@ -172,7 +173,7 @@ def _view(g: Geometry, which: str, strides) -> _View:
 
 
 def _self_overlaps(shape, strides) -> bool:
-    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+    return self_overlapping(shape, strides)
 
 
 def _fits(view: _View, order: str) -> bool:
@@ -211,8 +212,9 @@ def plan_layout(g: Geometry, a_strides, b_strides, c_strides, inplace: bool, cap
     d_order = None
     if inplace:
         if _self_overlaps(g.result_shape, c_strides):
-            raise ValueError(f"c has a zero stride (strides {tuple(c_strides)}): it overlaps itself and cannot "
-                             f"receive the result in place; pass a dense c or inplace=False")
+            raise ValueError(f"c overlaps itself (strides {tuple(c_strides)}: a zero-stride or "
+                             f"overlapping view), so it cannot receive the result in place; pass a dense c or "
+                             f"inplace=False")
         d = describe(*_view(g, "d", c_strides)[:4])
         if d is None:
             copy_back = True

@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import errors
 from ..._core.layout import dense_strides
+from ..._core.overlap import self_overlapping as overlapping  # (the solvers' name for it)
 from ._options import DirectSolverMatrixType
 
 __all__ = ["DTYPES", "Geometry", "geometry", "matrix_order", "FactorLayout", "factor_layout", "RhsLayout",
@@ -96,18 +97,6 @@ def matrix_order(rows: int, cols: int, s_row: int, s_col: int):
     if (cols <= 1 or s_col == 1) and (rows <= 1 or s_row >= max(1, cols)):
         return "C", (s_row if rows > 1 else max(1, cols))
     return None
-
-
-def overlapping(shape, strides) -> bool:
-    """Whether two elements of an array of ``shape`` and element ``strides`` may share memory (broadcast or
-    self-overlapping axes): then it cannot be written in place. (A sufficient test: each axis, from the
-    innermost, must step over everything inside it.)"""
-    extent = 0
-    for size, stride in sorted(((n, abs(s)) for n, s in zip(shape, strides) if n > 1), key=lambda t: t[1]):
-        if stride <= extent:
-            return True
-        extent += (size - 1) * stride
-    return False
 
 
 def batch_offsets(batch_shape, batch_strides) -> np.ndarray:

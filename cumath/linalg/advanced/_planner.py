@@ -8,12 +8,14 @@ import math
 import numbers
 
 from ..._core import cuda
+from ..._core.disk_cache import warn_once
 from ..._core.dtypes import ITEMSIZE
 from ..._core.execution import ExecutionCUDA
 from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
 from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
 from ..._core.operation import Operation
+from ..._core.overlap import extents_overlap
 from ..._core.options import check_options
 from ..._core.streams import default_stream
 from ...errors import InvalidStateError, OperandMismatchError
@@ -34,6 +36,15 @@ logger = logging.getLogger("cumath.linalg.advanced")
 
 _WORKSPACE_CAP = 32 << 20  # cuBLASLt's recommended workspace on Hopper
 _RELEASED = "the operands were released; call reset_operands(a=..., b=...) with all of them before {what}()"
+
+
+def _check_apart(ops) -> None:
+    """In place, c receives the result while the library reads a and b: their memory must not meet c's."""
+    c = ops.get("c")
+    for name in ("a", "b"):
+        if c is not None and extents_overlap(ops.get(name), c):
+            raise ValueError(f"c receives the result in place (inplace=True), but its memory overlaps {name}'s; "
+                             f"pass a copy of {name} (or of c), or use inplace=False")
 
 
 class Matmul(Operation):
@@ -85,6 +96,9 @@ class Matmul(Operation):
         # shapes first (no GPU needed to reject a mismatch)
         self._k = matmul_geometry(A.shape, A.strides, B.shape, B.strides, C.shape if C is not None else None,
                                   C.strides if C is not None else None, inplace=opts.inplace).k
+        self._inplace = bool(opts.inplace) and C is not None
+        if self._inplace:
+            _check_apart(ops)
         if A.device_id is not None and opts.device_id is not None and opts.device_id != A.device_id:
             raise ValueError(f"the operands are on GPU {A.device_id} but options.device_id is {opts.device_id}")
         dt = dtype_plan(A.dtype, B.dtype, C.dtype if C is not None else None,
@@ -212,7 +226,10 @@ class Matmul(Operation):
         v.algorithms = list(timed) if prune is not None else timed + [a for a in v.algorithms if a not in timed]
         v.choose(timed[0])
         if _autotune_cache.enabled() and v.settings.algorithms is None:
-            _autotune_cache.store(v.problem_key(), timed[0], timed[0].measured_time)
+            try:
+                _autotune_cache.store(v.problem_key(), timed[0], timed[0].measured_time)
+            except OSError as exc:  # a cache that cannot be written is skipped (the tuned plan is kept)
+                warn_once("could not store the autotuning result in", "the matmul autotune cache", exc)
         if release_workspace:
             v.release_workspace()
         return list(timed)
@@ -305,13 +322,26 @@ class Matmul(Operation):
         if tuple(op.shape) != tuple(shape) or op.dtype != dtype:
             raise ValueError(f"the new {name} has shape {list(op.shape)} and dtype {op.dtype}; the plan is for "
                              f"shape {list(shape)} and dtype {dtype}: create a new Matmul")
+        self._check_writeable(name, op)
         return op
 
+    def _check_writeable(self, name, op):
+        if name == "c" and op.readonly and self._options.inplace:
+            raise ValueError("c receives the result in place (inplace=True), but the new c is read-only; pass a "
+                             "writeable array")
+
     def _unchecked(self, name, value):
-        """``value`` wrapped (its layout and alignment are compared with the variant's when it is bound)."""
+        """``value`` wrapped, with the cheap checks that keep memory safe (shape, dtype, a writeable c in
+        place); its layout and alignment are compared with the variant's when it is bound."""
         op = value if type(value) is Operand else wrap_operand(value)
-        if name == "c" and self._signatures.get("c") is None:
-            raise ValueError("c was not given when the Matmul was created; it cannot be reset")
+        planned = self._signatures.get(name)
+        if planned is None:
+            raise ValueError(f"{name} was not given when the Matmul was created; it cannot be reset")
+        if op.shape != planned[2] or op.dtype != planned[4]:
+            if tuple(op.shape) != tuple(planned[2]) or op.dtype != planned[4]:
+                raise ValueError(f"the new {name} has shape {list(op.shape)} and dtype {op.dtype}; the plan is for "
+                                 f"shape {list(planned[2])} and dtype {planned[4]}: create a new Matmul")
+        self._check_writeable(name, op)
         return op
 
     def _reset(self, new, alpha, beta, epilog_inputs, scales, stream, checked):
@@ -322,6 +352,8 @@ class Matmul(Operation):
         if beta is not None and self._signatures.get("c") is None:
             raise ValueError("beta applies to c, which this Matmul does not have")
         if new or self._released:
+            if self._inplace:
+                _check_apart({**self._ops, **new})
             self._reset_operands(new, checked=False)  # checked above; this replaces them in the operand set
             ex = self._executor
             if ex is not None:
@@ -357,6 +389,8 @@ class Matmul(Operation):
         (wrapped; the current variant is pointed at them when they moved) and quantization scales."""
         super()._bind(ops)
         try:
+            if self._inplace:
+                _check_apart(ops)
             self._v = self._executor.attach(self._v, ops["a"], ops["b"], ops["c"])
             alpha = 1.0 if alpha is None else alpha
             beta = (1.0 if beta is None else beta) if ops["c"] is not None else 0.0

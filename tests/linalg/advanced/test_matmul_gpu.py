@@ -444,6 +444,7 @@ def _recycles_torch():
     return getattr(adapter("torch"), "recycle_snapshot", None) is not None
 
 
+@pytest.mark.usefixtures("recycling_on")
 @pytest.mark.parametrize("layout", ["row", "col"])
 def test_recycled_results_torch(layout):
     """Results the caller dropped are reused; kept ones, views and tensors autograd saved are never touched."""
@@ -478,7 +479,7 @@ def test_recycled_results_torch(layout):
         check(view, view_ref, "float32", 48)
         assert np.array_equal(_np(w.grad).astype(np.float64), saved_ref)
 
-
+@pytest.mark.usefixtures("recycling_on")
 def test_recycled_results_torch_loops_and_streams():
     n = 64
     a, w = rand((n, n), "float32"), rand((n, n), "float32", scale=1 / 8)
@@ -498,7 +499,7 @@ def test_recycled_results_torch_loops_and_streams():
         s.synchronize()
         check(d1, epilog_ref("DEFAULT", a, w)[0], "float32", n)
 
-
+@pytest.mark.usefixtures("recycling_on")
 def test_recycled_results_cupy():
     cp = pytest.importorskip("cupy")
     a, b = cp.asarray(rand((33, 20), "float64")), cp.asarray(rand((20, 17), "float64"))

@@ -24,6 +24,8 @@ from fake_cublaslt import fake_library  # noqa: F401 (an autouse fixture)
 RNG = np.random.default_rng(11)
 
 
+pytestmark = pytest.mark.usefixtures("recycling_on")  # recycling is opt-in
+
 def r(shape):
     x = aligned_empty(shape, np.float64, 256)  # one alignment: one planned variant
     x[...] = RNG.standard_normal(shape)

@@ -221,6 +221,7 @@ def test_execute_with_an_algorithm_leaves_the_chosen_one(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------- result recycling
+@pytest.mark.usefixtures("recycling_on")
 def test_feed_back_results_of_varying_alignment_reuse_two_buffers(monkeypatch):
     """Results whose alignment differs (NumPy's allocator gives 16-byte boundaries) switch the plan between
     variants; the variants share their recycled results, so the loop still allocates two results in all."""
