@@ -9,8 +9,11 @@ Group ``sparse`` (``--list`` shows every case):
   gpu-poisson-90k   the same system on the GPU (cuDSS) with CuPy operands: the first call in a fresh process,
                     a fresh call split into plan / factorize / solve, the stateless re-solve with new values;
                     NumPy operands staged to the GPU; cupyx.scipy.sparse.linalg.spsolve; nvmath-python's
-                    direct_solver where importable.
-  gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split, stateless re-solve.
+                    direct_solver where importable (stateless, and split into plan / factorize / solve, with
+                    its multithreading_lib naming cuDSS's libcudss_mtlayer_gomp.so.0 and without); which
+                    threading layer cuDSS loaded for cumath and with how many host threads.
+  gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split (cumath and nvmath-python),
+                    stateless re-solve.
   gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
                     solve times, the factors' fill (lu_nnz) and cuDSS's memory estimates.
 
@@ -204,7 +207,9 @@ def _gpu_poisson(case, m: int, peers: bool):
     values = _Cycle(mats)
     x = S.direct_solver(a, b)
     case.note(f"cumath's residual max|a x - b| = {float(cp.abs(a @ x - b).max()):.2e}")
+    _threading_note(case, a, b)
     _split(case, lambda: S.DirectSolver(values(), b), sync, "cumath fresh call")
+    _nvmath_split(case, values, b, sync)
     fns = {"cumath same pattern, new values (CuPy)": lambda: S.direct_solver(values(), b)}
     host_values = _Cycle(_variants(a_host))
     b_host = cp.asnumpy(b)
@@ -215,8 +220,13 @@ def _gpu_poisson(case, m: int, peers: bool):
         if cspl is not None:
             fns["cupyx spsolve"] = lambda: cspl.spsolve(values(), b)
         nvmath = optional("nvmath.sparse.advanced")
+        layer = _nvmath_mt_layer()
         if nvmath is not None:
             fns["nvmath-python direct_solver"] = lambda: nvmath.direct_solver(values(), b)
+            if layer:
+                mt = nvmath.DirectSolverOptions(multithreading_lib=layer)
+                fns["nvmath-python direct_solver, threading layer"] = lambda: nvmath.direct_solver(values(), b,
+                                                                                                     options=mt)
         splinalg = optional("scipy.sparse.linalg")
         if splinalg is not None:
             cpu_values = _Cycle([v.tocsc() for v in _variants(a_host)])
@@ -225,6 +235,76 @@ def _gpu_poisson(case, m: int, peers: bool):
     if peers:
         case.ratio("cumath same pattern, new values (CuPy)", "cupyx spsolve")
         case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver")
+        case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver, threading layer")
+
+
+def _threading_note(case, a, b) -> None:
+    """Say which threading layer cuDSS loaded and with how many host threads."""
+    import cumath.sparse.advanced as S
+    from cumath._bindings import cudss
+
+    with S.DirectSolver(a, b) as s:
+        s.plan()
+        solver = s._executor.solver
+        n = solver.config_get(cudss.ConfigParam.HOST_NTHREADS)
+        case.note(f"cuDSS threading layer: {solver.threading or 'none (one core)'}, host threads {n}, "
+                  f"cores this process may use {len(os.sched_getaffinity(0))}")
+
+
+def _nvmath_mt_layer() -> str | None:
+    """cuDSS 0.x's threading layer (the cuDSS nvmath-python 1.0 loads), from the nvidia/*/lib folders."""
+    import glob
+
+    for entry in sys.path + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        for pattern in ("nvidia/cu13/lib/libcudss_mtlayer_gomp.so.0*", "nvidia/*/lib/libcudss_mtlayer_gomp.so.0*",
+                        "libcudss_mtlayer_gomp.so.0*"):
+            found = sorted(glob.glob(os.path.join(entry, pattern)))
+            if found:
+                return found[0]
+    return None
+
+
+def _nvmath_split(case, values, b, sync) -> None:
+    """nvmath-python's stateful solver, plan / factorize / solve, with and without cuDSS's threading layer."""
+    nvmath = optional("nvmath.sparse.advanced")
+    if nvmath is None:
+        case.note("nvmath-python not importable: no nvmath-python rows")
+        return
+    layer = _nvmath_mt_layer()
+    for label, opts in (("nvmath-python, threading layer named", {"multithreading_lib": layer} if layer else None),
+                        ("nvmath-python, default", {})):
+        if opts is None:
+            case.note("cuDSS 0.x's libcudss_mtlayer_gomp.so.0 not found: no nvmath-python row with the layer")
+            continue
+        try:
+            _split(case, lambda: _NvmathSolver(nvmath, values(), b, opts), sync, label)
+        except Exception as exc:  # noqa: BLE001 - a peer that fails is a note, not a failed benchmark
+            case.note(f"{label} failed: {type(exc).__name__}: {exc}")
+    if layer:
+        case.note(f"nvmath-python's multithreading_lib: {layer}")
+
+
+class _NvmathSolver:
+    """nvmath-python's DirectSolver presented as _split() wants it (plan/factorize/solve/free, lu_nnz, engine)."""
+
+    engine = "cuDSS 0.x (nvmath-python)"
+
+    def __init__(self, nvmath, a, b, opts):
+        self._s = nvmath.DirectSolver(a, b, options=nvmath.DirectSolverOptions(**opts))
+        self._executor = None
+
+    def plan(self):
+        return self._s.plan()
+
+    def factorize(self):
+        self._s.factorize()
+        return type("F", (), {"lu_nnz": int(self._s.factorization_info.lu_nnz)})()
+
+    def solve(self):
+        return self._s.solve()
+
+    def free(self):
+        self._s.free()
 
 
 def gpu_poisson_90k(case):
