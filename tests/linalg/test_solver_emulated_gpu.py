@@ -357,6 +357,26 @@ def test_pointer_arrays_upload_only_when_addresses_change(emulated):
         assert emulated.copies.count("solver pointer array") - before == 2  # in place: the same addresses
 
 
+def test_pointer_arrays_of_alternating_addresses_are_kept_on_the_device(emulated):
+    a0, b0, ref = system((6,), 4, 1, "float64")
+    b1 = b0 * 3.0
+    a_dev, b_dev, b_dev1 = device(a0), device(b0), device(b1)
+    with DirectSolver(a_dev, b_dev, options=_opts("lu", "batched", inplace_b=True)) as s:
+        s.plan()
+        s.factorize()
+        for k in range(6):  # b alternates between two arrays: each one's pointer array is built once
+            rhs = (b_dev, b_dev1)[k % 2]
+            s.reset_operands(b=rhs)
+            s.solve()
+        assert emulated.copies.count("solver pointer array") == 3  # a's, and one per b
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", "batched")) as s:
+        s.plan()
+        s.factorize()
+        kept = [s.solve() for _ in range(8)]  # every result held: new addresses, at most 4 sets kept
+        for x in kept:
+            assert_solves(ref, x, b0, "float64")
+
+
 def test_the_callers_cusolver_handle_is_borrowed(emulated):
     a0, b0, ref = system((), 5, 2, "float64")
     with DirectSolver(device(a0), device(b0), options=_opts("lu", "loop", handle=0x7777)) as s:

@@ -2,6 +2,10 @@
 arrays of device pointers (one per system, in a device buffer of the plan, uploaded again only when the
 addresses they are built from change).
 
+The pointer arrays of the last few addresses seen are kept on the device (``_POINTER_SETS`` per operand): a plan
+whose results come from a small pool (the recycler) or whose operands alternate between buffers switches
+between them with one device-to-device copy instead of building and uploading the array again.
+
 - LU: cuBLAS ``cublas<t>getrfBatched`` / ``cublas<t>getrsBatched`` on a cuBLAS handle of the plan (int32 pivots;
   getrs's ``info`` is one host int, checked after the call).
 - Cholesky: cuSOLVER ``cusolverDn<t>potrfBatched`` / ``potrsBatched`` on the cuSOLVER handle (the caller's, or
@@ -34,6 +38,7 @@ logger = logging.getLogger(__name__)
 _PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 _INT32 = (1 << 31) - 1
 _BLOCK = 128
+_POINTER_SETS = 4  # device copies of pointer arrays kept per operand, by base address
 
 PIVOTS_SOURCE = r"""
 // The smallest and largest magnitude of the diagonal of each matrix of a batch (given by an array of device
@@ -141,6 +146,7 @@ class BatchedEngine:
         self._arrays = {"a": (self._a_host, self._a_ptrs, self._a_offsets), "b": (self._b_host, self._b_ptrs,
                                                                                  self._b_offsets)}
         self._up = {"a": None, "b": None}  # the bases the device arrays hold
+        self._known = {"a": {}, "b": {}}  # base -> a device copy of its pointer array (insertion order: age)
         self._build_programs()
         self.nbytes = self._mem.nbytes
 
@@ -161,11 +167,24 @@ class BatchedEngine:
     # ------------------------------------------------------------------------------------------ programs
     def _upload(self, which: str, base: int) -> None:
         """Refill the device array of pointers of ``which`` ('a' or 'b') for ``base`` unless it holds them."""
-        if base != self._up[which]:
-            host, device, offsets = self._arrays[which]
+        if base == self._up[which]:
+            return
+        host, device, offsets = self._arrays[which]
+        known = self._known[which]
+        stream = self._h.stream
+        kept = known.get(base)
+        if kept is None:
             np.add(offsets, base, out=host, casting="unsafe")
-            cuda.copy(device, host.ctypes.data, host.nbytes, cuda.H2D, self._h.stream, "solver pointer array")
-            self._up[which] = base
+            if len(known) < _POINTER_SETS:
+                kept = self._mem.get(host.nbytes)
+            else:  # the oldest set's storage takes the new one
+                oldest = next(iter(known))
+                kept = known.pop(oldest)
+            cuda.copy(kept, host.ctypes.data, host.nbytes, cuda.H2D, stream, "solver pointer array")
+            known[base] = kept
+            self.nbytes = self._mem.nbytes
+        cuda.copy(device, kept, host.nbytes, cuda.D2D, stream)
+        self._up[which] = base
 
     def factor_program(self, a_base: int) -> list:
         self._upload("a", a_base)
