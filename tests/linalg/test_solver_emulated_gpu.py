@@ -71,14 +71,16 @@ class FakeSolverLibs:
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
         """The pivot kernel of the batched engine, in NumPy (one 'thread' per system)."""
-        assert name[:-1] == "cumath_solver_pivots_" and name[-1] in "sdcz" and arg_types == "PqiiP"
+        assert name[:-1] in ("cumath_solver_pivots_", "cumath_solver_pivots_wide_") and name[-1] in "sdcz"
+        assert arg_types == "PqiiP"
+        wide = "wide" in name
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
 
         class Kernel:
             def launch(self, grid, block, shared, stream, aptrs, lda, n, count, out):
-                assert grid * block >= count and shared == 0
+                assert (grid == count and block == 256) if wide else (grid * block >= count and shared == 0)
                 fake.calls.append(name)
                 res = from_pointer(out, (count, 2), (2, 1), "float64")
                 assert fake.is_device(out, 16 * count)
@@ -277,7 +279,7 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith("cusolverDnX") for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_")) for n in used), used
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -406,7 +408,7 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     a[0, 2, 2] = np.nan
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
-    assert ("cumath_solver_pivots_d" in emulated.calls) == (method == "batched")
+    assert ("cumath_solver_pivots_d" if method == "batched" else "cumath_solver_pivots_wide_d") in emulated.calls
 
 
 def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
@@ -422,7 +424,14 @@ def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
         for _ in range(2):
             assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "batched")), b0, "float32")
             plan_cache.clear()
-    assert caplog.text.count("the pivot check of batched solves is off") == 1
+    assert caplog.text.count("the pivot check of GPU solves is off") == 1
+    a1, b1, ref1 = system((3,), 6, 1, "float64")  # the single-system engine copies the diagonals instead
+    assert_solves(ref1, direct_solver(device(a1), device(b1), options=_opts("lu", "loop")), b1, "float64")
+    assert "2d" in emulated.copies
+    bad = a1.copy()
+    bad[1] = 0.0
+    with pytest.raises(SingularMatrixError):
+        direct_solver(device(bad), device(b1), options=_opts("lu", "loop"))
 
 
 def test_the_pivot_kernel_compiles():
