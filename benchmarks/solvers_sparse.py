@@ -14,6 +14,8 @@ Group ``sparse`` (``--list`` shows every case):
                     threading layer cuDSS loaded for cumath and with how many host threads.
   gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split (cumath and nvmath-python),
                     stateless re-solve.
+  cpu-pardiso-iparm (optional) fresh PARDISO solves of that system with other iparm settings (parallel METIS,
+                    matching and scaling off, classic factorization, in-core), against cumath's defaults.
   gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
                     solve times, the factors' fill (lu_nnz) and cuDSS's memory estimates.
 
@@ -148,6 +150,57 @@ def cpu_poisson(case, m=300):
     case.ratio("cumath fresh", "scipy spsolve", "fresh solve / scipy spsolve")
     case.ratio("cumath same pattern, new values", "cumath fresh", "new values (stateless) / fresh solve")
     _split(case, lambda: S.DirectSolver(values(), b), lambda: None, "cumath first call")
+
+
+#: PARDISO settings tried by sparse/cpu-pardiso-iparm: label -> {iparm index: value} over cumath's defaults
+IPARM_VARIANTS = {
+    "cumath's defaults": {},
+    "parallel METIS nested dissection (iparm[1]=3)": {1: 3},
+    "METIS nested dissection (iparm[1]=2)": {1: 2},
+    "matching and scaling off (iparm[10]=iparm[12]=0)": {10: 0, 12: 0},
+    "iparm[1]=3, matching and scaling off": {1: 3, 10: 0, 12: 0},
+    "classic factorization (iparm[23]=0)": {23: 0},
+    "in-core (iparm[59]=0)": {59: 0},
+}
+
+
+def cpu_pardiso_iparm(case, m=300):
+    """Fresh PARDISO solves of the Poisson system with each of IPARM_VARIANTS (in A B B A rounds)."""
+    import cumath.sparse.advanced as S
+    from cumath.config import plan_cache
+    from cumath.sparse.advanced._backends import pardiso as backend
+
+    a = poisson(m)
+    b = np.random.default_rng(0).standard_normal(a.shape[0])
+    variants = _variants(a)
+    original = backend.PardisoPlan.__init__
+
+    def runner(changes):
+        mine = _Cycle(variants)
+
+        def init(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            for k, v in changes.items():
+                self.iparm[k] = v
+            self.defaults = self.iparm.copy()
+
+        def run():
+            enabled, plan_cache.enabled = plan_cache.enabled, False
+            backend.PardisoPlan.__init__ = init
+            try:
+                return S.direct_solver(mine(), b, options={"cpu_engine": "pardiso"})
+            finally:
+                backend.PardisoPlan.__init__ = original
+                plan_cache.enabled = enabled
+        return run
+
+    fns = {label: runner(changes) for label, changes in IPARM_VARIANTS.items()}
+    for label, fn in fns.items():
+        x = fn()
+        case.note(f"{label}: residual max|a x - b| = {np.abs(variants[1] @ x - b).max():.1e}")  # its first matrix
+    case.time(fns, rounds=case.rounds(5, 2), number=1, settle=SETTLE)
+    for label in list(fns)[1:]:
+        case.ratio(label, "cumath's defaults")
 
 
 # ------------------------------------------------------------------------------------------------ GPU
@@ -354,6 +407,8 @@ def gpu_reorderings(case, m=1000):
 def register(bench: Bench) -> None:
     """Add the ``sparse`` group to ``bench``."""
     bench.case("sparse/cpu-poisson-90k", "2-D Poisson 90k f64 on the CPU: cumath vs pypardiso, SciPy")(cpu_poisson)
+    bench.case("sparse/cpu-pardiso-iparm", "PARDISO settings on the 2-D Poisson 90k system (fresh solves)",
+               default=False)(cpu_pardiso_iparm)
     bench.case("sparse/gpu-poisson-90k", "2-D Poisson 90k f64 on the GPU (cuDSS) vs cupyx, nvmath-python",
                gpu=True)(gpu_poisson_90k)
     bench.case("sparse/gpu-poisson-1m", "2-D Poisson 1M f64 on the GPU (cuDSS)", gpu=True)(gpu_poisson_1m)
