@@ -270,3 +270,38 @@ def test_a_process_exits_with_live_solvers(mode):
     assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
     if mode == "pass":
         assert "LIVE" in r.stdout
+
+
+def test_a_collection_inside_another_solvers_calls_destroys_nothing(emulated, monkeypatch):
+    """A solver freed (by a collection) in the middle of another's calls on the shared handle is destroyed
+    after them: the interrupted sequence keeps its stream."""
+    import contextlib
+
+    from cumath._bindings import cudss as C
+    from cumath._core.frameworks import numpy as numpy_adapter
+
+    monkeypatch.setattr(numpy_adapter, "stream_context", lambda device, stream: contextlib.nullcontext(),
+                        raising=False)
+    victim = _solver(emulated, seed=1)
+    _run(victim)
+    other = _solver(emulated, seed=2, stream=555)
+    other.plan()
+    real = C.cudssExecute
+    seen = []
+
+    def execute(handle, phase, *args):
+        if not seen:
+            seen.append(phase)
+            victim._executor.free()  # as an operation's finalizer would, from a collection right here
+        assert emulated.streams[handle] == 555, "the interrupted sequence lost its stream"
+        return real(handle, phase, *args)
+
+    monkeypatch.setattr(C, "cudssExecute", execute)
+    datas = len(emulated.datas)
+    other.factorize()
+    assert len(emulated.datas) == datas and len(lifetime._graveyard) == 1  # postponed
+    x = other.solve()  # the next phase destroys it first
+    assert len(emulated.datas) == datas - 1 and not lifetime._graveyard
+    assert_solution(x, *other._keep, "float64")
+    other.free()
+    assert not emulated.violations

@@ -9,8 +9,9 @@ device current and no kernel of theirs still running):
   A handle is destroyed only by ``release_shared_handles()`` (explicitly, in the caller's thread) once no solver
   uses it, never by a finalizer and never at interpreter exit (the driver frees what is left with the process).
   A caller's handle (``DirectSolverOptions.handle``) is used as given and never destroyed.
-- **Every use of a handle holds its lock** (cuDSS handles are not thread-safe; a solver may be used from any
-  thread).
+- **Every use of a handle holds its lock** (``with handle:``; cuDSS handles are not thread-safe and a solver may
+  be used from any thread). A destroy asked for inside such a use in the same thread (a garbage collection
+  that frees a solver in the middle of another's calls) is postponed to the next ``drain()``.
 - **A solver's objects are destroyed before its handle can be, with the handle's device current, after an
   event recorded behind the solver's last work on its stream has completed, and with the handle's stream set
   back to the default stream** (the caller's stream may be gone by then). ``free()`` does it at once. A solver
@@ -59,6 +60,26 @@ class Handle:
         self.threading = None  # (path asked for, loaded or not) once tried
         self.jit = False
         self.stream = None
+        self.busy = 0  # depth of use() in the thread busy_thread
+        self.busy_thread = None
+
+    def __enter__(self):
+        """Hold the lock for a sequence of calls (``with handle:``)."""
+        self.lock.acquire()
+        self.busy += 1
+        self.busy_thread = threading.get_ident()
+        return self
+
+    def __exit__(self, *exc):
+        self.busy -= 1
+        if not self.busy:
+            self.busy_thread = None
+        self.lock.release()
+
+    def in_use_here(self) -> bool:
+        """True inside a ``with handle:`` of this thread (a garbage collection that runs there must not
+        destroy anything: the sequence it interrupted relies on the handle's stream)."""
+        return bool(self.busy) and self.busy_thread == threading.get_ident()
 
     def set_stream(self, stream: int) -> None:
         """Point the handle at ``stream`` (with its lock held)."""
@@ -162,12 +183,15 @@ def destroy(objs: Objects) -> None:
     """Destroy a solver's objects (idempotent; failures are logged, never raised)."""
     if objs.done:
         return
+    h = objs.handle
+    if h.in_use_here():  # called from inside a sequence of calls on the handle (a collection there): later
+        _graveyard.append(objs)
+        return
     objs.done = True
     if exiting():  # other exit hooks may have torn CUDA state down: the process's end frees everything
         return
-    h = objs.handle
     try:
-        with h.lock, on_device(h.device_id):
+        with h, on_device(h.device_id):
             if objs.event:
                 event_synchronize(objs.event)  # the solver's kernels have finished
             if h.stream:
@@ -202,8 +226,9 @@ def bury(objs: Objects) -> None:
 
 
 def drain() -> None:
-    """Destroy the objects of solvers dropped without free() (called where cuDSS may be used)."""
-    while _graveyard:
+    """Destroy the objects of solvers dropped without free() (called where cuDSS may be used). Each one found
+    is tried once: one postponed again (its handle in use in this thread) waits for the next drain."""
+    for _ in range(len(_graveyard)):
         try:
             objs = _graveyard.popleft()
         except IndexError:  # another thread took the last one
@@ -225,7 +250,7 @@ def release_shared_handles() -> None:
                 del _handles[key]
     for _, h in idle:
         try:
-            with h.lock, on_device(h.device_id):
+            with h, on_device(h.device_id):
                 if h.stream:
                     cudss.cudssSetStream(h.handle, 0)
                 cudss.cudssDestroy(h.handle)

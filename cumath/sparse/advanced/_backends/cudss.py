@@ -101,7 +101,7 @@ class CudssSolver:
         self.perturbed = 0
         self.factorized = False
         try:
-            with self._h.lock:
+            with self._h:
                 objs.config = cudss.cudssConfigCreate()
                 objs.data = cudss.cudssDataCreate(self.handle)
                 self._configure(path, threading_lib is not None, execution, threads, settings)
@@ -256,7 +256,7 @@ class CudssSolver:
         if _graveyard_nonempty():
             drain()
         h, objs = self._h, self._objs
-        with h.lock, on_device(h.device_id):
+        with h, on_device(h.device_id):
             h.set_stream(stream)
             for phase in phases:
                 # before the first solve the solution's matrix object may not exist yet: the analysis and the
@@ -312,13 +312,13 @@ class CudssSolver:
     def data_scalar(self, param, ctype=None):
         ctype = ctype or cudss.DATA_TYPES[param]
         v = ctype()
-        with self._h.lock:
+        with self._h:
             cudss.cudssDataGet(self.handle, self._objs.data, param, ctypes.addressof(v), ctypes.sizeof(v))
         return v.value
 
     def data_array(self, param, count: int, dtype) -> np.ndarray:
         out = np.zeros(count, dtype=dtype)
-        with self._h.lock:
+        with self._h:
             cudss.cudssDataGet(self.handle, self._objs.data, param, out.ctypes.data, out.nbytes)
         return out
 
