@@ -211,7 +211,6 @@ for _p in "SDCZ":  # the batched routines are found by their generic names
 def emulation(monkeypatch):
     """The generic matmul's CUDA emulation, plus cuSOLVER and cuBLAS's batched LU; yields the solvers' fake."""
     from cumath._bindings import cublas, cudart, cusolver
-    from cumath.linalg._solver._backends import cublas_batched as batched_engine
     from cumath.linalg._solver._backends import cusolver as cusolver_engine
 
     cuda = cuda_emulation(monkeypatch)
@@ -226,7 +225,9 @@ def emulation(monkeypatch):
     monkeypatch.setattr(cusolver, "cusolverDnXgetrf_bufferSize", lambda *a: (256, 0))
     monkeypatch.setattr(cusolver, "cusolverDnXpotrf_bufferSize", lambda *a: (128, 16))
     monkeypatch.setattr(cusolver_engine, "set_device", lambda d: None)
-    monkeypatch.setattr(batched_engine, "get_kernel", fake.get_kernel)
+    from cumath.linalg._solver._backends import _pivots
+
+    monkeypatch.setattr(_pivots, "get_kernel", fake.get_kernel)
 
     def copy2d(dst, dpitch, src, spitch, width, height, kind, stream=0):
         fake.copies.append("2d")
@@ -412,13 +413,13 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
 
 
 def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
-    from cumath.linalg._solver._backends import cublas_batched
+    from cumath.linalg._solver._backends import _pivots
 
     def no_kernel(*args, **kwargs):
         raise RuntimeError("no NVRTC here")
 
-    monkeypatch.setattr(cublas_batched, "get_kernel", no_kernel)
-    monkeypatch.setattr(cublas_batched, "_unavailable", [])
+    monkeypatch.setattr(_pivots, "get_kernel", no_kernel)
+    monkeypatch.setattr(_pivots, "_unavailable", [])
     a0, b0, ref = system((8,), 5, 2, "float32")
     with caplog.at_level("WARNING", logger="cumath"):
         for _ in range(2):
@@ -437,10 +438,10 @@ def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
 def test_the_pivot_kernel_compiles():
     """The CUDA source of the pivot kernel compiles with NVRTC for the H200 (sm_90) on this machine."""
     from cumath._core import jit
-    from cumath.linalg._solver._backends import cublas_batched
+    from cumath.linalg._solver._backends import _pivots
 
     try:
-        art = jit.compile_source(cublas_batched.PIVOTS_SOURCE, cc=90, name="pivots.cu", what="the pivot kernel")
+        art = jit.compile_source(_pivots.PIVOTS_SOURCE, cc=90, name="pivots.cu", what="the pivot kernel")
     except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment
         pytest.skip(f"NVRTC is not usable here: {exc}")
     assert art.kind in ("cubin", "ptx") and len(art.data) > 1000

@@ -22,6 +22,7 @@ from ...._core.cuda import set_device
 from ....errors import CUSOLVERError
 from ....memory import allocate
 from . import ProgramCache
+from ._pivots import WIDE, pivot_kernel
 
 __all__ = ["SolverHandle", "CusolverEngine", "DATA_TYPES", "create"]
 
@@ -195,8 +196,6 @@ class CusolverEngine(ProgramCache):
                 cuda.copy(self._a_ptrs, self._a_ptrs_host.ctypes.data, self._a_ptrs_host.nbytes, cuda.H2D, stream,
                           "solver pointer array")
                 self._a_ptrs_base = a_base
-            from .cublas_batched import WIDE
-
             kernel.launch(g.count, WIDE, 0, stream, self._a_ptrs, ld, g.n, g.count, self._pivot_out)
             cuda.copy(self._host_pivots.ctypes.data, self._pivot_out, self._host_pivots.nbytes, cuda.D2H, stream,
                       "solver pivots")
@@ -215,8 +214,6 @@ class CusolverEngine(ProgramCache):
 
     def _pivot_kernel(self):
         if self._kernel is None:
-            from .cublas_batched import pivot_kernel  # (that module builds on this one)
-
             self._kernel = pivot_kernel(self.geom.dtype, self.device_id, wide=True)
         return self._kernel
 
