@@ -9,8 +9,13 @@ Group ``sparse`` (``--list`` shows every case):
   gpu-poisson-90k   the same system on the GPU (cuDSS) with CuPy operands: the first call in a fresh process,
                     a fresh call split into plan / factorize / solve, the stateless re-solve with new values;
                     NumPy operands staged to the GPU; cupyx.scipy.sparse.linalg.spsolve; nvmath-python's
-                    direct_solver where importable.
-  gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split, stateless re-solve.
+                    direct_solver where importable (stateless, and split into plan / factorize / solve, with
+                    its multithreading_lib naming cuDSS's libcudss_mtlayer_gomp.so.0 and without); which
+                    threading layer cuDSS loaded for cumath and with how many host threads.
+  gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split (cumath and nvmath-python),
+                    stateless re-solve.
+  cpu-pardiso-iparm (optional) fresh PARDISO solves of that system with other iparm settings (parallel METIS,
+                    matching and scaling off, classic factorization, in-core), against cumath's defaults.
   gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
                     solve times, the factors' fill (lu_nnz) and cuDSS's memory estimates.
 
@@ -147,6 +152,57 @@ def cpu_poisson(case, m=300):
     _split(case, lambda: S.DirectSolver(values(), b), lambda: None, "cumath first call")
 
 
+#: PARDISO settings tried by sparse/cpu-pardiso-iparm: label -> {iparm index: value} over cumath's defaults
+IPARM_VARIANTS = {
+    "cumath's defaults": {},
+    "parallel METIS nested dissection (iparm[1]=3)": {1: 3},
+    "METIS nested dissection (iparm[1]=2)": {1: 2},
+    "matching and scaling off (iparm[10]=iparm[12]=0)": {10: 0, 12: 0},
+    "iparm[1]=3, matching and scaling off": {1: 3, 10: 0, 12: 0},
+    "classic factorization (iparm[23]=0)": {23: 0},
+    "in-core (iparm[59]=0)": {59: 0},
+}
+
+
+def cpu_pardiso_iparm(case, m=300):
+    """Fresh PARDISO solves of the Poisson system with each of IPARM_VARIANTS (in A B B A rounds)."""
+    import cumath.sparse.advanced as S
+    from cumath.config import plan_cache
+    from cumath.sparse.advanced._backends import pardiso as backend
+
+    a = poisson(m)
+    b = np.random.default_rng(0).standard_normal(a.shape[0])
+    variants = _variants(a)
+    original = backend.PardisoPlan.__init__
+
+    def runner(changes):
+        mine = _Cycle(variants)
+
+        def init(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            for k, v in changes.items():
+                self.iparm[k] = v
+            self.defaults = self.iparm.copy()
+
+        def run():
+            enabled, plan_cache.enabled = plan_cache.enabled, False
+            backend.PardisoPlan.__init__ = init
+            try:
+                return S.direct_solver(mine(), b, options={"cpu_engine": "pardiso"})
+            finally:
+                backend.PardisoPlan.__init__ = original
+                plan_cache.enabled = enabled
+        return run
+
+    fns = {label: runner(changes) for label, changes in IPARM_VARIANTS.items()}
+    for label, fn in fns.items():
+        x = fn()
+        case.note(f"{label}: residual max|a x - b| = {np.abs(variants[1] @ x - b).max():.1e}")  # its first matrix
+    case.time(fns, rounds=case.rounds(5, 2), number=1, settle=SETTLE)
+    for label in list(fns)[1:]:
+        case.ratio(label, "cumath's defaults")
+
+
 # ------------------------------------------------------------------------------------------------ GPU
 _FIRST_CALL = textwrap.dedent("""
     import sys, time
@@ -204,7 +260,9 @@ def _gpu_poisson(case, m: int, peers: bool):
     values = _Cycle(mats)
     x = S.direct_solver(a, b)
     case.note(f"cumath's residual max|a x - b| = {float(cp.abs(a @ x - b).max()):.2e}")
+    _threading_note(case, a, b)
     _split(case, lambda: S.DirectSolver(values(), b), sync, "cumath fresh call")
+    _nvmath_split(case, values, b, sync)
     fns = {"cumath same pattern, new values (CuPy)": lambda: S.direct_solver(values(), b)}
     host_values = _Cycle(_variants(a_host))
     b_host = cp.asnumpy(b)
@@ -215,8 +273,13 @@ def _gpu_poisson(case, m: int, peers: bool):
         if cspl is not None:
             fns["cupyx spsolve"] = lambda: cspl.spsolve(values(), b)
         nvmath = optional("nvmath.sparse.advanced")
+        layer = _nvmath_mt_layer()
         if nvmath is not None:
             fns["nvmath-python direct_solver"] = lambda: nvmath.direct_solver(values(), b)
+            if layer:
+                mt = nvmath.DirectSolverOptions(multithreading_lib=layer)
+                fns["nvmath-python direct_solver, threading layer"] = lambda: nvmath.direct_solver(values(), b,
+                                                                                                     options=mt)
         splinalg = optional("scipy.sparse.linalg")
         if splinalg is not None:
             cpu_values = _Cycle([v.tocsc() for v in _variants(a_host)])
@@ -225,6 +288,76 @@ def _gpu_poisson(case, m: int, peers: bool):
     if peers:
         case.ratio("cumath same pattern, new values (CuPy)", "cupyx spsolve")
         case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver")
+        case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver, threading layer")
+
+
+def _threading_note(case, a, b) -> None:
+    """Say which threading layer cuDSS loaded and with how many host threads."""
+    import cumath.sparse.advanced as S
+    from cumath._bindings import cudss
+
+    with S.DirectSolver(a, b) as s:
+        s.plan()
+        solver = s._executor.solver
+        n = solver.config_get(cudss.ConfigParam.HOST_NTHREADS)
+        case.note(f"cuDSS threading layer: {solver.threading or 'none (one core)'}, host threads {n}, "
+                  f"cores this process may use {len(os.sched_getaffinity(0))}")
+
+
+def _nvmath_mt_layer() -> str | None:
+    """cuDSS 0.x's threading layer (the cuDSS nvmath-python 1.0 loads), from the nvidia/*/lib folders."""
+    import glob
+
+    for entry in sys.path + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        for pattern in ("nvidia/cu13/lib/libcudss_mtlayer_gomp.so.0*", "nvidia/*/lib/libcudss_mtlayer_gomp.so.0*",
+                        "libcudss_mtlayer_gomp.so.0*"):
+            found = sorted(glob.glob(os.path.join(entry, pattern)))
+            if found:
+                return found[0]
+    return None
+
+
+def _nvmath_split(case, values, b, sync) -> None:
+    """nvmath-python's stateful solver, plan / factorize / solve, with and without cuDSS's threading layer."""
+    nvmath = optional("nvmath.sparse.advanced")
+    if nvmath is None:
+        case.note("nvmath-python not importable: no nvmath-python rows")
+        return
+    layer = _nvmath_mt_layer()
+    for label, opts in (("nvmath-python, threading layer named", {"multithreading_lib": layer} if layer else None),
+                        ("nvmath-python, default", {})):
+        if opts is None:
+            case.note("cuDSS 0.x's libcudss_mtlayer_gomp.so.0 not found: no nvmath-python row with the layer")
+            continue
+        try:
+            _split(case, lambda: _NvmathSolver(nvmath, values(), b, opts), sync, label)
+        except Exception as exc:  # noqa: BLE001 - a peer that fails is a note, not a failed benchmark
+            case.note(f"{label} failed: {type(exc).__name__}: {exc}")
+    if layer:
+        case.note(f"nvmath-python's multithreading_lib: {layer}")
+
+
+class _NvmathSolver:
+    """nvmath-python's DirectSolver presented as _split() wants it (plan/factorize/solve/free, lu_nnz, engine)."""
+
+    engine = "cuDSS 0.x (nvmath-python)"
+
+    def __init__(self, nvmath, a, b, opts):
+        self._s = nvmath.DirectSolver(a, b, options=nvmath.DirectSolverOptions(**opts))
+        self._executor = None
+
+    def plan(self):
+        return self._s.plan()
+
+    def factorize(self):
+        self._s.factorize()
+        return type("F", (), {"lu_nnz": int(self._s.factorization_info.lu_nnz)})()
+
+    def solve(self):
+        return self._s.solve()
+
+    def free(self):
+        self._s.free()
 
 
 def gpu_poisson_90k(case):
@@ -274,6 +407,8 @@ def gpu_reorderings(case, m=1000):
 def register(bench: Bench) -> None:
     """Add the ``sparse`` group to ``bench``."""
     bench.case("sparse/cpu-poisson-90k", "2-D Poisson 90k f64 on the CPU: cumath vs pypardiso, SciPy")(cpu_poisson)
+    bench.case("sparse/cpu-pardiso-iparm", "PARDISO settings on the 2-D Poisson 90k system (fresh solves)",
+               default=False)(cpu_pardiso_iparm)
     bench.case("sparse/gpu-poisson-90k", "2-D Poisson 90k f64 on the GPU (cuDSS) vs cupyx, nvmath-python",
                gpu=True)(gpu_poisson_90k)
     bench.case("sparse/gpu-poisson-1m", "2-D Poisson 1M f64 on the GPU (cuDSS)", gpu=True)(gpu_poisson_1m)

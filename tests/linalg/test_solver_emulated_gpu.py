@@ -71,14 +71,16 @@ class FakeSolverLibs:
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
         """The pivot kernel of the batched engine, in NumPy (one 'thread' per system)."""
-        assert name[:-1] == "cumath_solver_pivots_" and name[-1] in "sdcz" and arg_types == "PqiiP"
+        assert name[:-1] in ("cumath_solver_pivots_", "cumath_solver_pivots_wide_") and name[-1] in "sdcz"
+        assert arg_types == "PqiiP"
+        wide = "wide" in name
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
 
         class Kernel:
             def launch(self, grid, block, shared, stream, aptrs, lda, n, count, out):
-                assert grid * block >= count and shared == 0
+                assert (grid == count and block == 256) if wide else (grid * block >= count and shared == 0)
                 fake.calls.append(name)
                 res = from_pointer(out, (count, 2), (2, 1), "float64")
                 assert fake.is_device(out, 16 * count)
@@ -209,7 +211,6 @@ for _p in "SDCZ":  # the batched routines are found by their generic names
 def emulation(monkeypatch):
     """The generic matmul's CUDA emulation, plus cuSOLVER and cuBLAS's batched LU; yields the solvers' fake."""
     from cumath._bindings import cublas, cudart, cusolver
-    from cumath.linalg._solver._backends import cublas_batched as batched_engine
     from cumath.linalg._solver._backends import cusolver as cusolver_engine
 
     cuda = cuda_emulation(monkeypatch)
@@ -224,7 +225,9 @@ def emulation(monkeypatch):
     monkeypatch.setattr(cusolver, "cusolverDnXgetrf_bufferSize", lambda *a: (256, 0))
     monkeypatch.setattr(cusolver, "cusolverDnXpotrf_bufferSize", lambda *a: (128, 16))
     monkeypatch.setattr(cusolver_engine, "set_device", lambda d: None)
-    monkeypatch.setattr(batched_engine, "get_kernel", fake.get_kernel)
+    from cumath.linalg._solver._backends import _pivots
+
+    monkeypatch.setattr(_pivots, "get_kernel", fake.get_kernel)
 
     def copy2d(dst, dpitch, src, spitch, width, height, kind, stream=0):
         fake.copies.append("2d")
@@ -277,7 +280,7 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith("cusolverDnX") for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_")) for n in used), used
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -357,6 +360,26 @@ def test_pointer_arrays_upload_only_when_addresses_change(emulated):
         assert emulated.copies.count("solver pointer array") - before == 2  # in place: the same addresses
 
 
+def test_pointer_arrays_of_alternating_addresses_are_kept_on_the_device(emulated):
+    a0, b0, ref = system((6,), 4, 1, "float64")
+    b1 = b0 * 3.0
+    a_dev, b_dev, b_dev1 = device(a0), device(b0), device(b1)
+    with DirectSolver(a_dev, b_dev, options=_opts("lu", "batched", inplace_b=True)) as s:
+        s.plan()
+        s.factorize()
+        for k in range(6):  # b alternates between two arrays: each one's pointer array is built once
+            rhs = (b_dev, b_dev1)[k % 2]
+            s.reset_operands(b=rhs)
+            s.solve()
+        assert emulated.copies.count("solver pointer array") == 3  # a's, and one per b
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", "batched")) as s:
+        s.plan()
+        s.factorize()
+        kept = [s.solve() for _ in range(8)]  # every result held: new addresses, at most 4 sets kept
+        for x in kept:
+            assert_solves(ref, x, b0, "float64")
+
+
 def test_the_callers_cusolver_handle_is_borrowed(emulated):
     a0, b0, ref = system((), 5, 2, "float64")
     with DirectSolver(device(a0), device(b0), options=_opts("lu", "loop", handle=0x7777)) as s:
@@ -386,32 +409,39 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     a[0, 2, 2] = np.nan
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
-    assert ("cumath_solver_pivots_d" in emulated.calls) == (method == "batched")
+    assert ("cumath_solver_pivots_d" if method == "batched" else "cumath_solver_pivots_wide_d") in emulated.calls
 
 
 def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):
-    from cumath.linalg._solver._backends import cublas_batched
+    from cumath.linalg._solver._backends import _pivots
 
     def no_kernel(*args, **kwargs):
         raise RuntimeError("no NVRTC here")
 
-    monkeypatch.setattr(cublas_batched, "get_kernel", no_kernel)
-    monkeypatch.setattr(cublas_batched, "_unavailable", [])
+    monkeypatch.setattr(_pivots, "get_kernel", no_kernel)
+    monkeypatch.setattr(_pivots, "_unavailable", [])
     a0, b0, ref = system((8,), 5, 2, "float32")
     with caplog.at_level("WARNING", logger="cumath"):
         for _ in range(2):
             assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "batched")), b0, "float32")
             plan_cache.clear()
-    assert caplog.text.count("the pivot check of batched solves is off") == 1
+    assert caplog.text.count("the pivot check of GPU solves is off") == 1
+    a1, b1, ref1 = system((3,), 6, 1, "float64")  # the single-system engine copies the diagonals instead
+    assert_solves(ref1, direct_solver(device(a1), device(b1), options=_opts("lu", "loop")), b1, "float64")
+    assert "2d" in emulated.copies
+    bad = a1.copy()
+    bad[1] = 0.0
+    with pytest.raises(SingularMatrixError):
+        direct_solver(device(bad), device(b1), options=_opts("lu", "loop"))
 
 
 def test_the_pivot_kernel_compiles():
     """The CUDA source of the pivot kernel compiles with NVRTC for the H200 (sm_90) on this machine."""
     from cumath._core import jit
-    from cumath.linalg._solver._backends import cublas_batched
+    from cumath.linalg._solver._backends import _pivots
 
     try:
-        art = jit.compile_source(cublas_batched.PIVOTS_SOURCE, cc=90, name="pivots.cu", what="the pivot kernel")
+        art = jit.compile_source(_pivots.PIVOTS_SOURCE, cc=90, name="pivots.cu", what="the pivot kernel")
     except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment
         pytest.skip(f"NVRTC is not usable here: {exc}")
     assert art.kind in ("cubin", "ptx") and len(art.data) > 1000

@@ -186,6 +186,25 @@ def test_ill_conditioned_gpu_system_warns(method):
         direct_solver(cp.asarray(a), cp.ones((2, 6)), options={"batch_method": method})
 
 
+@pytest.mark.parametrize("n", [257, 1031])
+def test_pivots_of_large_gpu_systems(n):
+    """The wide pivot kernel (a block per system) on orders past its 256 threads."""
+    import warnings
+
+    cp = _cupy()
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        x = direct_solver(cp.asarray(a), cp.ones(n))
+    np.testing.assert_allclose(a @ cp.asnumpy(x), np.ones(n), rtol=1e-10, atol=1e-10)
+    with pytest.warns(IllConditionedWarning, match="numerically singular"):
+        direct_solver(cp.asarray(near_singular(n)), cp.ones(n))
+    a[n - 2, n - 2] = np.nan
+    with pytest.warns(IllConditionedWarning, match="non-finite pivots"):
+        direct_solver(cp.asarray(a), cp.ones(n))
+
+
 def test_the_callers_cusolver_handle():
     cp = _cupy()
     from cupy.cuda import device

@@ -12,14 +12,17 @@ def emulated(monkeypatch):
     from fake_cudss import FakeCudss, install
 
     from cumath.config import plan_cache
-    from cumath.sparse.advanced._backends.cudss import release_shared_handles
+    from cumath.sparse.advanced._backends import _cudss_lifetime as lifetime
 
     plan_cache.clear()
-    release_shared_handles()
     gc.collect()
+    lifetime._graveyard.clear()
+    lifetime._handles.clear()  # handles of an earlier emulation (or none)
     fake = FakeCudss()
     install(monkeypatch, fake)
     yield fake
     plan_cache.clear()
-    release_shared_handles()
-    gc.collect()  # the shared handles go while the fake is still there
+    gc.collect()
+    lifetime.release_shared_handles()  # the shared handles go while the fake is still there
+    assert not fake.violations, fake.violations
+    lifetime._handles.clear()

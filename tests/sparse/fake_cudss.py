@@ -4,7 +4,12 @@ presented as operands on GPU 0), CUDA copies are memmoves.
 
 It checks what the real library would refuse: objects used after being destroyed, the byte sizes of config and
 data parameters (cuDSS wants them exact), pointer arrays of batch matrices outside "device" memory, phases out of
-order. It emulates cuDSS's default pivoting by perturbing zero diagonal entries of general matrices (and counting
+order, and the lifetime rules of ``_cudss_lifetime``: a handle destroyed while data objects made from it (or any
+matrix or config, once no handle is left) live, a data object or handle destroyed with another device current
+than its handle's, while work queued on its stream has not been waited for, or while its handle points at a
+stream the caller has destroyed (``dead_streams``), and any destroy once the interpreter is exiting
+(``exiting``, set by the subprocess tests' last atexit hook). ``violations`` collects them (tests assert it is
+empty; an assertion raised in a finalizer would only be printed). It emulates cuDSS's default pivoting by perturbing zero diagonal entries of general matrices (and counting
 them in NPIVOTS) unless the BTF_COLAMD or COLAMD reordering (global pivoting) is configured, so the solver's
 fallback and checks can be tested.
 """
@@ -43,6 +48,54 @@ class FakeCudss:
         self.jit_dirs = {}
         self.streams = {}
         self.fail_threading = False
+        self.current_device = 0
+        self.dead_streams = set()
+        self.pending = set()  # streams with queued work nobody waited for
+        self.events = {}  # event -> the stream it was last recorded on
+        self.exiting = False
+        self.violations = []
+
+    def _violation(self, what: str) -> None:
+        self.violations.append(what)
+
+    def _destroying(self, what: str, handle) -> None:
+        if self.exiting:
+            self._violation(f"{what} destroyed while the interpreter exits")
+        h = self.handles.get(handle)
+        if h is None:
+            return
+        if h["device"] != self.current_device:
+            self._violation(f"{what} destroyed with GPU {self.current_device} current, its handle is on "
+                            f"GPU {h['device']}")
+        if self.streams.get(handle) in self.dead_streams:
+            self._violation(f"{what} destroyed while its handle points at a destroyed stream")
+
+    # ------------------------------------------------------------------------------------------- CUDA
+    def set_device(self, device_id):
+        self.current_device = device_id
+
+    def get_device(self):
+        return self.current_device
+
+    def event_create(self, flags=0):
+        key = next(self.ids)
+        self.events[key] = None
+        return key
+
+    def event_record(self, event, stream):
+        assert event in self.events, "recording a destroyed event"
+        self.events[event] = stream
+
+    def event_synchronize(self, event):
+        assert event in self.events, "waiting for a destroyed event"
+        self.pending.discard(self.events[event])
+
+    def event_destroy(self, event):
+        assert event in self.events, "destroying a destroyed event"
+        del self.events[event]
+
+    def synchronize(self, stream):
+        self.pending.discard(stream)
 
     # ------------------------------------------------------------------------------------------- objects
     def _new(self, table, value) -> int:
@@ -55,15 +108,24 @@ class FakeCudss:
         return table[key]
 
     def cudssCreate(self):
-        return self._new(self.handles, {})
+        return self._new(self.handles, {"device": self.current_device})
 
     def cudssDestroy(self, handle):
         self._live(self.handles, handle, "handle")
+        self._destroying("a handle", handle)
+        made = [d for d, v in self.datas.items() if v["handle"] == handle]
+        if made:
+            self._violation(f"handle {handle:#x} destroyed before {len(made)} data object(s) made from it")
+        if len(self.handles) == 1 and (self.matrices or self.configs):
+            self._violation("the last handle destroyed before the matrix and config objects")
+        if self.streams.get(handle) in self.pending:
+            self._violation("a handle destroyed while work on its stream was not waited for")
         del self.handles[handle]
         self.destroyed.append(("handle", handle))
 
     def cudssSetStream(self, handle, stream):
         self._live(self.handles, handle, "handle")
+        assert stream not in self.dead_streams, "a destroyed stream set on a handle"
         self.streams[handle] = stream
 
     def cudssSetThreadingLayer(self, handle, path):
@@ -80,6 +142,8 @@ class FakeCudss:
 
     def cudssConfigDestroy(self, config):
         self._live(self.configs, config, "config")
+        if self.exiting:
+            self._violation("a config destroyed while the interpreter exits")
         del self.configs[config]
         self.destroyed.append(("config", config))
 
@@ -94,10 +158,16 @@ class FakeCudss:
 
     def cudssDataCreate(self, handle):
         self._live(self.handles, handle, "handle")
-        return self._new(self.datas, {"phase": None})
+        return self._new(self.datas, {"phase": None, "handle": handle})
 
     def cudssDataDestroy(self, handle, data):
-        self._live(self.datas, data, "data")
+        d = self._live(self.datas, data, "data")
+        self._live(self.handles, handle, "handle of a data object")
+        if d["handle"] != handle:
+            self._violation("a data object destroyed through another handle than its own")
+        self._destroying("a data object", handle)
+        if d.get("stream") in self.pending:
+            self._violation("a data object destroyed while work on its stream was not waited for")
         del self.datas[data]
         self.destroyed.append(("data", data))
 
@@ -137,6 +207,8 @@ class FakeCudss:
 
     def cudssMatrixDestroy(self, matrix):
         self._live(self.matrices, matrix, "matrix")
+        if self.exiting:
+            self._violation("a matrix destroyed while the interpreter exits")
         del self.matrices[matrix]
         self.destroyed.append(("matrix", matrix))
 
@@ -194,6 +266,12 @@ class FakeCudss:
         self._live(self.handles, handle, "handle")
         cfg = dict(self._live(self.configs, config, "config"))
         d = self._live(self.datas, data, "data")
+        assert d["handle"] == handle, "a data object used with another handle than its own"
+        stream = self.streams.get(handle, 0)
+        assert stream not in self.dead_streams, "work queued on a destroyed stream"
+        assert self.handles[handle]["device"] == self.current_device, "cuDSS called with another GPU current"
+        d["stream"] = stream
+        self.pending.add(stream)
         A = self._live(self.matrices, a, "matrix")
         self.calls.append((C.Phase(phase).name, cfg))
         mats = self._systems(A)
@@ -314,10 +392,15 @@ def install(monkeypatch, fake: FakeCudss) -> None:
         fake.copies.append((what, kind, n))
         ctypes.memmove(dst, src, n)
 
+    from cumath.sparse.advanced._backends import _cudss_lifetime as lifetime
+
     monkeypatch.setattr(cuda, "copy", copy)
-    monkeypatch.setattr(cuda, "synchronize", lambda stream: None)
+    monkeypatch.setattr(cuda, "synchronize", fake.synchronize)
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
-    monkeypatch.setattr(cuda, "set_device", lambda device_id: None)
+    monkeypatch.setattr(cuda, "set_device", fake.set_device)
+    monkeypatch.setattr(lifetime, "current_device", fake.get_device)
+    for name in ("event_create", "event_record", "event_synchronize", "event_destroy"):
+        monkeypatch.setattr(lifetime, name, getattr(fake, name))
     monkeypatch.setattr(backend, "find_library", lambda name: "/nonexistent/libcudss.so.1")
 
 

@@ -203,3 +203,76 @@ def test_a_user_handle_is_left_alone(cudss_lib):
         cudss.cudssSetStream(handle, 0)  # still alive
     finally:
         cudss.cudssDestroy(handle)
+
+
+def test_lifetimes_under_stress(cudss_lib):
+    """Solvers made on streams that are destroyed afterwards, freed in random order, dropped without free(),
+    collected, the shared handles released: nothing crashes, the survivors still solve."""
+    import gc
+    import random
+
+    from cumath.sparse.advanced._backends import _cudss_lifetime as lifetime
+
+    cp, csp = _cupy()
+    order = random.Random(3)
+    full = system(300, "float64", seed=4)
+    a = csp.csr_matrix(full)
+    b = cp.asarray(rng(1).standard_normal(300))
+    solvers = []
+    for i in range(30):
+        stream = cp.cuda.Stream(non_blocking=bool(i % 2))
+        s = S.DirectSolver(a, b, stream=stream)
+        s.plan()
+        s.factorize()
+        x = s.solve()
+        solvers.append((s, x))
+        del stream  # the solver's last stream goes while the solver lives
+        if order.random() < 0.3:
+            gc.collect()
+    order.shuffle(solvers)
+    for k, (s, x) in enumerate(solvers[:20]):
+        if k % 3 == 0:
+            s.free()
+        elif k % 3 == 1:
+            with s:
+                pass
+        if order.random() < 0.4:
+            gc.collect()
+    del solvers[:20], s, x
+    gc.collect()
+    lifetime.release_shared_handles()
+    for s, _ in solvers:
+        s.reset_operands(b=b * 2, stream=cp.cuda.get_current_stream())
+        assert_solution(_host(s.solve()), full, 2 * _host(b), "float64")
+    solvers.clear()
+    gc.collect()
+    lifetime.release_shared_handles()
+    cp.cuda.Device().synchronize()
+
+
+def test_a_process_exiting_with_live_solvers(cudss_lib):
+    import subprocess
+    import sys
+    import textwrap
+
+    _cupy()
+    script = textwrap.dedent("""
+        import cupy as cp, cupyx.scipy.sparse as csp, numpy as np, scipy.sparse as sp
+        import cumath.sparse.advanced as S
+        n = 200
+        a = sp.random(n, n, density=0.05, random_state=1, format="csr") + sp.identity(n, format="csr") * n
+        keep = []
+        for i in range(8):
+            st = cp.cuda.Stream()
+            s = S.DirectSolver(csp.csr_matrix(a), cp.ones(n), stream=st)
+            s.plan(); s.factorize(); s.solve()
+            keep.append((s, st))
+        S.direct_solver(csp.csr_matrix(a), cp.ones(n))  # a cached plan too
+        dropped = S.DirectSolver(csp.csr_matrix(a), cp.ones(n))
+        dropped.plan()
+        del dropped
+        print("OK", flush=True)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "OK" in r.stdout and "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr

@@ -2,6 +2,10 @@
 arrays of device pointers (one per system, in a device buffer of the plan, uploaded again only when the
 addresses they are built from change).
 
+The pointer arrays of the last few addresses seen are kept on the device (``_POINTER_SETS`` per operand): a plan
+whose results come from a small pool (the recycler) or whose operands alternate between buffers switches
+between them with one device-to-device copy instead of building and uploading the array again.
+
 - LU: cuBLAS ``cublas<t>getrfBatched`` / ``cublas<t>getrsBatched`` on a cuBLAS handle of the plan (int32 pivots;
   getrs's ``info`` is one host int, checked after the call).
 - Cholesky: cuSOLVER ``cusolverDn<t>potrfBatched`` / ``potrsBatched`` on the cuSOLVER handle (the caller's, or
@@ -9,8 +13,8 @@ addresses they are built from change).
   the pointers of its column.
 
 32-bit integers: n, the leading dimensions and the batch size must be below 2^31. ``read_back`` runs a small
-kernel of cumath's own (one thread per system: the smallest and largest magnitude of its factor's diagonal,
-compiled by NVRTC once and cached on disk) and copies its output and the factorizations' ``info`` back with one
+kernel of cumath's own (``_pivots``: one thread per system, the smallest and largest magnitude of its factor's
+diagonal, compiled by NVRTC once and cached on disk) and copies its output and the factorizations' ``info`` back with one
 wait. When the kernel cannot be had (no NVRTC), batches are solved without the IllConditionedWarning check.
 """
 
@@ -22,60 +26,20 @@ import numpy as np
 
 from ...._bindings import cublas, cusolver
 from ...._core import cuda
-from ...._core.kernels import get_kernel
 from ....errors import CUBLASError, CUSOLVERError
 from ..._backends.cublas import CublasHandle
+from ._pivots import _PREFIX, pivot_kernel
 from .cusolver import _FILL, _OP, SolverHandle, _Buffers
 
 __all__ = ["BatchedEngine", "create"]
 
 logger = logging.getLogger(__name__)
 
-_PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 _INT32 = (1 << 31) - 1
 _BLOCK = 128
+_POINTER_SETS = 4  # device copies of pointer arrays kept per operand, by base address
 
-PIVOTS_SOURCE = r"""
-// The smallest and largest magnitude of the diagonal of each matrix of a batch (given by an array of device
-// pointers, leading dimension lda): out[2 p] and out[2 p + 1] for matrix p, both NaN when a diagonal element is
-// not finite. One thread per matrix: the diagonals of a batch of small systems are a few values each.
-struct cumath_c32 { float x, y; };
-struct cumath_c64 { double x, y; };
 
-__device__ __forceinline__ double cumath_mag(float v) { return fabs((double)v); }
-__device__ __forceinline__ double cumath_mag(double v) { return fabs(v); }
-__device__ __forceinline__ double cumath_mag(cumath_c32 v) { return hypot((double)v.x, (double)v.y); }
-__device__ __forceinline__ double cumath_mag(cumath_c64 v) { return hypot(v.x, v.y); }
-
-template <typename T>
-__device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, double* out)
-{
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= count) return;
-    const T* m = a[p];
-    double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
-    bool finite = true;
-    for (int i = 0; i < n; ++i) {
-        const double v = cumath_mag(m[(long long)i * (lda + 1)]);
-        finite = finite && (v - v == 0.0);
-        lo = fmin(lo, v);
-        hi = fmax(hi, v);
-    }
-    const double nan = __longlong_as_double(0x7ff8000000000000LL);
-    out[2 * p] = finite ? lo : nan;
-    out[2 * p + 1] = finite ? hi : nan;
-}
-
-#define CUMATH_PIVOTS(suffix, T) \
-    extern "C" __global__ void cumath_solver_pivots_##suffix(const T* const* a, long long lda, int n, int count, \
-                                                            double* out) { cumath_pivots<T>(a, lda, n, count, out); }
-CUMATH_PIVOTS(s, float)
-CUMATH_PIVOTS(d, double)
-CUMATH_PIVOTS(c, cumath_c32)
-CUMATH_PIVOTS(z, cumath_c64)
-"""
-
-_unavailable: list = []  # why the kernel could not be had (logged once)
 
 
 class BatchedEngine:
@@ -141,6 +105,7 @@ class BatchedEngine:
         self._arrays = {"a": (self._a_host, self._a_ptrs, self._a_offsets), "b": (self._b_host, self._b_ptrs,
                                                                                  self._b_offsets)}
         self._up = {"a": None, "b": None}  # the bases the device arrays hold
+        self._known = {"a": {}, "b": {}}  # base -> a device copy of its pointer array (insertion order: age)
         self._build_programs()
         self.nbytes = self._mem.nbytes
 
@@ -161,11 +126,24 @@ class BatchedEngine:
     # ------------------------------------------------------------------------------------------ programs
     def _upload(self, which: str, base: int) -> None:
         """Refill the device array of pointers of ``which`` ('a' or 'b') for ``base`` unless it holds them."""
-        if base != self._up[which]:
-            host, device, offsets = self._arrays[which]
+        if base == self._up[which]:
+            return
+        host, device, offsets = self._arrays[which]
+        known = self._known[which]
+        stream = self._h.stream
+        kept = known.get(base)
+        if kept is None:
             np.add(offsets, base, out=host, casting="unsafe")
-            cuda.copy(device, host.ctypes.data, host.nbytes, cuda.H2D, self._h.stream, "solver pointer array")
-            self._up[which] = base
+            if len(known) < _POINTER_SETS:
+                kept = self._mem.get(host.nbytes)
+            else:  # the oldest set's storage takes the new one
+                oldest = next(iter(known))
+                kept = known.pop(oldest)
+            cuda.copy(kept, host.ctypes.data, host.nbytes, cuda.H2D, stream, "solver pointer array")
+            known[base] = kept
+            self.nbytes = self._mem.nbytes
+        cuda.copy(device, kept, host.nbytes, cuda.D2D, stream)
+        self._up[which] = base
 
     def factor_program(self, a_base: int) -> list:
         self._upload("a", a_base)
@@ -199,13 +177,8 @@ class BatchedEngine:
         return self._host_infos, (self._host_pivots if kernel is not None else None)
 
     def _pivot_kernel(self):
-        if self._kernel is None and not _unavailable:
-            name = "cumath_solver_pivots_" + _PREFIX[self.geom.dtype].lower()
-            try:
-                self._kernel = get_kernel(PIVOTS_SOURCE, name, "PqiiP", device_id=self.device_id)
-            except Exception as exc:  # noqa: BLE001 - the check is optional; the solve is not
-                _unavailable.append(exc)
-                logger.warning("the pivot check of batched solves is off: its kernel could not be built (%s)", exc)
+        if self._kernel is None:
+            self._kernel = pivot_kernel(self.geom.dtype, self.device_id)
         return self._kernel
 
     def failed(self, status: int, fn) -> None:

@@ -4,7 +4,9 @@
 The workspace (from the ``_bufferSize`` query for the plan's n and leading dimension) is shared by the systems,
 which run one after another on the stream. Pivots (int64), the factorizations' ``info`` (one int per system) and
 the solves' ``info`` live in device memory from the plan's allocator; ``read_back`` copies the factorizations'
-``info`` and the factors' diagonals (one strided 2-D copy per system) to the host and waits once.
+``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the batched
+engine's pivot kernel (its wide form: a block per system) reads the diagonals on the GPU (a strided copy of n single elements per system is many
+small transfers: slow for large n); without the kernel (no NVRTC) the diagonals are copied.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ...._core.cuda import set_device
 from ....errors import CUSOLVERError
 from ....memory import allocate
 from . import ProgramCache
+from ._pivots import WIDE, pivot_kernel
 
 __all__ = ["SolverHandle", "CusolverEngine", "DATA_TYPES", "create"]
 
@@ -131,7 +134,13 @@ class CusolverEngine(ProgramCache):
         self._sinfo = self._mem.get(4)
         self._ipiv = self._mem.get(8 * count * max(1, n)) if self.lu else 0
         self._host_infos = np.zeros(count, np.int32)
-        self._host_diag = np.zeros((count, max(1, n)), g.dtype)
+        self._host_diag = None  # without the pivot kernel: the diagonals, copied
+        self._kernel = None
+        self._pivot_out = self._mem.get(16 * count)
+        self._host_pivots = np.zeros((count, 2), np.float64)
+        self._a_ptrs = self._mem.get(8 * count)
+        self._a_ptrs_base = None
+        self._a_ptrs_host = np.zeros(count, np.uint64)
         self._dt = dt
         names = ("cusolverDnXgetrf", "cusolverDnXgetrs") if self.lu else ("cusolverDnXpotrf", "cusolverDnXpotrs")
         self._factor, self._solve = (cusolver.raw(name) for name in names)
@@ -180,14 +189,33 @@ class CusolverEngine(ProgramCache):
         g, ld = self.geom, self.problems.factor.ld
         cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
                   "solver info")
-        if pivots:
+        kernel = self._pivot_kernel() if pivots else None
+        if kernel is not None:
+            if a_base != self._a_ptrs_base:
+                np.add(np.asarray(self._a_off, np.int64), a_base, out=self._a_ptrs_host, casting="unsafe")
+                cuda.copy(self._a_ptrs, self._a_ptrs_host.ctypes.data, self._a_ptrs_host.nbytes, cuda.H2D, stream,
+                          "solver pointer array")
+                self._a_ptrs_base = a_base
+            kernel.launch(g.count, WIDE, 0, stream, self._a_ptrs, ld, g.n, g.count, self._pivot_out)
+            cuda.copy(self._host_pivots.ctypes.data, self._pivot_out, self._host_pivots.nbytes, cuda.D2H, stream,
+                      "solver pivots")
+        elif pivots:
+            if self._host_diag is None:
+                self._host_diag = np.zeros((g.count, max(1, g.n)), g.dtype)
             item = self._host_diag.itemsize
             row = self._host_diag.strides[0]
             dst = self._host_diag.ctypes.data
             for i, off in enumerate(self._a_off):
                 cudart.cudaMemcpy2DAsync(dst + i * row, item, a_base + off, (ld + 1) * item, item, g.n, _D2H, stream)
         cuda.synchronize(stream)
+        if kernel is not None:
+            return self._host_infos, self._host_pivots
         return self._host_infos, (np.abs(self._host_diag[:, :g.n]) if pivots else None)
+
+    def _pivot_kernel(self):
+        if self._kernel is None:
+            self._kernel = pivot_kernel(self.geom.dtype, self.device_id, wide=True)
+        return self._kernel
 
     def failed(self, status: int, fn) -> None:
         cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")

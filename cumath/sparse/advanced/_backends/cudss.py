@@ -2,8 +2,9 @@
 matrix objects of one problem (a system or a batch of them, through cuDSS's batch matrices).
 
 Handles: creating a cuDSS handle costs (it sets up cuBLAS and streams), so the solvers of one thread on one GPU
-share one (cuDSS handles are not thread-safe: one per thread), destroyed when the thread ends or by
-``release_shared_handles()``; a caller's handle (``DirectSolverOptions.handle``) is used as given and never destroyed.
+share one, kept for the process; the order in which handles and the objects made from them are destroyed is the
+business of ``_cudss_lifetime`` (read it before changing anything here). A caller's handle
+(``DirectSolverOptions.handle``) is used as given and never destroyed: keep it alive until its solvers are freed.
 
 Threads: cuDSS does its reordering and symbolic analysis on the host, in parallel through a threading layer.
 By default the one that ships with cuDSS (``libcudss_mtlayer_gomp.so*``, next to ``libcudss``) is loaded with
@@ -27,7 +28,6 @@ import ctypes
 import glob
 import logging
 import os
-import threading
 import weakref
 
 import numpy as np
@@ -39,6 +39,8 @@ from ...._core.allocators import allocate
 from ...._core.disk_cache import cache_dir
 from ....errors import CUDSSError, SingularMatrixError
 from .._options import DirectSolverMatrixType as MT
+from . import _cudss_lifetime as _lifetime
+from ._cudss_lifetime import Objects, acquire, bury, caller_handle, destroy, drain, on_device, release_shared_handles
 
 __all__ = ["CudssSolver", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
 
@@ -68,63 +70,6 @@ def bundled_threading_layer() -> str | None:
     return found[0] if found else None
 
 
-class _Handle:
-    """A cuDSS handle and what was set on it once (the threading layer, the kernel cache, the stream)."""
-
-    def __init__(self, handle: int, own: bool):
-        self.handle, self.own = handle, own
-        self.threading = None  # (path asked for, loaded or not) once tried
-        self.jit = False
-        self.stream = None
-        self._finalizer = weakref.finalize(self, _destroy_handle, handle) if own else None
-
-
-def _destroy_handle(handle) -> None:
-    try:
-        cudss.cudssDestroy(handle)
-    except Exception:  # noqa: BLE001 - a failing destroy (e.g. at interpreter exit) is logged, never raised
-        logger.warning("destroying a cuDSS handle failed", exc_info=True)
-
-
-_local = threading.local()
-
-
-def _shared_handle(device_id: int) -> _Handle:
-    table = getattr(_local, "handles", None)
-    if table is None:
-        table = _local.handles = {}
-    h = table.get(device_id)
-    if h is None:
-        h = table[device_id] = _Handle(cudss.cudssCreate(), True)
-    return h
-
-
-def release_shared_handles() -> None:
-    """Let go of the cuDSS handles this thread's solvers share: each is destroyed once no solver uses it."""
-    _local.handles = {}
-
-
-def _destroy(handle, config, data, matrices, buffers, keep) -> None:
-    """Destroy what a CudssSolver made (idempotent; also its weakref.finalize safety net, which must not raise)."""
-    try:
-        for m in matrices:
-            if m:
-                cudss.cudssMatrixDestroy(m)
-        matrices.clear()
-        for b in buffers:
-            b.free()
-        buffers.clear()
-        if data[0]:
-            cudss.cudssDataDestroy(handle, data[0])
-            data[0] = 0
-        if config[0]:
-            cudss.cudssConfigDestroy(config[0])
-            config[0] = 0
-        keep.clear()  # the handle's holder: a handle no solver refers to any more is destroyed with it
-    except Exception:  # noqa: BLE001 - a failing destroy (e.g. at interpreter exit) is logged, never raised
-        logger.warning("destroying cuDSS objects failed", exc_info=True)
-
-
 class CudssSolver:
     """cuDSS's objects for one problem of ``count`` systems (``sizes``, ``nnz`` per system) of ``dtype``.
 
@@ -139,20 +84,15 @@ class CudssSolver:
         self.mtype, self.view, self.device_id, self.allocator = mtype, view, device_id, allocator
         self.settings, self.log = settings, log or logger
         self.batch = count > 1
+        drain()
         cuda.set_device(device_id)
         path = threading_lib or bundled_threading_layer()
-        if handle is not None:
-            self._h = _Handle(handle, False)
-        else:
-            self._h = _shared_handle(device_id)
-            if self._h.threading is not None and self._h.threading[0] != path:  # another layer: a handle of its own
-                self._h = _Handle(cudss.cudssCreate(), True)
+        self._h = caller_handle(handle, device_id) if handle is not None else acquire(device_id, path)
         self.handle = self._h.handle
-        self._config, self._data, self._matrices, self._buffers = [0], [0], [], []
-        self._finalizer = weakref.finalize(self, _destroy, self.handle, self._config, self._data, self._matrices,
-                                           self._buffers, [self._h])
-        self._config[0] = cudss.cudssConfigCreate()
-        self._data[0] = cudss.cudssDataCreate(self.handle)
+        self._objs = objs = Objects(self._h)
+        self._matrices, self._buffers = objs.matrices, objs.buffers
+        self._finalizer = weakref.finalize(self, bury, objs)
+        self._finalizer.atexit = False  # nothing is destroyed at interpreter exit
         self.A = self.B = self.X = 0
         self._ptrs = {}  # device arrays of pointers (batches): name -> [buffer, last uploaded, host copy]
         self._dense_shape = {}  # "B"/"X" -> the shape its matrix object was made for
@@ -160,7 +100,17 @@ class CudssSolver:
         self.global_pivoting = False
         self.perturbed = 0
         self.factorized = False
-        self._threading(path, threading_lib is not None, execution, threads)
+        try:
+            with self._h:
+                objs.config = cudss.cudssConfigCreate()
+                objs.data = cudss.cudssDataCreate(self.handle)
+                self._configure(path, threading_lib is not None, execution, threads, settings)
+        except BaseException:
+            self.free()
+            raise
+
+    def _configure(self, path, named: bool, execution, threads, settings) -> None:
+        self._threading(path, named, execution, threads)
         self._jit_cache()
         hm = execution.hybrid_memory
         if hm.hybrid_memory_mode:
@@ -217,17 +167,11 @@ class CudssSolver:
             self.log.warning("cuDSS's kernel cache folder cannot be used (%s); kernels are compiled per process", exc)
 
     def config_set(self, param, value) -> None:
-        cudss.cudssConfigSet(self._config[0], param, int(value) if cudss.CONFIG_TYPES[param] is not ctypes.c_double
+        cudss.cudssConfigSet(self._objs.config, param, int(value) if cudss.CONFIG_TYPES[param] is not ctypes.c_double
                              else float(value))
 
     def config_get(self, param):
-        return cudss.cudssConfigGet(self._config[0], param)
-
-    def set_stream(self, stream: int) -> None:
-        h = self._h
-        if stream != h.stream or not h.own:  # the caller's handle may have been given another stream meanwhile
-            cudss.cudssSetStream(self.handle, stream)
-            h.stream = stream
+        return cudss.cudssConfigGet(self._objs.config, param)
 
     # ---------------------------------------------------------------------------------------- matrices
     def _device_pointers(self, key: str, ptrs, stream) -> int:
@@ -306,21 +250,28 @@ class CudssSolver:
         self._dense("X", items, stream)
 
     # ------------------------------------------------------------------------------------------ phases
-    def _execute(self, phase) -> None:
-        # before the first solve the solution's matrix object may not exist yet: the analysis and the
-        # factorization do not touch it, so the right-hand side's stands in for it
-        cudss.cudssExecute(self.handle, phase, self._config[0], self._data[0], self.A, self.X or self.B, self.B)
+    def _execute(self, stream, *phases) -> None:
+        """Run ``phases`` on ``stream`` (the handle's lock held, its device current), then record the event that
+        says when their work is done."""
+        if _graveyard_nonempty():
+            drain()
+        h, objs = self._h, self._objs
+        with h, on_device(h.device_id):
+            h.set_stream(stream)
+            for phase in phases:
+                # before the first solve the solution's matrix object may not exist yet: the analysis and the
+                # factorization do not touch it, so the right-hand side's stands in for it
+                cudss.cudssExecute(self.handle, phase, objs.config, objs.data, self.A, self.X or self.B, self.B)
+            objs.record(stream)
 
     def analyse(self, stream) -> None:
-        self.set_stream(stream)
-        self._execute(cudss.Phase.ANALYSIS)
+        self._execute(stream, cudss.Phase.ANALYSIS)
         self.factorized = False
 
     def factorize(self, stream) -> None:
         """Factorize, then read cuDSS's status: a non-positive-definite SPD/HPD matrix raises; ``perturbed`` says
         how many pivots were perturbed (their solutions get checked)."""
-        self.set_stream(stream)
-        self._execute(cudss.Phase.FACTORIZATION)
+        self._execute(stream, cudss.Phase.FACTORIZATION)
         self.factorized = True
         self._read_status()
 
@@ -347,9 +298,7 @@ class CudssSolver:
         self.global_pivoting = True
         self.config_set(_C.REORDERING_ALG, cudss.ReorderingAlg.BTF_COLAMD)
         self.config_set(_C.MATCHING_ALG, cudss.MatchingAlg.NONE)
-        self.set_stream(stream)
-        self._execute(cudss.Phase.ANALYSIS)
-        self._execute(cudss.Phase.FACTORIZATION)
+        self._execute(stream, cudss.Phase.ANALYSIS, cudss.Phase.FACTORIZATION)
         self._read_status()
         return True
 
@@ -357,19 +306,20 @@ class CudssSolver:
         return int(self.data_scalar(_D.INFO)), int(self.data_scalar(_D.NPIVOTS))
 
     def solve(self, stream) -> None:
-        self.set_stream(stream)
-        self._execute(cudss.Phase.SOLVE)
+        self._execute(stream, cudss.Phase.SOLVE)
 
     # -------------------------------------------------------------------------------------------- data
     def data_scalar(self, param, ctype=None):
         ctype = ctype or cudss.DATA_TYPES[param]
         v = ctype()
-        cudss.cudssDataGet(self.handle, self._data[0], param, ctypes.addressof(v), ctypes.sizeof(v))
+        with self._h:
+            cudss.cudssDataGet(self.handle, self._objs.data, param, ctypes.addressof(v), ctypes.sizeof(v))
         return v.value
 
     def data_array(self, param, count: int, dtype) -> np.ndarray:
         out = np.zeros(count, dtype=dtype)
-        cudss.cudssDataGet(self.handle, self._data[0], param, out.ctypes.data, out.nbytes)
+        with self._h:
+            cudss.cudssDataGet(self.handle, self._objs.data, param, out.ctypes.data, out.nbytes)
         return out
 
     def info(self, name: str):
@@ -407,5 +357,12 @@ class CudssSolver:
         return sum(b.size for b in self._buffers)
 
     def free(self) -> None:
-        self._finalizer()
+        """Destroy cuDSS's objects of this solver now (idempotent), and those of solvers dropped without free()."""
+        self._finalizer.detach()
+        destroy(self._objs)
+        drain()
+
+
+def _graveyard_nonempty() -> bool:
+    return bool(_lifetime._graveyard)
 
