@@ -24,6 +24,7 @@ __all__ = [
     "SingularMatrixError",
     "CUSOLVERError",
     "LAPACKError",
+    "DFTIError",
 ]
 
 
@@ -113,6 +114,13 @@ class PARDISOError(LibraryError):
     ``cumath._bindings.mkl_pardiso.PardisoStatus``)."""
 
     library = "MKL PARDISO"
+
+
+class DFTIError(LibraryError):
+    """oneMKL's DFTI returned a non-zero status; ``name`` is its error class (see
+    ``cumath._bindings.mkl_dfti.ErrorClass``) and the message MKL's own."""
+
+    library = "MKL DFTI"
 
 
 class SingularMatrixError(CumathError, ValueError):

@@ -1,0 +1,60 @@
+"""cumath's compiled hot path, with ctypes as the fallback.
+
+``_native`` is a C extension built by the package's build backend (``setup.py``, optional: ``pip install`` on a
+machine without a C compiler still works, and then the ctypes functions themselves are called). What it gives
+the hot paths:
+
+- :func:`call3`: a callable ``fn(a, b, c)`` over a C function of three pointers (FFTW's and DFTI's execute
+  functions), ~0.3 us a call cheaper than the ctypes function it is made from; the ctypes function itself without
+  the extension.
+
+``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
+``NATIVE`` says whether it is in use.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+
+__all__ = ["NATIVE", "call3"]
+
+
+def _load():
+    if os.environ.get("CUMATH_NATIVE", "1").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    try:
+        return importlib.import_module(f"{__name__}._native")
+    except ImportError:  # not built (no compiler at install time, or a source checkout): ctypes it is
+        return None
+
+
+_native = _load()
+
+NATIVE = _native is not None
+
+
+def call3(cfn, *, status: bool = False, on_error=None):
+    """A fast callable of the ctypes function ``cfn`` (a C function of three pointers, given as ints).
+
+    ``status``: ``cfn`` returns a C ``long`` status; a non-zero one goes to ``on_error(status)`` (which should
+    raise). Without the extension: ``cfn`` itself, with ``on_error`` as its ``errcheck`` where given (so both
+    paths check the status). Anything but a ctypes function is returned as it is.
+    """
+    if not isinstance(cfn, ctypes._CFuncPtr):  # a Python callable (a stub, a wrapper): called as it is
+        return cfn
+    if _native is not None:
+        return _native.Call3(ctypes.cast(cfn, ctypes.c_void_p).value, status, on_error)
+    if on_error is None:
+        return cfn
+    fn = type(cfn)(ctypes.cast(cfn, ctypes.c_void_p).value)  # a copy: errcheck is per function object
+    fn.restype, fn.argtypes = cfn.restype, cfn.argtypes
+
+    def errcheck(result, _fn, _args):
+        if result:
+            on_error(result)
+        return result
+
+    fn.errcheck = errcheck
+    return fn

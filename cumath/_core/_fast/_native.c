@@ -1,0 +1,142 @@
+/* cumath's compiled hot path: a callable over a C function of three pointers, called with three Python ints.
+ *
+ * ctypes spends ~0.3 us per call converting arguments through its argtypes and building the call with libffi;
+ * Call3 reads the three ints with PyLong_AsVoidPtr and calls the function directly (the GIL released around the
+ * call, as ctypes releases it), which is what every FFT execute of FFTW and DFTI is:
+ *     void fftw_execute_dft(plan, in, out)        long DftiComputeForward(desc, in, out)
+ *
+ * Call3(address, returns_status=False, on_error=None): returns_status says the function returns a C long status
+ * (0: success); a non-zero status is passed to on_error (which raises), or returned as an int when on_error is
+ * None. A void function returns None.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+
+typedef void (*fn3_void)(void *, void *, void *);
+typedef long (*fn3_long)(void *, void *, void *);
+
+typedef struct {
+    PyObject_HEAD
+    void *fn;
+    int returns_status;
+    PyObject *on_error;
+    vectorcallfunc vectorcall;
+} Call3;
+
+static PyObject *call3_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Call3 *self = (Call3 *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_Format(PyExc_TypeError, "Call3 takes 3 positional arguments (three pointers as ints), got %zd",
+                     nargs);
+        return NULL;
+    }
+    void *a = PyLong_AsVoidPtr(args[0]);
+    if (a == NULL && PyErr_Occurred()) return NULL;
+    void *b = PyLong_AsVoidPtr(args[1]);
+    if (b == NULL && PyErr_Occurred()) return NULL;
+    void *c = PyLong_AsVoidPtr(args[2]);
+    if (c == NULL && PyErr_Occurred()) return NULL;
+    if (!self->returns_status) {
+        fn3_void fn = (fn3_void)self->fn;
+        Py_BEGIN_ALLOW_THREADS
+        fn(a, b, c);
+        Py_END_ALLOW_THREADS
+        Py_RETURN_NONE;
+    }
+    long status;
+    fn3_long fn = (fn3_long)self->fn;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(a, b, c);
+    Py_END_ALLOW_THREADS
+    if (status != 0 && self->on_error != NULL && self->on_error != Py_None) {
+        PyObject *st = PyLong_FromLong(status);
+        if (st == NULL) return NULL;
+        PyObject *res = PyObject_CallOneArg(self->on_error, st);
+        Py_DECREF(st);
+        if (res == NULL) return NULL;
+        Py_DECREF(res);
+    }
+    return PyLong_FromLong(status);
+}
+
+static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"address", "returns_status", "on_error", NULL};
+    PyObject *address, *on_error = Py_None;
+    int returns_status = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|pO", kwlist, &address, &returns_status, &on_error))
+        return NULL;
+    void *fn = PyLong_AsVoidPtr(address);
+    if (fn == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Call3 needs a non-zero function address");
+        return NULL;
+    }
+    if (on_error != Py_None && !PyCallable_Check(on_error)) {
+        PyErr_SetString(PyExc_TypeError, "on_error must be callable or None");
+        return NULL;
+    }
+    Call3 *self = (Call3 *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->fn = fn;
+    self->returns_status = returns_status;
+    Py_INCREF(on_error);
+    self->on_error = on_error;
+    self->vectorcall = call3_vectorcall;
+    return (PyObject *)self;
+}
+
+static int call3_traverse(Call3 *self, visitproc visit, void *arg) {
+    Py_VISIT(self->on_error);
+    return 0;
+}
+
+static int call3_clear(Call3 *self) {
+    Py_CLEAR(self->on_error);
+    return 0;
+}
+
+static void call3_dealloc(Call3 *self) {
+    PyObject_GC_UnTrack(self);
+    call3_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *call3_address(Call3 *self, void *closure) { return PyLong_FromVoidPtr(self->fn); }
+
+static PyGetSetDef call3_getset[] = {
+    {"address", (getter)call3_address, NULL, "the C function's address", NULL},
+    {NULL},
+};
+
+static PyTypeObject Call3Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumath._core._fast._native.Call3",
+    .tp_basicsize = sizeof(Call3),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Call3(address, returns_status=False, on_error=None): call a C function of three pointers",
+    .tp_new = call3_new,
+    .tp_dealloc = (destructor)call3_dealloc,
+    .tp_traverse = (traverseproc)call3_traverse,
+    .tp_clear = (inquiry)call3_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Call3, vectorcall),
+    .tp_getset = call3_getset,
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_native", "cumath's compiled hot path (see cumath/_core/_fast/__init__.py)", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&Call3Type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&native_module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&Call3Type);
+    if (PyModule_AddObject(m, "Call3", (PyObject *)&Call3Type) < 0) {
+        Py_DECREF(&Call3Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
