@@ -1,0 +1,139 @@
+"""The compiled hot path (cumath/_core/_fast) and its ctypes fallback: the same calls, the same errors."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cumath._core import _fast
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_PROTO_VOID = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_PROTO_LONG = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _c_functions():
+    """(void function, status function, calls seen): C-callable functions (ctypes callbacks) to call."""
+    seen = []
+
+    def record(a, b, c):
+        seen.append((a, b, c))
+
+    def status(a, b, c):
+        seen.append((a, b, c))
+        return a or 0
+
+    void_cb, long_cb = _PROTO_VOID(record), _PROTO_LONG(status)
+    # as a library's function would be bound: a typed ctypes function at the callback's address
+    lib_void = _PROTO_VOID(ctypes.cast(void_cb, ctypes.c_void_p).value)
+    lib_long = _PROTO_LONG(ctypes.cast(long_cb, ctypes.c_void_p).value)
+    return lib_void, lib_long, seen, (void_cb, long_cb)
+
+
+def test_native_is_built_here():
+    # the build backend builds it (setup.py); a source checkout needs `python setup.py build_ext --inplace`
+    if not _fast.NATIVE:
+        pytest.skip("the C extension is not built in this checkout (the ctypes fallback is in use)")
+    assert type(_fast.call3(_c_functions()[0])).__name__ == "Call3"
+
+
+def test_calls_pass_the_pointers_and_statuses():
+    fv, fl, seen, _keep = _c_functions()
+    fast_v = _fast.call3(fv)
+    assert fast_v(1, 2, 3) is None
+    errors = []
+    fast_l = _fast.call3(fl, status=True, on_error=errors.append)
+    assert fast_l(0, 5, 1 << 40) == 0 and not errors
+    assert fast_l(7, 0, 0) == 7 and errors == [7]
+    assert seen == [(1, 2, 3), (None, 5, 1 << 40), (7, None, None)]
+
+
+def test_a_failing_status_raises_what_on_error_raises():
+    fv, fl, seen, _keep = _c_functions()
+
+    def boom(status):
+        raise RuntimeError(f"status {status}")
+
+    fast_l = _fast.call3(fl, status=True, on_error=boom)
+    with pytest.raises(RuntimeError, match="status 3"):
+        fast_l(3, 0, 0)
+
+
+def test_python_callables_are_returned_as_they_are():
+    def stub(a, b, c):
+        return a
+
+    assert _fast.call3(stub) is stub
+
+
+@pytest.mark.skipif(not _fast.NATIVE, reason="the C extension is not built")
+def test_native_argument_errors():
+    fv, fl, seen, _keep = _c_functions()
+    f = _fast.call3(fv)
+    with pytest.raises(TypeError, match="3 positional arguments"):
+        f(1, 2)
+    with pytest.raises(TypeError):
+        f(1, 2, "x")
+    with pytest.raises(TypeError, match="3 positional arguments"):
+        f(1, 2, c=3)
+    with pytest.raises(ValueError, match="non-zero function address"):
+        _fast._native.Call3(0)
+    with pytest.raises(TypeError, match="on_error must be callable"):
+        _fast._native.Call3(f.address, True, 5)
+    assert f.address == ctypes.cast(fv, ctypes.c_void_p).value
+    assert seen == []
+
+
+def _run(code, **env):
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *sys.path]), **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True, text=True,
+                          timeout=300)
+
+
+FFT_CHECK = """
+    import numpy as np, cumath
+    from cumath._core import _fast
+    x = np.random.default_rng(0).standard_normal(4096) + 1j
+    for engine in ("auto", "fftw", "dfti", "scipy"):
+        try:
+            y = cumath.fft.fft(x, options={"cpu_engine": engine})
+        except OSError:
+            continue
+        assert np.allclose(y, np.fft.fft(x)), engine
+    print(_fast.NATIVE)
+"""
+
+
+def test_the_fallback_runs_ffts():
+    res = _run(FFT_CHECK, CUMATH_NATIVE="0")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[-1] == "False"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_the_build_backend_builds_it_and_a_missing_compiler_does_not_stop_the_build(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "*.so", "__pycache__", "build", "tests",
+                                                             "benchmarks", "docs", "examples"))
+    built = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert list((src / "cumath" / "_core" / "_fast").glob("_native*.so"))
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(FFT_CHECK)], cwd=src, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), *sys.path])), timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[-1] == "True"
+    for so in (src / "cumath" / "_core" / "_fast").glob("_native*.so"):
+        so.unlink()
+    shutil.rmtree(src / "build", ignore_errors=True)
+    nocc = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src,
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, CC="/bin/false"))
+    assert nocc.returncode == 0, nocc.stderr  # optional extension: the build goes on without it
+    assert not list((src / "cumath" / "_core" / "_fast").glob("_native*.so"))
