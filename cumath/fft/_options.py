@@ -42,7 +42,9 @@ class FFTOptions:
             plan where the process has wisdom for the problem, MKL's DFTI where it has none, so a first call
             needs no planning; then FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw', 'mkl' (MKL's
             FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti' or 'scipy'. The environment variable
-            CUMATH_FFT_CPU_ENGINE sets the default.
+            CUMATH_FFT_CPU_ENGINE sets the default. With CUMATH_FFT_BACKGROUND_PLANNING=measure (opt-in: it
+            uses the caller's cores), 'fftw+dfti' measures FFTW plans of the problems DFTI serves in a
+            background thread and switches to them when they are ready.
         planning_effort: (cumath) how hard FFTW searches for a fast plan: 'estimate' (heuristic, milliseconds),
             'measure', 'patient', 'exhaustive' (times candidate algorithms; seconds to minutes). None,
             the default, plans with 'estimate' unless saved wisdom of a measured plan exists for the problem,

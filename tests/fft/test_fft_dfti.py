@@ -218,3 +218,35 @@ def test_stateless_large_first_call_is_dfti_and_correct():
     assert_close(F.fft(x, axes=[-1]), fft_ref(x, [-1]), "complex64")
     r = random_array((1 << 15,), "float64")
     assert_close(F.rfft(r), rfft_ref(r), "float64")
+
+
+@needs_fftw
+def test_background_planning_is_opt_in_and_swaps_fftw_in(monkeypatch):
+    from cumath.fft._backends import dfti
+
+    monkeypatch.setattr(dfti, "DFTI_MIN_POINTS", 1)
+    x = random_array((4, 112), "complex128")  # a size no other test measures
+    monkeypatch.delenv(dfti.BACKGROUND_ENV, raising=False)
+    with F.FFT(x, axes=[-1]) as f:
+        f.plan()
+        assert f._executor.backend._measured is None  # off by default
+    monkeypatch.setenv(dfti.BACKGROUND_ENV, "measure")
+    with F.FFT(x, axes=[-1]) as f:
+        f.plan()
+        plan = f._executor.backend
+        assert not plan._by_fftw
+        assert_close(f.execute(), fft_ref(x, [-1]), "complex128")
+        dfti.PLANNER.wait()
+        assert_close(f.execute(), fft_ref(x, [-1]), "complex128")
+        assert -1 in plan._by_fftw
+
+
+def test_background_planning_setting_is_checked(monkeypatch):
+    from cumath.fft._backends import dfti
+
+    monkeypatch.setenv(dfti.BACKGROUND_ENV, "sometimes")
+    with pytest.raises(ValueError, match="use measure, patient, exhaustive, 1 or 0"):
+        dfti.background_effort()
+    for value, effort in (("1", "measure"), ("PATIENT", "patient"), ("off", None)):
+        monkeypatch.setenv(dfti.BACKGROUND_ENV, value)
+        assert dfti.background_effort() == effort

@@ -5,7 +5,8 @@ DFTI needs no planning worth the name (a descriptor commits in well under a mill
 measured plans, where FFTW_ESTIMATE plans are 1.1-7x slower (benchmarks/NOTES.md). So a first call runs at
 tuned speed without planning, and a plan moves to FFTW as soon as FFTW has wisdom for it (the same rule as
 FFTW's own heuristic plans: ``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution
-looks again).
+looks again). Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread makes
+FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
 
 A DFTI descriptor reads and writes any alignment (``align_mask`` 0), takes one batch loop (the outer ones run
 here, as for oneMKL's FFTW wrappers), and computes one direction's layout: forward reads the FWD strides and
@@ -14,8 +15,12 @@ writes the BWD ones, backward the other way round, so each direction has its own
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
+import os
+import queue
+import threading
 import time
 import weakref
 
@@ -26,7 +31,7 @@ from ..._core.dtypes import ITEMSIZE
 from ...errors import LibraryError, LibraryNotFoundError
 from .fftw import WISDOM, _merge_loops, threads_for
 
-__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "DFTI_MIN_POINTS"]
+__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "DFTI_MIN_POINTS", "PLANNER", "background_effort"]
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +161,72 @@ def _free_all(descs):
 
 # ------------------------------------------------------------------------------------- FFTW where tuned, else DFTI
 
+BACKGROUND_ENV = "CUMATH_FFT_BACKGROUND_PLANNING"
+
+
+def background_effort() -> str | None:
+    """The effort of background planning the user opted into (``CUMATH_FFT_BACKGROUND_PLANNING``: 'measure'
+    (or 1/on), 'patient', 'exhaustive'); None (unset, 0/off) by default: it would compete for the caller's
+    cores."""
+    value = os.environ.get(BACKGROUND_ENV, "").strip().lower()
+    if value in ("", "0", "off", "no", "false"):
+        return None
+    if value in ("1", "on", "yes", "true"):
+        return "measure"
+    if value in ("measure", "patient", "exhaustive"):
+        return value
+    raise ValueError(f"{BACKGROUND_ENV}={value!r} is not supported; use measure, patient, exhaustive, 1 or 0")
+
+
+class _BackgroundPlanner:
+    """One daemon thread making FFTW's measured plans of the problems DFTI serves, one at a time. Each plan
+    leaves wisdom, which swaps FFTW's plan in at the next execution of every plan of the problem (``WISDOM``).
+    FFTW's planner is process-wide, so a caller's new FFTW plan waits while a measurement runs."""
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        self.seen: set = set()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def submit(self, key, job) -> None:
+        with self._lock:
+            if key in self.seen:
+                return
+            self.seen.add(key)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cumath-fft-planner", daemon=True)
+                self._thread.start()
+        self.jobs.put(job)
+
+    def _run(self):
+        while True:
+            job = self.jobs.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - background planning must never fail a computation
+                logger.warning("background FFT planning failed", exc_info=True)
+            finally:
+                self.jobs.task_done()
+
+    def wait(self) -> None:
+        """Until every submitted plan is made (for tests and benchmarks)."""
+        self.jobs.join()
+
+
+PLANNER = _BackgroundPlanner()
+
+
+def _measure(make_fftw, sign, effort, log):
+    t0 = time.perf_counter()
+    plan = make_fftw(effort)
+    try:
+        plan.prepare(sign)
+    finally:
+        plan.free()
+    log.info("background FFTW planning (%s) of %s dims=%s howmany=%s sign=%+d took %.0f ms", effort, plan.kind,
+             plan.dims, plan.howmany, sign, 1e3 * (time.perf_counter() - t0))
+
 class TunedEngine:
     """'fftw+dfti': FFTW's plans from wisdom where the process has it, DFTI elsewhere (no planning on a first
     call); an explicit ``planning_effort`` means FFTW planned that way, as with ``cpu_engine='fftw'``."""
@@ -183,7 +254,13 @@ class TunedEngine:
         except (LibraryError, ValueError) as exc:  # a layout DFTI cannot describe: FFTW alone
             log.info("DFTI cannot take this layout (%s): FFTW plans it", exc)
             return fftw
-        return TunedPlan(fftw, dfti, log)
+        effort = background_effort()
+        measured = None
+        if effort is not None:
+            def measured(effort):  # the same problem planned by FFTW with that effort (in the planner thread)
+                return self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads,
+                                       dataclasses.replace(options, planning_effort=effort), log)
+        return TunedPlan(fftw, dfti, log, measured, effort)
 
 
 class TunedPlan:
@@ -194,8 +271,9 @@ class TunedPlan:
 
     nbytes = 0
 
-    def __init__(self, fftw, dfti: DftiPlan, log=logger):
+    def __init__(self, fftw, dfti: DftiPlan, log=logger, measured=None, effort=None):
         self.fftw, self.dfti, self.log = fftw, dfti, log
+        self._measured, self._effort = measured, effort  # background planning, where the user opted in
         self.align_mask = fftw.align_mask
         self.entries: dict = {}
         self._by_fftw: set = set()  # directions FFTW serves (from wisdom)
@@ -223,6 +301,10 @@ class TunedPlan:
         self.entries[sign] = self.dfti.entries[sign]
         with _fftw.planner_lock:  # looked at again when the process learns wisdom
             WISDOM.waiting.add(self)
+        if self._measured is not None:
+            f = self.fftw
+            key = (f.kind, f.lib.precision, tuple(f.dims), tuple(f.howmany), f.inplace, f.num_threads, sign)
+            PLANNER.submit(key, lambda: _measure(self._measured, sign, self._effort, self.log))
 
     def prepare(self, sign: int) -> None:
         self._choose(sign)
