@@ -66,11 +66,39 @@ def test_a_failing_status_raises_what_on_error_raises():
         fast_l(3, 0, 0)
 
 
+_PROTO_IPPI = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+
+
+def test_the_int_pointer_pointer_int_caller():
+    seen = []
+
+    def exec_like(h, a, b, d):  # cufftXtExec(handle, in, out, direction)
+        seen.append((h, a, b, d))
+        return 0 if d != 99 else 5
+
+    cb = _PROTO_IPPI(exec_like)
+    lib_fn = _PROTO_IPPI(ctypes.cast(cb, ctypes.c_void_p).value)
+    errors = []
+    f = _fast.call_ippi(lib_fn, errors.append)
+    assert f(7, 1 << 33, 16, -1) == 0 and not errors
+    assert f(7, 0, 0, 99) == 5 and errors == [5]
+    assert seen == [(7, 1 << 33, 16, -1), (7, None, None, 99)]
+    assert _fast.call_ippi(lib_fn)(3, 0, 0, 1) == 0
+    if _fast.NATIVE:
+        with pytest.raises(TypeError, match="4 positional arguments"):
+            f(1, 2, 3)
+        with pytest.raises(OverflowError, match="C int range"):
+            f(1 << 40, 0, 0, 1)
+        with pytest.raises(ValueError, match="signature 'pppp' is not supported"):
+            _fast._native.Call3(f.address, True, None, "pppp")
+
+
 def test_python_callables_are_returned_as_they_are():
     def stub(a, b, c):
         return a
 
     assert _fast.call3(stub) is stub
+    assert _fast.call_ippi(stub) is stub
 
 
 @pytest.mark.skipif(not _fast.NATIVE, reason="the C extension is not built")
@@ -126,8 +154,9 @@ def test_the_build_backend_builds_it_and_a_missing_compiler_does_not_stop_the_bu
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     assert list((src / "cumath" / "_core" / "_fast").glob("_native*.so"))
+    env = {k: v for k, v in os.environ.items() if k != "CUMATH_NATIVE"}
     res = subprocess.run([sys.executable, "-c", textwrap.dedent(FFT_CHECK)], cwd=src, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), *sys.path])), timeout=300)
+                         env=dict(env, PYTHONPATH=os.pathsep.join([str(src), *sys.path])), timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[-1] == "True"
     for so in (src / "cumath" / "_core" / "_fast").glob("_native*.so"):

@@ -5,16 +5,20 @@
  * call, as ctypes releases it), which is what every FFT execute of FFTW and DFTI is:
  *     void fftw_execute_dft(plan, in, out)        long DftiComputeForward(desc, in, out)
  *
- * Call3(address, returns_status=False, on_error=None): returns_status says the function returns a C long status
- * (0: success); a non-zero status is passed to on_error (which raises), or returned as an int when on_error is
- * None. A void function returns None.
+ * Call3(address, returns_status=False, on_error=None, signature="ppp"): returns_status says the function returns a
+ * C long status (0: success); a non-zero status is passed to on_error (which raises), or returned as an int when
+ * on_error is None. A void function returns None. signature="ippi": int fn(int, void *, void *, int), returning
+ * an int status (cufftXtExec(handle, in, out, direction)).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <limits.h>
+#include <string.h>
 
 typedef void (*fn3_void)(void *, void *, void *);
 typedef long (*fn3_long)(void *, void *, void *);
+typedef int (*fn_ippi)(int, void *, void *, int);
 
 typedef struct {
     PyObject_HEAD
@@ -23,6 +27,53 @@ typedef struct {
     PyObject *on_error;
     vectorcallfunc vectorcall;
 } Call3;
+
+static PyObject *status_result(Call3 *self, long status) {
+    if (status != 0 && self->on_error != NULL && self->on_error != Py_None) {
+        PyObject *st = PyLong_FromLong(status);
+        if (st == NULL) return NULL;
+        PyObject *res = PyObject_CallOneArg(self->on_error, st);
+        Py_DECREF(st);
+        if (res == NULL) return NULL;
+        Py_DECREF(res);
+    }
+    return PyLong_FromLong(status);
+}
+
+static int as_int(PyObject *o, int *out) {
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "an int argument is out of the C int range");
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* int fn(int, void *, void *, int): cufftXtExec(handle, in, out, direction) */
+static PyObject *ippi_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Call3 *self = (Call3 *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 4 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_Format(PyExc_TypeError, "this caller takes 4 positional arguments (int, pointer, pointer, int), got %zd",
+                     nargs);
+        return NULL;
+    }
+    int h, d;
+    if (as_int(args[0], &h) < 0) return NULL;
+    void *b = PyLong_AsVoidPtr(args[1]);
+    if (b == NULL && PyErr_Occurred()) return NULL;
+    void *c = PyLong_AsVoidPtr(args[2]);
+    if (c == NULL && PyErr_Occurred()) return NULL;
+    if (as_int(args[3], &d) < 0) return NULL;
+    int status;
+    fn_ippi fn = (fn_ippi)self->fn;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(h, b, c, d);
+    Py_END_ALLOW_THREADS
+    return status_result(self, status);
+}
 
 static PyObject *call3_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Call3 *self = (Call3 *)self_;
@@ -50,23 +101,27 @@ static PyObject *call3_vectorcall(PyObject *self_, PyObject *const *args, size_t
     Py_BEGIN_ALLOW_THREADS
     status = fn(a, b, c);
     Py_END_ALLOW_THREADS
-    if (status != 0 && self->on_error != NULL && self->on_error != Py_None) {
-        PyObject *st = PyLong_FromLong(status);
-        if (st == NULL) return NULL;
-        PyObject *res = PyObject_CallOneArg(self->on_error, st);
-        Py_DECREF(st);
-        if (res == NULL) return NULL;
-        Py_DECREF(res);
-    }
-    return PyLong_FromLong(status);
+    return status_result(self, status);
 }
 
 static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"address", "returns_status", "on_error", NULL};
+    static char *kwlist[] = {"address", "returns_status", "on_error", "signature", NULL};
     PyObject *address, *on_error = Py_None;
     int returns_status = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|pO", kwlist, &address, &returns_status, &on_error))
+    const char *signature = "ppp";
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|pOs", kwlist, &address, &returns_status, &on_error,
+                                     &signature))
         return NULL;
+    vectorcallfunc vc;
+    if (strcmp(signature, "ppp") == 0) {
+        vc = call3_vectorcall;
+    } else if (strcmp(signature, "ippi") == 0) {
+        vc = ippi_vectorcall;
+        returns_status = 1;
+    } else {
+        PyErr_Format(PyExc_ValueError, "signature '%s' is not supported; use 'ppp' or 'ippi'", signature);
+        return NULL;
+    }
     void *fn = PyLong_AsVoidPtr(address);
     if (fn == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Call3 needs a non-zero function address");
@@ -82,7 +137,7 @@ static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->returns_status = returns_status;
     Py_INCREF(on_error);
     self->on_error = on_error;
-    self->vectorcall = call3_vectorcall;
+    self->vectorcall = vc;
     return (PyObject *)self;
 }
 
