@@ -250,3 +250,27 @@ def test_background_planning_setting_is_checked(monkeypatch):
     for value, effort in (("1", "measure"), ("PATIENT", "patient"), ("off", None)):
         monkeypatch.setenv(dfti.BACKGROUND_ENV, value)
         assert dfti.background_effort() == effort
+
+
+@needs_fftw
+def test_a_layout_dfti_refuses_goes_to_fftw_and_survives_new_wisdom(monkeypatch):
+    from cumath._bindings import mkl_dfti
+    from cumath.fft._backends import dfti
+
+    monkeypatch.setattr(dfti, "DFTI_MIN_POINTS", 1)
+    x = random_array((6, 80), "complex128")  # a size no other test measures
+
+    def refuse(*args, **kwargs):
+        raise DFTIError(3, "INCONSISTENT_CONFIGURATION", "refused for the test")
+
+    monkeypatch.setattr(mkl_dfti, "commit_descriptor", refuse)
+    with F.FFT(x, axes=[-1]) as f:
+        f.plan()
+        plan = f._executor.backend
+        assert -1 in plan._refused and -1 not in plan.entries
+        assert_close(f.execute(), fft_ref(x, [-1]), "complex128")
+        monkeypatch.undo()
+        with F.FFT(x, axes=[-1], options={"planning_effort": "measure"}) as m:
+            m.plan()  # wisdom: FFTW replaces (and destroys) its heuristic plan at the next execution
+        for _ in range(2):
+            assert_close(f.execute(), fft_ref(x, [-1]), "complex128")

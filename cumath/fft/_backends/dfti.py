@@ -295,8 +295,9 @@ class TunedPlan:
             self.log.info("DFTI cannot take this layout (%s): FFTW plans it", exc)
             self._by_fftw.add(sign)
             self._refused.add(sign)
+            # through FFTWPlan.execute on every call, never a copy of its entry: FFTW replaces (and destroys) a
+            # heuristic plan when wisdom for it appears
             self.fftw.prepare(sign)
-            self.entries[sign] = self.fftw.entries[sign]
             return
         self.entries[sign] = self.dfti.entries[sign]
         with _fftw.planner_lock:  # looked at again when the process learns wisdom
@@ -307,12 +308,21 @@ class TunedPlan:
             PLANNER.submit(key, lambda: _measure(self._measured, sign, self._effort, self.log))
 
     def prepare(self, sign: int) -> None:
-        self._choose(sign)
+        if sign in self._refused:
+            self.fftw.prepare(sign)
+        else:
+            self._choose(sign)
 
     def execute(self, in_ptr, out_ptr, sign, stream=None):
+        if sign in self._refused:
+            self.fftw.execute(in_ptr, out_ptr, sign)
+            return
         if sign not in self.entries or self._generation != WISDOM.generation:
             self._choose(sign)
-        if sign in self._by_fftw and (sign in self._refused or not (in_ptr | out_ptr) & self.align_mask):
+            if sign in self._refused:
+                self.fftw.execute(in_ptr, out_ptr, sign)
+                return
+        if sign in self._by_fftw and not (in_ptr | out_ptr) & self.align_mask:
             self.fftw.execute(in_ptr, out_ptr, sign)
         else:  # DFTI's direction, or FFTW's at an alignment its plan was not made for
             self.dfti.execute(in_ptr, out_ptr, sign)
