@@ -93,12 +93,45 @@ def test_the_int_pointer_pointer_int_caller():
             _fast._native.Call3(f.address, True, None, "pppp")
 
 
+class _Algo(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64 * 8)]
+
+
+def test_the_word_caller_of_sixteen_arguments():
+    """cublasLtMatmul's shape: 12 pointers, a pointer to a struct, a pointer, a size_t, a pointer."""
+    proto_args = [ctypes.c_void_p] * 12 + [ctypes.POINTER(_Algo), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    seen = []
+
+    def matmul_like(*args):
+        algo = args[12]
+        seen.append((args[:12], ctypes.addressof(algo.contents) if algo else None, args[13:]))
+        return 0 if args[0] != 99 else 13
+
+    cb = ctypes.CFUNCTYPE(ctypes.c_int, *proto_args)(matmul_like)
+    lib_fn = ctypes.CFUNCTYPE(ctypes.c_int, *proto_args)(ctypes.cast(cb, ctypes.c_void_p).value)
+    algo = _Algo()
+    errors = []
+    f = _fast.call_words(lib_fn, errors.append)
+    words = list(range(1, 13)) + [ctypes.addressof(algo), 1 << 45, 4096, None]
+    assert f(*words) == 0 and not errors
+    assert seen[-1] == (tuple(range(1, 13)), ctypes.addressof(algo), (1 << 45, 4096, None))
+    assert f(99, *words[1:12], None, 0, 0, 0) == 13 and errors == [13]
+    assert seen[-1][1] is None
+    if _fast.NATIVE:
+        assert type(f).__name__ == "CallWords"
+        with pytest.raises(TypeError, match="takes 16 positional arguments"):
+            f(1, 2)
+        with pytest.raises(ValueError, match="1 <= N <= 16"):
+            _fast._native.Call3(f.address, True, None, "w17")
+
+
 def test_python_callables_are_returned_as_they_are():
     def stub(a, b, c):
         return a
 
     assert _fast.call3(stub) is stub
     assert _fast.call_ippi(stub) is stub
+    assert _fast.call_words(stub) is stub
 
 
 @pytest.mark.skipif(not _fast.NATIVE, reason="the C extension is not built")

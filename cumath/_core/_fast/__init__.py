@@ -8,6 +8,7 @@ the hot paths:
   functions), ~0.2-0.4 us a call cheaper than the ctypes function it is made from; the ctypes function itself
   without the extension.
 - :func:`call_ippi`: the same for ``int fn(int, void *, void *, int)`` (cuFFT's ``cufftXtExec``).
+- :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
 
 ``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
 ``NATIVE`` says whether it is in use.
@@ -19,7 +20,7 @@ import ctypes
 import importlib
 import os
 
-__all__ = ["NATIVE", "call3", "call_ippi"]
+__all__ = ["NATIVE", "call3", "call_ippi", "call_words"]
 
 
 def _load():
@@ -45,6 +46,23 @@ def call_ippi(cfn, on_error=None):
     if _native is not None:
         return _native.Call3(ctypes.cast(cfn, ctypes.c_void_p).value, True, on_error, "ippi")
     return _with_errcheck(cfn, on_error) if on_error is not None else cfn
+
+
+def call_words(cfn, on_error=None):
+    """A fast callable of the ctypes function ``cfn`` whose arguments are all integer-class (pointers, sizes,
+    ints; at most 16) and which returns an int status (``cublasLtMatmul``). Every argument is given as an int
+    (None: NULL), pointer-to-struct arguments as the struct's address. Without the extension: a ctypes function at
+    the same address whose pointer argument types are ``c_void_p`` (so it takes the same ints). ``on_error(status)``
+    runs for a non-zero status where given (both paths)."""
+    if not isinstance(cfn, ctypes._CFuncPtr):
+        return cfn
+    argtypes = list(cfn.argtypes or ())
+    address = ctypes.cast(cfn, ctypes.c_void_p).value
+    if _native is not None and 0 < len(argtypes) <= 16:
+        return _native.Call3(address, True, on_error, f"w{len(argtypes)}")
+    plain = [ctypes.c_void_p if isinstance(t, type(ctypes.POINTER(ctypes.c_int))) else t for t in argtypes]
+    fn = ctypes.CFUNCTYPE(cfn.restype, *plain)(address)
+    return _with_errcheck(fn, on_error) if on_error is not None else fn
 
 
 def call3(cfn, *, status: bool = False, on_error=None):

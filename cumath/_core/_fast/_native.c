@@ -8,12 +8,15 @@
  * Call3(address, returns_status=False, on_error=None, signature="ppp"): returns_status says the function returns a
  * C long status (0: success); a non-zero status is passed to on_error (which raises), or returned as an int when
  * on_error is None. A void function returns None. signature="ippi": int fn(int, void *, void *, int), returning
- * an int status (cufftXtExec(handle, in, out, direction)).
+ * an int status (cufftXtExec(handle, in, out, direction)); signature="w<N>": int fn(N integer-class arguments),
+ * None passing NULL (cublasLtMatmul, 16 of them).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef void (*fn3_void)(void *, void *, void *);
@@ -104,6 +107,44 @@ static PyObject *call3_vectorcall(PyObject *self_, PyObject *const *args, size_t
     return status_result(self, status);
 }
 
+/* int fn(N integer-class arguments), N <= 16: pointers, sizes and ints, each passed as a machine word (the
+ * SysV x86-64 and AArch64 calling conventions pass them alike; the callee reads an int's low 32 bits); the
+ * function is called with 16 words, the ones past N zero and ignored by the callee. cublasLtMatmul is one. */
+typedef int (*fn_words)(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t,
+                        intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t);
+
+typedef struct {
+    Call3 base;
+    Py_ssize_t nargs;
+} CallWords;
+
+static PyTypeObject CallWordsType;
+
+static PyObject *words_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    CallWords *self = (CallWords *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != self->nargs || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_Format(PyExc_TypeError, "this caller takes %zd positional arguments (ints), got %zd", self->nargs,
+                     nargs);
+        return NULL;
+    }
+    intptr_t w[16] = {0};
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *o = args[i];
+        if (o == Py_None) continue; /* NULL */
+        void *v = PyLong_AsVoidPtr(o);
+        if (v == NULL && PyErr_Occurred()) return NULL;
+        w[i] = (intptr_t)v;
+    }
+    int status;
+    fn_words fn = (fn_words)self->base.fn;
+    Py_BEGIN_ALLOW_THREADS
+    status = fn(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12], w[13], w[14],
+                w[15]);
+    Py_END_ALLOW_THREADS
+    return status_result(&self->base, status);
+}
+
 static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"address", "returns_status", "on_error", "signature", NULL};
     PyObject *address, *on_error = Py_None;
@@ -113,13 +154,24 @@ static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
                                      &signature))
         return NULL;
     vectorcallfunc vc;
-    if (strcmp(signature, "ppp") == 0) {
+    Py_ssize_t words = 0;
+    if (signature[0] == 'w') { /* "w<N>": N integer-class arguments, an int status */
+        char *end = NULL;
+        long n = strtol(signature + 1, &end, 10);
+        if (end == signature + 1 || *end != '\0' || n < 1 || n > 16) {
+            PyErr_Format(PyExc_ValueError, "signature '%s' is not supported; 'w<N>' takes 1 <= N <= 16", signature);
+            return NULL;
+        }
+        words = n;
+        vc = words_vectorcall;
+        returns_status = 1;
+    } else if (strcmp(signature, "ppp") == 0) {
         vc = call3_vectorcall;
     } else if (strcmp(signature, "ippi") == 0) {
         vc = ippi_vectorcall;
         returns_status = 1;
     } else {
-        PyErr_Format(PyExc_ValueError, "signature '%s' is not supported; use 'ppp' or 'ippi'", signature);
+        PyErr_Format(PyExc_ValueError, "signature '%s' is not supported; use 'ppp', 'ippi' or 'w<N>'", signature);
         return NULL;
     }
     void *fn = PyLong_AsVoidPtr(address);
@@ -131,8 +183,9 @@ static PyObject *call3_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "on_error must be callable or None");
         return NULL;
     }
-    Call3 *self = (Call3 *)type->tp_alloc(type, 0);
+    Call3 *self = (Call3 *)(words ? CallWordsType.tp_alloc(&CallWordsType, 0) : type->tp_alloc(type, 0));
     if (self == NULL) return NULL;
+    if (words) ((CallWords *)self)->nargs = words;
     self->fn = fn;
     self->returns_status = returns_status;
     Py_INCREF(on_error);
@@ -179,12 +232,27 @@ static PyTypeObject Call3Type = {
     .tp_getset = call3_getset,
 };
 
+static PyTypeObject CallWordsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumath._core._fast._native.CallWords",
+    .tp_basicsize = sizeof(CallWords),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "a caller of int fn(N integer-class arguments), made by Call3(address, signature='w<N>')",
+    .tp_dealloc = (destructor)call3_dealloc,
+    .tp_traverse = (traverseproc)call3_traverse,
+    .tp_clear = (inquiry)call3_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(CallWords, base.vectorcall),
+    .tp_getset = call3_getset,
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT, "_native", "cumath's compiled hot path (see cumath/_core/_fast/__init__.py)", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
+    if (PyType_Ready(&CallWordsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     Py_INCREF(&Call3Type);
