@@ -199,3 +199,59 @@ def test_the_build_backend_builds_it_and_a_missing_compiler_does_not_stop_the_bu
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, CC="/bin/false"))
     assert nocc.returncode == 0, nocc.stderr  # optional extension: the build goes on without it
     assert not list((src / "cumath" / "_core" / "_fast").glob("_native*.so"))
+
+
+# ------------------------------------------------------------------------------------- NumPy operand fields
+import numpy as np  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from cumath._core.operand import wrap_operand  # noqa: E402
+
+
+def _expected(a):
+    return (a.__array_interface__["data"][0], a.shape, tuple(s // a.itemsize for s in a.strides),
+            not a.flags.writeable)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(0, 5), min_size=0, max_size=4), dtype=st.sampled_from(
+    ["float32", "float64", "complex64", "complex128", "float16"]), steps=st.lists(
+    st.sampled_from([1, 2, -1, -2]), min_size=4, max_size=4), readonly=st.booleans(), transpose=st.booleans())
+def test_wrapped_numpy_operands_match_numpy(shape, dtype, steps, readonly, transpose):
+    a = np.zeros([n * 2 for n in shape], dtype=dtype)
+    a = a[(Ellipsis, *(slice(None, None, s) for s in steps[:a.ndim]))]  # Ellipsis: a 0-d array stays one
+    if transpose:
+        a = a.T
+    if readonly:
+        a.flags.writeable = False
+    op = wrap_operand(a)
+    assert (op.ptr, op.shape, op.strides, op.readonly) == _expected(a)
+    reader = _fast.numpy_fields_reader()
+    if reader is not None:
+        assert reader(a, a.itemsize) == _expected(a)
+
+
+def test_odd_strides_and_subclasses():
+    from cumath.errors import UnsupportedLayoutError
+
+    raw = np.zeros(40, dtype=np.uint8)[1:33].view(np.complex128)  # aligned to nothing, whole elements
+    assert wrap_operand(raw).ptr == raw.__array_interface__["data"][0]
+    rec = np.zeros(8, dtype=[("a", "<f8"), ("b", "<c16")])["b"]  # stride 24: not whole complex128 elements
+    reader = _fast.numpy_fields_reader()
+    if reader is not None:
+        assert reader(rec, 16) is None
+    with pytest.raises(UnsupportedLayoutError, match="not multiples of its item size"):
+        wrap_operand(rec)
+    m = np.memmap  # a NumPy subclass of ndarray (module numpy): read as an array struct too
+    sub = np.ones((2, 6), dtype=np.complex128)[:, ::2].view(m)
+    assert type(sub) is m
+    op = wrap_operand(sub)
+    assert (op.ptr, op.shape, op.strides, op.readonly) == _expected(sub)
+
+
+@pytest.mark.skipif(not _fast.NATIVE, reason="the C extension is not built")
+def test_numpy_fields_argument_errors():
+    with pytest.raises(TypeError, match="numpy_fields"):
+        _fast._native.numpy_fields(np.zeros(2))
+    with pytest.raises(ValueError, match="itemsize must be positive"):
+        _fast._native.numpy_fields(np.zeros(2), 0)

@@ -9,6 +9,8 @@ the hot paths:
   without the extension.
 - :func:`call_ippi`: the same for ``int fn(int, void *, void *, int)`` (cuFFT's ``cufftXtExec``).
 - :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
+- :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
+  (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
 
 ``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
 ``NATIVE`` says whether it is in use.
@@ -20,7 +22,7 @@ import ctypes
 import importlib
 import os
 
-__all__ = ["NATIVE", "call3", "call_ippi", "call_words"]
+__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader"]
 
 
 def _load():
@@ -46,6 +48,26 @@ def call_ippi(cfn, on_error=None):
     if _native is not None:
         return _native.Call3(ctypes.cast(cfn, ctypes.c_void_p).value, True, on_error, "ippi")
     return _with_errcheck(cfn, on_error) if on_error is not None else cfn
+
+
+def numpy_fields_reader():
+    """``read(array, itemsize) -> (pointer, shape, element strides, readonly)`` (None where a stride is not a
+    whole number of elements) for NumPy arrays, or None without the extension or where NumPy's array struct is not
+    the one it reads (checked here on live arrays: contiguous, sliced, negative-stride, read-only, 0-d)."""
+    if _native is None:
+        return None
+    import numpy as np
+
+    read = _native.numpy_fields
+    base = np.arange(24, dtype=np.complex128).reshape(2, 3, 4)
+    ro = base[:, ::-1, 1::2]
+    ro.flags.writeable = False
+    for a in (base, base[1], ro, base.T, np.zeros(()), np.empty((0, 5), dtype=np.float32)):
+        expect = (a.__array_interface__["data"][0], a.shape, tuple(s // a.itemsize for s in a.strides),
+                  not a.flags.writeable)
+        if read(a, a.itemsize) != expect:
+            return None
+    return read
 
 
 def call_words(cfn, on_error=None):

@@ -246,8 +246,84 @@ static PyTypeObject CallWordsType = {
     .tp_getset = call3_getset,
 };
 
+/* numpy_fields(array, itemsize): (data pointer, shape, strides in elements, readonly) of a NumPy array, read from
+ * NumPy's public array struct (PyArrayObject_fields: the same layout in NumPy 1.x and 2.x; the Python side
+ * checks it on live arrays before using this). None where a stride is not a whole number of elements (the
+ * Python path then raises its error). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_fields;
+
+#define NP_WRITEABLE 0x0400
+
+static PyObject *numpy_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "numpy_fields(array, itemsize)");
+        return NULL;
+    }
+    Py_ssize_t itemsize = PyLong_AsSsize_t(args[1]);
+    if (itemsize == -1 && PyErr_Occurred()) return NULL;
+    if (itemsize <= 0) {
+        PyErr_SetString(PyExc_ValueError, "itemsize must be positive");
+        return NULL;
+    }
+    np_fields *a = (np_fields *)args[0];
+    int nd = a->nd;
+    if (nd < 0 || nd > 64) {
+        PyErr_SetString(PyExc_ValueError, "not a NumPy array struct");
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        if (a->strides[i] % itemsize) Py_RETURN_NONE;
+    }
+    PyObject *shape = PyTuple_New(nd);
+    PyObject *strides = PyTuple_New(nd);
+    if (shape == NULL || strides == NULL) goto fail;
+    for (int i = 0; i < nd; i++) {
+        PyObject *n = PyLong_FromSsize_t(a->dimensions[i]);
+        if (n == NULL) goto fail;
+        PyTuple_SET_ITEM(shape, i, n);
+        PyObject *st = PyLong_FromSsize_t(a->strides[i] / itemsize);
+        if (st == NULL) goto fail;
+        PyTuple_SET_ITEM(strides, i, st);
+    }
+    PyObject *ptr = PyLong_FromVoidPtr(a->data);
+    if (ptr == NULL) goto fail;
+    PyObject *readonly = (a->flags & NP_WRITEABLE) ? Py_False : Py_True;
+    Py_INCREF(readonly);
+    PyObject *res = PyTuple_New(4);
+    if (res == NULL) {
+        Py_DECREF(ptr);
+        Py_DECREF(readonly);
+        goto fail;
+    }
+    PyTuple_SET_ITEM(res, 0, ptr);
+    PyTuple_SET_ITEM(res, 1, shape);
+    PyTuple_SET_ITEM(res, 2, strides);
+    PyTuple_SET_ITEM(res, 3, readonly);
+    return res;
+fail:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return NULL;
+}
+
+static PyMethodDef native_methods[] = {
+    {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
+     "numpy_fields(array, itemsize) -> (pointer, shape, element strides, readonly) or None"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "_native", "cumath's compiled hot path (see cumath/_core/_fast/__init__.py)", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_native", "cumath's compiled hot path (see cumath/_core/_fast/__init__.py)", -1,
+    native_methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
