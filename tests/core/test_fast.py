@@ -255,3 +255,30 @@ def test_numpy_fields_argument_errors():
         _fast._native.numpy_fields(np.zeros(2))
     with pytest.raises(ValueError, match="itemsize must be positive"):
         _fast._native.numpy_fields(np.zeros(2), 0)
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+def test_gpu_hot_paths_run_through_the_compiled_callers():
+    cp = pytest.importorskip("cupy")
+    import cumath
+    from cumath.linalg.advanced._backends import cublaslt as lt_backend
+
+    x = cp.random.rand(2048) + 1j * cp.random.rand(2048)
+    with cumath.fft.FFT(x) as f:
+        f.plan()
+        for _ in range(3):
+            y = f.execute()
+        assert (type(f._executor.backend.exec_fn).__name__ == "Call3") == _fast.NATIVE
+    cp.testing.assert_allclose(y, cp.fft.fft(x), rtol=1e-10, atol=1e-10 * float(abs(y).max()))
+    a = cp.random.rand(64, 48, dtype=cp.float32)
+    b = cp.random.rand(48, 80, dtype=cp.float32)
+    for _ in range(3):
+        d = cumath.linalg.advanced.matmul(a, b)
+    assert (type(lt_backend.RAW_MATMUL).__name__ == "CallWords") == _fast.NATIVE
+    cp.testing.assert_allclose(d, a @ b, rtol=2e-3, atol=1e-3)
+    with cumath.linalg.advanced.Matmul(a, b) as mm:
+        mm.plan()
+        for alg in mm.algorithms[:2]:  # an explicit algorithm: its address in the argument list
+            cp.testing.assert_allclose(mm.execute(algorithm=alg), a @ b, rtol=2e-3, atol=1e-3)
+        cp.testing.assert_allclose(mm.execute(), a @ b, rtol=2e-3, atol=1e-3)
