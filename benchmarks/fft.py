@@ -111,13 +111,13 @@ def cpu_case(case, shape, dtype, axes, kind):
     case.value("fresh process: first plan, no wisdom (libraries loaded)", plan, "ms")
     case.value("fresh process: first execute", exe, "ms")
     case.value("fresh process: whole first stateless call", first, "ms")
-    # Stateless before any measured planning (FFTW_ESTIMATE plans), alone: once this process has measured
-    # wisdom for the problem, stateless calls use it.
+    # Stateless before any measured planning (auto: DFTI where MKL is installed, else FFTW_ESTIMATE plans), alone:
+    # once this process has measured wisdom for the problem, stateless calls use it.
     err = rel_err(fn(x, axes=axes), ref)
     rounds = case.rounds(5, 2)
     target = 0.02 if case.quick else 0.05
-    case.time({"cumath stateless, no wisdom yet (estimate plan)": lambda: fn(x, axes=axes)}, rounds=rounds,
-              target=target, extra={"cumath stateless, no wisdom yet (estimate plan)": {"rel_err": err}})
+    case.time({"cumath stateless, no wisdom yet (auto)": lambda: fn(x, axes=axes)}, rounds=rounds,
+              target=target, extra={"cumath stateless, no wisdom yet (auto)": {"rel_err": err}})
     t0 = time.perf_counter()
     f = cumath.fft.FFT(x, axes=axes, options={"planning_effort": "measure"})
     f.plan()
@@ -128,8 +128,16 @@ def cpu_case(case, shape, dtype, axes, kind):
         mkl = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "mkl"})
         mkl.plan()
         fns["cumath FFT.execute (cpu_engine='mkl')"] = mkl.execute
+        dfti = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "dfti"})
+        t0 = time.perf_counter()
+        dfti.plan()
+        case.value("cumath FFT.plan (cpu_engine='dfti')", (time.perf_counter() - t0) * 1e3, "ms")
+        fns["cumath FFT.execute (cpu_engine='dfti')"] = dfti.execute
+        estimate = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "fftw", "planning_effort": "estimate"})
+        estimate.plan()
+        fns["cumath FFT.execute (fftw, estimate)"] = estimate.execute
     except Exception as exc:  # noqa: BLE001 - MKL not installed
-        mkl = None
+        mkl = dfti = estimate = None
         case.note(f"cumath's MKL engine not measured: {type(exc).__name__}: {str(exc).split(' (')[0]}")
     pyfftw_rows = []
     if pyfftw is not None:
@@ -184,12 +192,16 @@ def cpu_case(case, shape, dtype, axes, kind):
     if pyfftw_rows:
         best = min(pyfftw_rows, key=lambda k: case.stats(k).median)
         for mine in ("cumath FFT.execute (measure)", "cumath stateless (plan from wisdom)",
-                     "cumath stateless, no wisdom yet (estimate plan)"):
+                     "cumath stateless, no wisdom yet (auto)"):
             case.ratio(mine, best)
     case.ratio("cumath stateless (plan from wisdom)", "cumath FFT.execute (measure)")
     case.ratio("cumath FFT.execute (cpu_engine='mkl')", "cumath FFT.execute (measure)")
     case.ratio("cumath FFT.execute (cpu_engine='mkl')", "mkl_fft")
-    for obj in (f, mkl):
+    # first calls at tuned speed: what a process without wisdom runs, against FFTW's measured plan
+    case.ratio("cumath stateless, no wisdom yet (auto)", "cumath FFT.execute (measure)")
+    case.ratio("cumath FFT.execute (cpu_engine='dfti')", "cumath FFT.execute (measure)")
+    case.ratio("cumath FFT.execute (fftw, estimate)", "cumath FFT.execute (measure)")
+    for obj in (f, mkl, dfti, estimate):
         if obj is not None:
             obj.free()
 

@@ -54,6 +54,11 @@ export CUMATH_CACHE_DIR=${CUMATH_CACHE_DIR:-/tmp/cumath-cache}
   git log --oneline -1 2>/dev/null
 } > "$log" 2>&1
 
+# the compiled hot path (cumath/_core/_fast), built in place as `pip install` would build it; without it the
+# ctypes fallback runs (CUMATH_NATIVE=0 forces that)
+python3 setup.py -q build_ext --inplace >> "$log" 2>&1
+echo "C extension build rc=$? ($(python3 -c 'from cumath._core import _fast; print("native" if _fast.NATIVE else "ctypes fallback")' 2>&1))" >> "$log"
+
 pytest_gpu() {  # name, timeout, pytest arguments...
   local name=$1 limit=$2
   shift 2

@@ -53,10 +53,13 @@ def gather() -> dict:
     except Exception as exc:  # no engine at all
         engine = f"none ({exc})"
     info["cpu"] = {"cores_available": available_cpus(), "fft_engine": engine}
-    if engine in ("fftw", "mkl"):
+    if engine in ("fftw", "mkl", "fftw+dfti"):
         from ._bindings.fftw import get_fftw
 
-        info["cpu"]["fft_engine_version"] = get_fftw("double", engine).version
+        info["cpu"]["fft_engine_version"] = get_fftw("double", "mkl" if engine == "mkl" else "fftw").version
+    from ._core import _fast
+
+    info["cpu"]["compiled_hot_path"] = _fast.NATIVE
     return info
 
 
@@ -78,5 +81,6 @@ def main() -> int:
             print(f"  [{g['id']}] {g['name']}  compute capability {g['compute_capability']}, {g['memory_GiB']} GiB")
     cpu = info["cpu"]
     print(f"\nCPU: {cpu['cores_available']} cores available; FFT engine: {cpu['fft_engine']}"
-          + (f" ({cpu['fft_engine_version']})" if "fft_engine_version" in cpu else ""))
+          + (f" ({cpu['fft_engine_version']})" if "fft_engine_version" in cpu else "")
+          + ("; compiled hot path" if cpu["compiled_hot_path"] else "; ctypes hot path (no compiled extension)"))
     return 0

@@ -30,6 +30,7 @@ __all__ = [
     "LAPACKError",
     "CUSPARSEError",
     "MKLSparseError",
+    "DFTIError",
 ]
 
 
@@ -133,6 +134,13 @@ class MKLSparseError(LibraryError):
     """oneMKL's sparse BLAS (inspector-executor) returned a failure ``sparse_status_t``."""
 
     library = "MKL sparse BLAS"
+
+
+class DFTIError(LibraryError):
+    """oneMKL's DFTI returned a non-zero status; ``name`` is its error class (see
+    ``cumath._bindings.mkl_dfti.ErrorClass``) and the message MKL's own."""
+
+    library = "MKL DFTI"
 
 
 class SingularMatrixError(CumathError, ValueError):

@@ -11,7 +11,7 @@ from .._core.options import check_allocator, check_choice, set_choice
 
 __all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS", "CALLBACK_FUSION"]
 
-CPU_ENGINES = ("auto", "fftw", "mkl", "scipy")
+CPU_ENGINES = ("auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti")
 PLANNING_EFFORTS = ("estimate", "measure", "patient", "exhaustive")
 CALLBACK_FUSION = ("auto", "fused", "separate")
 
@@ -38,9 +38,13 @@ class FFTOptions:
         allocator: device memory for workspaces and staging (see :mod:`cumath.memory`).
         logger: a ``logging.Logger``; by default the ``cumath.fft`` loggers.
         device_id: kept for nvmath-python compatibility; prefer ``execution=ExecutionCUDA(device_id=...)``.
-        cpu_engine: (cumath) CPU FFT engine: 'auto' (FFTW, then MKL's FFTW interface, then SciPy's
-            pocketfft), 'fftw', 'mkl' or 'scipy'. The environment variable CUMATH_FFT_CPU_ENGINE sets
-            the default.
+        cpu_engine: (cumath) CPU FFT engine: 'auto' ('fftw+dfti' when FFTW and MKL are both installed: FFTW's
+            plan where the process has wisdom for the problem, MKL's DFTI where it has none, so a first call
+            needs no planning; then FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw', 'mkl' (MKL's
+            FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti' or 'scipy'. The environment variable
+            CUMATH_FFT_CPU_ENGINE sets the default. With CUMATH_FFT_BACKGROUND_PLANNING=measure (opt-in: it
+            uses the caller's cores), 'fftw+dfti' measures FFTW plans of the problems DFTI serves in a
+            background thread and switches to them when they are ready.
         planning_effort: (cumath) how hard FFTW searches for a fast plan: 'estimate' (heuristic, milliseconds),
             'measure', 'patient', 'exhaustive' (times candidate algorithms; seconds to minutes). None,
             the default, plans with 'estimate' unless saved wisdom of a measured plan exists for the problem,
@@ -67,7 +71,7 @@ class FFTOptions:
     logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
     blocking: Literal[True, "auto"] = "auto"
     allocator: object | None = dataclasses.field(default=None, compare=False)
-    cpu_engine: Literal["auto", "fftw", "mkl", "scipy"] = "auto"
+    cpu_engine: Literal["auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti"] = "auto"
     planning_effort: Literal["estimate", "measure", "patient", "exhaustive"] | None = None
     overwrite_input: bool = False
     callback_fusion: Literal["auto", "fused", "separate"] = "auto"

@@ -9,11 +9,15 @@ import sys
 
 import numpy as np
 
+from .._fast import numpy_fields_reader
 from ..dtypes import ARRAY_DTYPES
 from ..layout import element_strides, inverse_perm, is_identity
 from ..operand import Operand
 
 _NAMES = {np.dtype(n): n for n in ARRAY_DTYPES}
+# (pointer, shape, element strides, readonly) in one call where the compiled hot path is built (checked on live
+# arrays first); the attribute reads below otherwise
+_FIELDS = numpy_fields_reader()
 
 
 def wrap(x) -> Operand:
@@ -21,6 +25,10 @@ def wrap(x) -> Operand:
     name = _NAMES.get(dt)
     if name is None:
         raise TypeError(f"NumPy dtype {dt} is not supported")
+    if _FIELDS is not None and isinstance(x, np.ndarray):  # one compiled read of the array struct
+        got = _FIELDS(x, dt.itemsize)
+        if got is not None:
+            return Operand(x, got[0], got[1], got[2], name, None, "numpy", got[3])
     return Operand(x, pointer(x), x.shape, element_strides(x.strides, dt.itemsize), name, None, "numpy",
                    not x.flags.writeable)
 

@@ -1,7 +1,9 @@
 """FFT engines: cuFFT on the GPU (``cufft.py``); on the CPU, a registry of engines behind one small protocol.
 
-CPU engines, in the order 'auto' tries them: FFTW3 ('fftw', ``fftw.py``), oneMKL's FFTW3 interface ('mkl', the
-same module), SciPy's pocketfft ('scipy', ``scipy.py``, always there). ``FFTOptions.cpu_engine`` names one;
+CPU engines, in the order 'auto' tries them: FFTW3 where the process has wisdom and oneMKL's DFTI where it has
+none ('fftw+dfti', ``dfti.py``: first calls at tuned speed without planning), FFTW3 ('fftw', ``fftw.py``),
+oneMKL's FFTW3 interface ('mkl', the same module), SciPy's pocketfft ('scipy', ``scipy.py``, always there);
+oneMKL's DFTI alone is 'dfti'. ``FFTOptions.cpu_engine`` names one;
 'auto' reads the environment variable ``CUMATH_FFT_CPU_ENGINE`` first.
 
 A CPU engine (:class:`CPUEngine`) loads its library and makes a plan of one problem layout
@@ -62,8 +64,10 @@ ENGINES: dict[str, Callable[[], CPUEngine]] = {
     "fftw": lambda: _module("fftw").FFTWEngine("fftw"),
     "mkl": lambda: _module("fftw").FFTWEngine("mkl"),
     "scipy": lambda: _module("scipy").ScipyEngine(),
+    "dfti": lambda: _module("dfti").DftiEngine(),
+    "fftw+dfti": lambda: _module("dfti").TunedEngine(REGISTRY),
 }
-AUTO_ORDER = ("fftw", "mkl", "scipy")
+AUTO_ORDER = ("fftw+dfti", "fftw", "mkl", "scipy")
 
 REGISTRY = EngineRegistry(ENGINES, AUTO_ORDER, "CUMATH_FFT_CPU_ENGINE", "FFT CPU engine")
 

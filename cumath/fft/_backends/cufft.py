@@ -9,6 +9,7 @@ import weakref
 
 from ..._bindings import cufft
 from ..._bindings.cudart import cudaDataType
+from ..._core._fast import call_ippi
 from ..._core.cuda import set_device
 from ..._core.logging import format_bytes
 from ...memory import allocate
@@ -84,7 +85,9 @@ class CufftPlan:
         cufft.cufftSetStream(self.handle, stream)
         self._stream = stream
         self.bound = None  # the stream the plan is set to with its workspace attached (None: not yet)
-        self.exec_fn = cufft._L.cufftXtExec  # the raw ctypes function: one call on the hot path
+        # one native call on the hot path: the compiled caller of cufftXtExec (the ctypes function without it);
+        # callers check the status it returns
+        self.exec_fn = call_ippi(cufft._L.cufftXtExec)
         if log.isEnabledFor(logging.INFO):
             log.info("cuFFT plan %s->%s sizes=%s batch=%d in(embed=%s, stride=%d, dist=%d) out(embed=%s, "
                      "stride=%d, dist=%d) on GPU %d%s%s: workspace %s, planned in %.2f ms", in_dtype, out_dtype,

@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from ..._bindings import fftw as _fftw
+from ..._core._fast import call3
 from ..._core.dtypes import ITEMSIZE
 from ._wisdom import import_wisdom, read_wisdom, wisdom_path, write_wisdom
 
@@ -166,8 +167,9 @@ class FFTWPlan:
         self._estimated: set = set()  # keys of plans made heuristically, for want of wisdom
         self._generation = WISDOM.generation
         self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
-        self._exec = {"C2C": self.lib.execute_dft, "R2C": self.lib.execute_dft_r2c,
-                      "C2R": self.lib.execute_dft_c2r}[kind]
+        # the compiled caller of FFTW's new-array execute function (the ctypes function without the extension)
+        self._exec = call3({"C2C": self.lib.execute_dft, "R2C": self.lib.execute_dft_r2c,
+                            "C2R": self.lib.execute_dft_c2r}[kind])
         if self._wisdom:
             _load_wisdom(self.lib)
 
@@ -180,6 +182,25 @@ class FFTWPlan:
         if not in_residue and not out_residue:
             self.entries[sign] = (self._loop, sign) if self._offsets else (self._exec, plan)
         return plan
+
+    def from_wisdom(self, sign: int) -> bool:
+        """Make the plan of ``sign`` for SIMD-aligned arrays from wisdom alone (replacing a heuristic one);
+        False, planning nothing, when the process has no wisdom for it."""
+        key = (sign, 0, 0)
+        if not self._wisdom:
+            return False
+        if key in self._plans and key not in self._estimated:
+            return True
+        plan = self._make(sign, 0, 0, wisdom_only=True)
+        if not plan:
+            return False
+        old = self._plans.pop(key, None)
+        self._plans[key] = plan
+        self._estimated.discard(key)
+        if old:
+            with _fftw.planner_lock:
+                self.lib.destroy_plan(old)
+        return True
 
     def execute(self, in_ptr, out_ptr, sign, stream=None):
         if self._offsets is None:

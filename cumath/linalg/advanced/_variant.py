@@ -145,7 +145,7 @@ class Variant:
         """Run ``algorithm`` (an Algorithm) from now on."""
         self.algorithm = algorithm
         if self.args is not None:
-            self.args[ALGO] = ctypes.byref(algorithm.algo)
+            self.args[ALGO] = ctypes.addressof(algorithm.algo)
             if algorithm.workspace_size > self.ws_size:
                 self.ensure_workspace(algorithm.workspace_size, self.stream)
             self._update_hot()
@@ -158,7 +158,7 @@ class Variant:
         dt = ctx.dt
         self.layout = (a.strides, b.strides, c.strides if c is not None else None)
         self.args = matmul_args(ctx.handle, self.problem, ctx.alpha_addr, ctx.beta_addr, stream)
-        self.args[ALGO] = ctypes.byref(self.algorithm.algo)
+        self.args[ALGO] = ctypes.addressof(self.algorithm.algo)
         self.stream = stream
         self.copies = [x for x in ("a", "b") if getattr(g, x).copy]
         self.c_direct = c is not None and not self.form.c_in_d
@@ -242,7 +242,7 @@ class Variant:
         args = list(self.args)
         args[STREAM] = stream
         if algorithm is not None:
-            args[ALGO] = ctypes.byref(algorithm.algo)
+            args[ALGO] = ctypes.addressof(algorithm.algo)
         return args
 
     def set_outputs(self, args, d_ptr: int, outputs: dict | None):
@@ -281,7 +281,7 @@ class Variant:
 
     def run_scratch(self, args, algorithm):
         """One cublasLtMatmul with ``algorithm`` on ``args`` (autotuning: into a scratch result)."""
-        args[ALGO] = ctypes.byref(algorithm.algo)
+        args[ALGO] = ctypes.addressof(algorithm.algo)
         status = self.raw(*args)
         if status:
             check_status(status)

@@ -14,6 +14,7 @@ import threading
 import weakref
 
 from ...._bindings import cublaslt as lt
+from ...._core._fast import call_words
 from ...._core.cuda import set_device
 from ....errors import CUBLASLtError
 from .._options import CUDA_DATA_TYPES
@@ -219,10 +220,12 @@ RAW_MATMUL = None
 
 
 def raw_matmul():
-    """The bare ctypes function of cublasLtMatmul (one call on the hot path); returns a status."""
+    """The caller of cublasLtMatmul on the hot path (one native call; returns a status): the compiled one of
+    ``_core/_fast``, or a ctypes function taking the same ints. Every argument is an int (None: NULL), the
+    algorithm as the address of its ``cublasLtMatmulAlgo_t`` (whose owner the variant keeps)."""
     global RAW_MATMUL
     if RAW_MATMUL is None:
-        RAW_MATMUL = lt._L.cublasLtMatmul
+        RAW_MATMUL = call_words(lt._L.cublasLtMatmul)
     return RAW_MATMUL
 
 

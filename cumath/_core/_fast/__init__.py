@@ -1,0 +1,116 @@
+"""cumath's compiled hot path, with ctypes as the fallback.
+
+``_native`` is a C extension built by the package's build backend (``setup.py``, optional: ``pip install`` on a
+machine without a C compiler still works, and then the ctypes functions themselves are called). What it gives
+the hot paths:
+
+- :func:`call3`: a callable ``fn(a, b, c)`` over a C function of three pointers (FFTW's and DFTI's execute
+  functions), ~0.2-0.4 us a call cheaper than the ctypes function it is made from; the ctypes function itself
+  without the extension.
+- :func:`call_ippi`: the same for ``int fn(int, void *, void *, int)`` (cuFFT's ``cufftXtExec``).
+- :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
+- :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
+  (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
+
+``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
+``NATIVE`` says whether it is in use.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+
+__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader"]
+
+
+def _load():
+    if os.environ.get("CUMATH_NATIVE", "1").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    try:
+        return importlib.import_module(f"{__name__}._native")
+    except ImportError:  # not built (no compiler at install time, or a source checkout): ctypes it is
+        return None
+
+
+_native = _load()
+
+NATIVE = _native is not None
+
+
+def call_ippi(cfn, on_error=None):
+    """A fast callable of the ctypes function ``cfn`` of C type ``int fn(int, void *, void *, int)`` returning
+    a status (cuFFT's ``cufftXtExec(handle, in, out, direction)``); ``cfn`` itself without the extension.
+    ``on_error(status)`` runs for a non-zero status where given (both paths)."""
+    if not isinstance(cfn, ctypes._CFuncPtr):
+        return cfn
+    if _native is not None:
+        return _native.Call3(ctypes.cast(cfn, ctypes.c_void_p).value, True, on_error, "ippi")
+    return _with_errcheck(cfn, on_error) if on_error is not None else cfn
+
+
+def numpy_fields_reader():
+    """``read(array, itemsize) -> (pointer, shape, element strides, readonly)`` (None where a stride is not a
+    whole number of elements) for NumPy arrays, or None without the extension or where NumPy's array struct is not
+    the one it reads (checked here on live arrays: contiguous, sliced, negative-stride, read-only, 0-d)."""
+    if _native is None:
+        return None
+    import numpy as np
+
+    read = _native.numpy_fields
+    base = np.arange(24, dtype=np.complex128).reshape(2, 3, 4)
+    ro = base[:, ::-1, 1::2]
+    ro.flags.writeable = False
+    for a in (base, base[1], ro, base.T, np.zeros(()), np.empty((0, 5), dtype=np.float32)):
+        expect = (a.__array_interface__["data"][0], a.shape, tuple(s // a.itemsize for s in a.strides),
+                  not a.flags.writeable)
+        if read(a, a.itemsize) != expect:
+            return None
+    return read
+
+
+def call_words(cfn, on_error=None):
+    """A fast callable of the ctypes function ``cfn`` whose arguments are all integer-class (pointers, sizes,
+    ints; at most 16) and which returns an int status (``cublasLtMatmul``). Every argument is given as an int
+    (None: NULL), pointer-to-struct arguments as the struct's address. Without the extension: a ctypes function at
+    the same address whose pointer argument types are ``c_void_p`` (so it takes the same ints). ``on_error(status)``
+    runs for a non-zero status where given (both paths)."""
+    if not isinstance(cfn, ctypes._CFuncPtr):
+        return cfn
+    argtypes = list(cfn.argtypes or ())
+    address = ctypes.cast(cfn, ctypes.c_void_p).value
+    if _native is not None and 0 < len(argtypes) <= 16:
+        return _native.Call3(address, True, on_error, f"w{len(argtypes)}")
+    plain = [ctypes.c_void_p if isinstance(t, type(ctypes.POINTER(ctypes.c_int))) else t for t in argtypes]
+    fn = ctypes.CFUNCTYPE(cfn.restype, *plain)(address)
+    return _with_errcheck(fn, on_error) if on_error is not None else fn
+
+
+def call3(cfn, *, status: bool = False, on_error=None):
+    """A fast callable of the ctypes function ``cfn`` (a C function of three pointers, given as ints).
+
+    ``status``: ``cfn`` returns a C ``long`` status; a non-zero one goes to ``on_error(status)`` (which should
+    raise). Without the extension: ``cfn`` itself, with ``on_error`` as its ``errcheck`` where given (so both
+    paths check the status). Anything but a ctypes function is returned as it is.
+    """
+    if not isinstance(cfn, ctypes._CFuncPtr):  # a Python callable (a stub, a wrapper): called as it is
+        return cfn
+    if _native is not None:
+        return _native.Call3(ctypes.cast(cfn, ctypes.c_void_p).value, status, on_error)
+    if on_error is None:
+        return cfn
+    return _with_errcheck(cfn, on_error)
+
+
+def _with_errcheck(cfn, on_error):
+    fn = type(cfn)(ctypes.cast(cfn, ctypes.c_void_p).value)  # a copy: errcheck is per function object
+    fn.restype, fn.argtypes = cfn.restype, cfn.argtypes
+
+    def errcheck(result, _fn, _args):
+        if result:
+            on_error(result)
+        return result
+
+    fn.errcheck = errcheck
+    return fn

@@ -1,0 +1,333 @@
+"""oneMKL's DFTI as a CPU FFT engine ('dfti'), and the engine 'auto' prefers when MKL and FFTW are both there
+('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem, DFTI where it has none.
+
+DFTI needs no planning worth the name (a descriptor commits in well under a millisecond) and runs near FFTW's
+measured plans, where FFTW_ESTIMATE plans are 1.1-7x slower (benchmarks/NOTES.md). So a first call runs at
+tuned speed without planning, and a plan moves to FFTW as soon as FFTW has wisdom for it (the same rule as
+FFTW's own heuristic plans: ``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution
+looks again). Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread makes
+FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
+
+A DFTI descriptor reads and writes any alignment (``align_mask`` 0), takes one batch loop (the outer ones run
+here, as for oneMKL's FFTW wrappers), and computes one direction's layout: forward reads the FWD strides and
+writes the BWD ones, backward the other way round, so each direction has its own descriptor, made on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+
+from ..._bindings import fftw as _fftw
+from ..._bindings import mkl_dfti as _dfti
+from ..._core._fast import call3
+from ..._core.dtypes import ITEMSIZE
+from ...errors import LibraryError, LibraryNotFoundError
+from .fftw import WISDOM, _merge_loops, threads_for
+
+__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "DFTI_MIN_POINTS", "PLANNER", "background_effort"]
+
+logger = logging.getLogger(__name__)
+
+_P, _V = _dfti.Param, _dfti.Value
+
+#: Below this many points per plan FFTW's heuristic plan is as fast as its measured one, is made in well under a
+#: millisecond, and runs ~1.5 us sooner per call than DFTI (a 2048-point complex128 FFT: 4 against 6 us), so
+#: 'fftw+dfti' leaves small problems to FFTW alone (benchmarks/NOTES.md).
+DFTI_MIN_POINTS = 1 << 15
+
+
+def _raise(status):
+    _dfti.check(status, "DftiCompute")
+
+
+_compute_fns: dict = {}
+
+
+def _compute(sign: int):
+    """The compute function of ``sign`` for the hot path, its status checked: the compiled caller
+    (``_core/_fast``), or the typed ctypes function with an errcheck."""
+    fn = _compute_fns.get(sign)
+    if fn is None:
+        fn = _compute_fns[sign] = call3(_dfti.raw_compute(sign), status=True, on_error=_raise)
+    return fn
+
+
+class DftiEngine:
+    """The CPU engine oneMKL DFTI (the ``mkl`` extra)."""
+
+    name = "dfti"
+
+    def load(self) -> None:
+        if not _dfti.available():
+            raise LibraryNotFoundError("oneMKL's DFTI (libmkl_rt) is not available; install the 'mkl' extra "
+                                       "(pip install cumath[mkl]) or choose another cpu_engine")
+
+    def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log) -> "DftiPlan":
+        return DftiPlan(geom, in_strides, out_strides, num_threads, auto_threads, log)
+
+
+class DftiPlan:
+    """DFTI descriptors of one FFT layout (a ``CPUPlan``): one per direction, committed on first use."""
+
+    align_mask = 0
+    nbytes = 0
+
+    def __init__(self, geom, in_strides, out_strides, num_threads, auto_threads=True, log=logger):
+        self.kind = geom.fft_type
+        self.precision = _V.DOUBLE if geom.precision == "float64" else _V.SINGLE
+        self.domain = _V.COMPLEX if self.kind == "C2C" else _V.REAL
+        self.dims = geom.transform_dims(in_strides, out_strides)
+        loops = _merge_loops(geom.batch_dims(in_strides, out_strides))
+        self.batch, outer = (loops[-1] if loops else (1, 0, 0)), loops[:-1]
+        isz, osz = ITEMSIZE[geom.in_dtype], ITEMSIZE[geom.out_dtype]
+        self._offsets = [  # byte offsets of the outer batch loops, run here
+            (sum(i * s * isz for i, (_, s, _o) in zip(idx, outer)), sum(i * o * osz for i, (_, _s, o) in zip(idx, outer)))
+            for idx in itertools.product(*(range(n) for n, _, _ in outer))] if outer else None
+        self.inplace = geom.inplace
+        points = self.batch[0]
+        for n, *_ in self.dims:
+            points *= n
+        self.num_threads = threads_for(points, num_threads) if auto_threads else num_threads
+        self.log = log
+        self.entries: dict = {}
+        self._descs: dict = {}  # sign -> descriptor
+        self._finalizer = weakref.finalize(self, _free_all, self._descs)
+
+    def _make(self, sign: int) -> int:
+        """A committed descriptor computing direction ``sign`` from the input layout to the output layout."""
+        t0 = time.perf_counter()
+        desc = _dfti.create_descriptor(self.precision, self.domain, [n for n, _, _ in self.dims])
+        try:
+            # forward: input = forward domain; backward: input = backward domain
+            src, dst = (_P.FWD_STRIDES, _P.BWD_STRIDES) if sign < 0 else (_P.BWD_STRIDES, _P.FWD_STRIDES)
+            _dfti.set_strides(desc, src, 0, [s for _, s, _ in self.dims])
+            _dfti.set_strides(desc, dst, 0, [o for _, _, o in self.dims])
+            n, dist_in, dist_out = self.batch
+            if n > 1:
+                _dfti.set_value(desc, _P.NUMBER_OF_TRANSFORMS, n)
+                _dfti.set_value(desc, _P.FWD_DISTANCE if sign < 0 else _P.BWD_DISTANCE, dist_in)
+                _dfti.set_value(desc, _P.BWD_DISTANCE if sign < 0 else _P.FWD_DISTANCE, dist_out)
+            _dfti.set_value(desc, _P.PLACEMENT, _V.INPLACE if self.inplace else _V.NOT_INPLACE)
+            if self.domain == _V.REAL:
+                _dfti.set_value(desc, _P.CONJUGATE_EVEN_STORAGE, _V.COMPLEX_COMPLEX)
+            _dfti.set_value(desc, _P.THREAD_LIMIT, self.num_threads)
+            _dfti.commit_descriptor(desc)
+        except BaseException:
+            _dfti.free_descriptor(desc)
+            raise
+        if self.log.isEnabledFor(logging.INFO):
+            self.log.info("DFTI %s descriptor dims=%s batch=%s%s sign=%+d, %d thread(s), committed in %.2f ms",
+                          self.kind, self.dims, self.batch, f" x {len(self._offsets)} here" if self._offsets else "",
+                          sign, self.num_threads, 1e3 * (time.perf_counter() - t0))
+        return desc
+
+    def prepare(self, sign: int) -> None:
+        desc = self._descs.get(sign)
+        if desc is None:
+            desc = self._descs[sign] = self._make(sign)
+        self.entries[sign] = (self._loop, sign) if self._offsets else (_compute(sign), desc)
+
+    def execute(self, in_ptr, out_ptr, sign, stream=None):
+        if sign not in self.entries:
+            self.prepare(sign)
+        fn, arg = self.entries[sign]
+        fn(arg, in_ptr, out_ptr)
+
+    def _loop(self, sign, in_ptr, out_ptr):
+        fn, desc = _compute(sign), self._descs[sign]
+        for di, do in self._offsets:
+            fn(desc, in_ptr + di, out_ptr + do)
+
+    def free(self):
+        self.entries.clear()
+        self._finalizer()
+
+
+def _free_all(descs):
+    for desc in descs.values():
+        try:
+            _dfti.free_descriptor(desc)
+        except Exception:  # noqa: BLE001 - a descriptor that cannot be freed must not stop the others
+            pass
+    descs.clear()
+
+
+# ------------------------------------------------------------------------------------- FFTW where tuned, else DFTI
+
+BACKGROUND_ENV = "CUMATH_FFT_BACKGROUND_PLANNING"
+
+
+def background_effort() -> str | None:
+    """The effort of background planning the user opted into (``CUMATH_FFT_BACKGROUND_PLANNING``: 'measure'
+    (or 1/on), 'patient', 'exhaustive'); None (unset, 0/off) by default: it would compete for the caller's
+    cores."""
+    value = os.environ.get(BACKGROUND_ENV, "").strip().lower()
+    if value in ("", "0", "off", "no", "false"):
+        return None
+    if value in ("1", "on", "yes", "true"):
+        return "measure"
+    if value in ("measure", "patient", "exhaustive"):
+        return value
+    raise ValueError(f"{BACKGROUND_ENV}={value!r} is not supported; use measure, patient, exhaustive, 1 or 0")
+
+
+class _BackgroundPlanner:
+    """One daemon thread making FFTW's measured plans of the problems DFTI serves, one at a time. Each plan
+    leaves wisdom, which swaps FFTW's plan in at the next execution of every plan of the problem (``WISDOM``).
+    FFTW's planner is process-wide, so a caller's new FFTW plan waits while a measurement runs."""
+
+    def __init__(self):
+        self.jobs: queue.Queue = queue.Queue()
+        self.seen: set = set()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def submit(self, key, job) -> None:
+        with self._lock:
+            if key in self.seen:
+                return
+            self.seen.add(key)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cumath-fft-planner", daemon=True)
+                self._thread.start()
+        self.jobs.put(job)
+
+    def _run(self):
+        while True:
+            job = self.jobs.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - background planning must never fail a computation
+                logger.warning("background FFT planning failed", exc_info=True)
+            finally:
+                self.jobs.task_done()
+
+    def wait(self) -> None:
+        """Until every submitted plan is made (for tests and benchmarks)."""
+        self.jobs.join()
+
+
+PLANNER = _BackgroundPlanner()
+
+
+def _measure(make_fftw, sign, effort, log):
+    t0 = time.perf_counter()
+    plan = make_fftw(effort)
+    try:
+        plan.prepare(sign)
+    finally:
+        plan.free()
+    log.info("background FFTW planning (%s) of %s dims=%s howmany=%s sign=%+d took %.0f ms", effort, plan.kind,
+             plan.dims, plan.howmany, sign, 1e3 * (time.perf_counter() - t0))
+
+class TunedEngine:
+    """'fftw+dfti': FFTW's plans from wisdom where the process has it, DFTI elsewhere (no planning on a first
+    call); an explicit ``planning_effort`` means FFTW planned that way, as with ``cpu_engine='fftw'``."""
+
+    name = "fftw+dfti"
+
+    def __init__(self, registry):
+        self._registry = registry  # its 'fftw' and 'dfti' engines (so that what replaces one there counts here)
+
+    def load(self) -> None:
+        self._fftw = self._registry.engine("fftw")
+        self._dfti = self._registry.engine("dfti")
+        self._fftw.load()
+        self._dfti.load()
+
+    def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log):
+        fftw = self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads, options, log)
+        points = geom.batch_size
+        for n in geom.sizes:
+            points *= n
+        if options.planning_effort is not None or points < DFTI_MIN_POINTS:
+            return fftw
+        try:
+            dfti = self._dfti.plan(geom, in_strides, out_strides, num_threads, auto_threads, options, log)
+        except (LibraryError, ValueError) as exc:  # a layout DFTI cannot describe: FFTW alone
+            log.info("DFTI cannot take this layout (%s): FFTW plans it", exc)
+            return fftw
+        effort = background_effort()
+        measured = None
+        if effort is not None:
+            def measured(effort):  # the same problem planned by FFTW with that effort (in the planner thread)
+                return self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads,
+                                       dataclasses.replace(options, planning_effort=effort), log)
+        return TunedPlan(fftw, dfti, log, measured, effort)
+
+
+class TunedPlan:
+    """One FFT layout served, per direction, by FFTW (from wisdom) or by DFTI (no wisdom yet); a ``CPUPlan``.
+
+    ``entries`` holds the served direction's raw function; pointers off FFTW's SIMD alignment come through
+    ``execute``, which gives them to DFTI (any alignment, nothing to plan)."""
+
+    nbytes = 0
+
+    def __init__(self, fftw, dfti: DftiPlan, log=logger, measured=None, effort=None):
+        self.fftw, self.dfti, self.log = fftw, dfti, log
+        self._measured, self._effort = measured, effort  # background planning, where the user opted in
+        self.align_mask = fftw.align_mask
+        self.entries: dict = {}
+        self._by_fftw: set = set()  # directions FFTW serves (from wisdom)
+        self._refused: set = set()  # directions DFTI could not describe
+        self._generation = -1
+
+    def _choose(self, sign: int) -> None:
+        self._generation = WISDOM.generation
+        if sign not in self._by_fftw and self.fftw.from_wisdom(sign):
+            self._by_fftw.add(sign)
+            self.log.info("FFT direction %+d: FFTW's plan from wisdom", sign)
+        if sign in self._by_fftw:
+            self.fftw.prepare(sign)
+            self.entries[sign] = self.fftw.entries[sign]
+            return
+        try:
+            self.dfti.prepare(sign)
+        except LibraryError as exc:  # DFTI refused the layout: FFTW plans it (heuristically, as before)
+            self.log.info("DFTI cannot take this layout (%s): FFTW plans it", exc)
+            self._by_fftw.add(sign)
+            self._refused.add(sign)
+            # through FFTWPlan.execute on every call, never a copy of its entry: FFTW replaces (and destroys) a
+            # heuristic plan when wisdom for it appears
+            self.fftw.prepare(sign)
+            return
+        self.entries[sign] = self.dfti.entries[sign]
+        with _fftw.planner_lock:  # looked at again when the process learns wisdom
+            WISDOM.waiting.add(self)
+        if self._measured is not None:
+            f = self.fftw
+            key = (f.kind, f.lib.precision, tuple(f.dims), tuple(f.howmany), f.inplace, f.num_threads, sign)
+            PLANNER.submit(key, lambda: _measure(self._measured, sign, self._effort, self.log))
+
+    def prepare(self, sign: int) -> None:
+        if sign in self._refused:
+            self.fftw.prepare(sign)
+        else:
+            self._choose(sign)
+
+    def execute(self, in_ptr, out_ptr, sign, stream=None):
+        if sign in self._refused:
+            self.fftw.execute(in_ptr, out_ptr, sign)
+            return
+        if sign not in self.entries or self._generation != WISDOM.generation:
+            self._choose(sign)
+            if sign in self._refused:
+                self.fftw.execute(in_ptr, out_ptr, sign)
+                return
+        if sign in self._by_fftw and not (in_ptr | out_ptr) & self.align_mask:
+            self.fftw.execute(in_ptr, out_ptr, sign)
+        else:  # DFTI's direction, or FFTW's at an alignment its plan was not made for
+            self.dfti.execute(in_ptr, out_ptr, sign)
+
+    def free(self):
+        self.entries.clear()
+        self.dfti.free()
+        self.fftw.free()
