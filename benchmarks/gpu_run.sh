@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The GPU machine's part of a verification, in phases that each fit one device call (<= 10 min):
 #
-#   bash benchmarks/gpu_run.sh tests      GPU tests of fft, linalg (generic, advanced), bindings, core
+#   bash benchmarks/gpu_run.sh tests      every GPU test but cumath.device's and cumath.tensor's (soak excluded)
+#   bash benchmarks/gpu_run.sh more       examples, the ctypes fallback of the hot paths, the GPU soak run
+#   bash benchmarks/gpu_run.sh tensor     cumath.tensor tests and benchmarks/tensor.py (needs cuTENSOR)
+#   bash benchmarks/gpu_run.sh sparse     benchmarks/sparse.py and the cuDSS reordering table (needs cuDSS)
 #   bash benchmarks/gpu_run.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
 #   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
-#   bash benchmarks/gpu_run.sh solvers    dense and sparse solver GPU tests, benchmarks/solvers.py (needs cuDSS)
+#   bash benchmarks/gpu_run.sh solvers    benchmarks/solvers.py, dense and sparse (needs cuDSS)
 #   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
 #   bash benchmarks/gpu_run.sh stage      only copy the wheel parts carried in .stage/<n>/ to /tmp/stage
 #
@@ -68,8 +71,24 @@ pytest_gpu() {  # name, timeout, pytest arguments...
 
 case "$phase" in
   tests)
-    pytest_gpu tests-gpu 420 -m gpu tests --ignore=tests/device --ignore=tests/sparse --ignore=tests/linalg/test_solver_gpu.py
+    pytest_gpu tests-gpu 540 -m "gpu and not soak" tests --ignore=tests/device --ignore=tests/tensor
+    ;;
+  more)
     pytest_gpu tests-examples 120 tests/test_examples.py
+    CUMATH_NATIVE=0 pytest_gpu tests-fallback 150 -m gpu tests/core/test_fast.py tests/fft/test_fft_gpu.py \
+      tests/linalg/advanced/test_matmul_gpu.py
+    CUMATH_SOAK_CALLS=20000 pytest_gpu tests-soak 200 tests/reliability/test_soak.py
+    ;;
+  tensor)
+    pytest_gpu tensor-tests 300 tests/tensor
+    timeout 240 python3 benchmarks/tensor.py --gpu --json "$OUT/tensor.json" > "$OUT/tensor.txt" 2>&1
+    echo "tensor rc=$?" | tee -a "$log"
+    ;;
+  sparse)
+    timeout 300 python3 benchmarks/sparse.py --gpu --json "$OUT/sparse.json" > "$OUT/sparse.txt" 2>&1
+    echo "sparse rc=$?" | tee -a "$log"
+    timeout 280 python3 benchmarks/solvers_sparse.py --reorderings --json "$OUT/reorder.json" > "$OUT/reorder.txt" 2>&1
+    echo "reorderings rc=$?" | tee -a "$log"
     ;;
   device)
     timeout 100 python3 tests/device/pregenerate.py --cc 90 --jobs "$(nproc)" --json "$OUT/pregenerate.json" \
@@ -90,8 +109,7 @@ case "$phase" in
     echo "matmul rc=$?" | tee -a "$log"
     ;;
   solvers)
-    pytest_gpu solver-tests 240 tests/sparse tests/linalg/test_solver_gpu.py
-    timeout 330 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
+    timeout 500 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
     echo "solvers rc=$?" | tee -a "$log"
     ;;
   stage)
