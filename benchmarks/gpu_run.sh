@@ -41,7 +41,9 @@ for whl in .whl/*.whl /tmp/*.whl; do
   [ -f "$whl" ] || continue
   stamp="/tmp/site/.installed-$(basename "$whl")"
   [ -f "$stamp" ] && continue
-  if python3 -m pip install -q --no-index --no-deps --target /tmp/site "$whl" > /tmp/pip.log 2>&1; then
+  # a wheel is a zip: extracting merges folders that several wheels share (nvidia/cu13/lib), which
+  # `pip install --target` refuses without --upgrade (and --upgrade would replace the other wheels' files)
+  if python3 -m zipfile -e "$whl" /tmp/site > /tmp/pip.log 2>&1; then
     touch "$stamp"
   else
     tail -2 /tmp/pip.log

@@ -160,18 +160,38 @@ class Operation(Stateful):
         self._explicit_stream = p.explicit_stream
         self._blocking = p.blocking
         self._host_only = p.host_only
+        self._streams_kept = {}
+        self._keep_stream(stream, p.stream)
         return p
+
+    def _keep_stream(self, obj, handle) -> None:
+        """Keep the caller's stream object ``obj`` alive while this operation lives: libraries keep using the
+        stream their plan was made on (cuDSS frees its analysis memory on it; a destroyed stream there crashed
+        a later solve on another stream). Plain integers are the caller's to keep; the first stream and the
+        seven most recent ones are kept."""
+        if obj is None or isinstance(obj, int):
+            return
+        kept = self.__dict__.setdefault("_streams_kept", {})
+        if handle in kept:
+            return
+        if len(kept) >= 8:
+            del kept[list(kept)[1]]
+        kept[handle] = obj
 
     def _use_stream(self, stream) -> None:
         """Order later executions on ``stream`` (any form stream_handle() accepts)."""
         self._stream = stream_handle(stream)
         self._explicit_stream = True
+        self._keep_stream(stream, self._stream)
 
     def _stream_arg(self, stream):
         """(stream handle, whether the caller named it) for one call given ``stream`` (None: the plan's)."""
         if stream is None:
             return self._stream, self._explicit_stream
-        return stream_handle(stream), True
+        handle = stream_handle(stream)
+        if not isinstance(stream, int):
+            self._keep_stream(stream, handle)
+        return handle, True
 
     def _ordered(self, stream: int, explicit: bool, fn, *args):
         """``fn(*args)`` ordered on ``stream`` as the caller asked, then waited for when blocking."""
