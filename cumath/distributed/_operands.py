@@ -52,10 +52,12 @@ def gather_layout(group: ProcessGroup, local_shape, dist: Distribution, what: st
         shape, _, indices = resolve(dist, shapes, what)
         return shape, indices
     if isinstance(dist, Box):
-        if dist.shape != local_shape:
-            raise ValueError(f"the {what} operand on rank {group.rank} has shape {local_shape} but its Box "
-                             f"{dist.lower}-{dist.upper} has shape {dist.shape}")
-        boxes = group.allgather(dist)
+        gathered = group.allgather((dist, local_shape))  # first, so that every rank sees every rank's error
+        for r, (box, shape) in enumerate(gathered):
+            if box.shape != shape:
+                raise ValueError(f"the {what} operand on rank {r} has shape {shape} but its Box "
+                                 f"{box.lower}-{box.upper} has shape {box.shape}")
+        boxes = [b for b, _ in gathered]
         shape = tuple(max(b.upper[a] for b in boxes) for a in range(len(local_shape)))
         if global_shape is not None and tuple(global_shape) != shape:
             raise ValueError(f"the {what} boxes span {shape}, not the global shape {tuple(global_shape)}")

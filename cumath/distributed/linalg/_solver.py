@@ -62,7 +62,8 @@ class DirectSolver(Stateful):
         if vector:
             b = b_arr.reshape(-1, 1)
         self._vector = vector
-        ctx.process_group.agree("DirectSolver", dtypes=[str(np.asarray(a).dtype), str(b_arr.dtype)], vector=vector)
+        ctx.process_group.agree("DirectSolver", dtypes=[str(np.asarray(a).dtype), str(b_arr.dtype)], vector=vector,
+                                ndim=getattr(a, "ndim", None))
         self._a = MatrixOperand(ctx, a, distributions[0], "a")
         self._b = MatrixOperand(ctx, b, distributions[1], "b")
         n, n2 = self._a.global_shape

@@ -114,7 +114,8 @@ class Matmul(Stateful):
         if c is None and beta not in (None, 0):
             raise ValueError("beta was given without c; pass c or drop beta")
         ctx.process_group.agree("Matmul", dtypes=[getattr(x, "dtype", None).__str__() for x in (a, b, c)],
-                                flags=self._flags, has_c=c is not None)
+                                flags=self._flags, has_c=c is not None,
+                                ndims=[getattr(x, "ndim", None) for x in (a, b, c)])
         self._a = MatrixOperand(ctx, a, distributions[0], "a")
         self._b = MatrixOperand(ctx, b, distributions[1], "b")
         (ta, _), (tb, _) = self._flags[:2]
