@@ -120,7 +120,8 @@ class FFT(Stateful):
                     new_shape[-1] = self.global_result_shape[-1]
                 cur_shape = tuple(new_shape)
                 local = tuple(len(ix) for ix in current[group.rank])
-                current = [tuple(range(cur_shape[a]) if a in step.axes else ix[a] for a in range(ndim))
+                current = [ix if math.prod(len(i) for i in ix) == 0 else
+                           tuple(range(cur_shape[a]) if a in step.axes else ix[a] for a in range(ndim))
                            for ix in current]
                 out_local = tuple(len(ix) for ix in current[group.rank])
                 compiled.append(("local", step, math.prod(local) == 0, out_local))
@@ -145,9 +146,7 @@ class FFT(Stateful):
                 target = (SlabPartition(axis, sizes) if shape[axis] == self.global_shape[axis] else self._in_dist)
                 self.result_distribution = self._in_dist
             else:
-                split = [a for a in range(len(shape)) if any(len(ix[a]) != shape[a] for ix in current)]
-                other = split[0] if len(split) == 1 else (1 - axis if axis < 2 else 0)
-                target = Slab(other)
+                target = Slab(1 - axis if axis < 2 else 0)  # X <-> Y, as cuFFTMp's slabs
                 self.result_distribution = target
             return [target.indices(shape, r, group.nranks) for r in range(group.nranks)]
         self.result_distribution = self._out_box
