@@ -95,11 +95,21 @@ class DirectSolver(Stateful):
         self._lu = self._a.fortran(self.dtype, copy=True)
         self._ipiv = np.zeros(self._lu.shape[0] + int(self._a.desc[4]), dtype=np.int32)
         info = scalapack.getrf(self._prefix, n, n, self._lu.ctypes.data, self._a.desc, self._ipiv.ctypes.data)
+        # MKL's p?getrf was seen returning info = 0 with an exactly zero U(n, n): look at the diagonal too
+        info = min([i for i in self._ctx.process_group.allgather(max(info, 0) or self._zero_pivot()) if i] or [0])
         if info > 0:
             self._factorized = False
             raise SingularMatrixError(f"the matrix is singular: U({info}, {info}) is exactly zero after LU with "
                                       "partial pivoting; check the matrix or regularize it")
         self._factorized = True
+
+    def _zero_pivot(self) -> int:
+        """The 1-based index of the first exactly zero diagonal entry of U this rank holds (0: none)."""
+        group = self._ctx.process_group
+        rows, cols = self._a.dist.indices(self._a.global_shape, group.rank, group.nranks)
+        common, ir, ic = np.intersect1d(np.asarray(rows), np.asarray(cols), return_indices=True)
+        zero = np.flatnonzero(self._lu[ir, ic] == 0)
+        return int(common[zero[0]]) + 1 if zero.size else 0
 
     @requires("planned", "factorized")
     def solve(self):
