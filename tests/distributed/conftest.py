@@ -2,14 +2,11 @@
 rank under plain pytest). Every rank draws the same global arrays (fixed seeds) and checks its own piece, and
 the results gathered on rank 0 against NumPy."""
 
-import numpy as np
 import pytest
-
-mpi4py = pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install cumath[distributed])")
-
 
 @pytest.fixture(scope="session")
 def world():
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install cumath[distributed])")
     from mpi4py import MPI
 
     import cumath.distributed as dist

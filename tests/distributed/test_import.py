@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from mpi_helpers import clean_env
 
 
@@ -18,6 +20,7 @@ def test_import_loads_nothing():
 
 
 def test_initialize_twice_and_uninitialized_errors():
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install cumath[distributed])")
     code = """
 import cumath.distributed as d
 from cumath.errors import InvalidStateError
