@@ -2,9 +2,9 @@
 and data (mpi4py-fft for the FFT) and against the single-process cumath call (matmul, solver).
 
 Cases (``--list``):
-  cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in and out (cumath) against mpi4py-fft's
-                      PFFT on the same slab decomposition (forward, output in the other slab, as cumath with
-                      redistribute=False; and cumath with redistribute=True too)
+  cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in (cumath, FFTW_MEASURE per-rank plans) against
+                      mpi4py-fft's PFFT (FFTW_MEASURE) on the same slab decomposition (forward, output in the
+                      other slab, as cumath with redistribute=False; cumath with redistribute=True too)
   cpu/matmul-2048     2048^2 float64 matmul on a 1 x P block-cyclic grid (ScaLAPACK p?gemm), against
                       single-process cumath.linalg.matmul on rank 0 with all the process's threads
   cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
@@ -86,9 +86,9 @@ def worker(case: str, rounds: int) -> dict:
         x = (rng.standard_normal((len(ix[0]), n, n)) + 1j * rng.standard_normal((len(ix[0]), n, n)))
         from cumath.distributed.fft import FFT
 
-        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False})
+        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
         f_keep.plan()
-        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True})
+        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
         f_back.plan()
         rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
         rows["cumath redistribute=True"] = _timed(comm, f_back.execute, rounds, 3)
@@ -195,7 +195,7 @@ def main(argv=None) -> int:
         return 1
     rows, status = [], 0
     for case in cases:
-        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env = dict(os.environ)
         ranks = 1 if case.startswith("gpu/") else args.ranks
         cmd = [exe, "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--worker", case,
                "--rounds", str(rounds)]

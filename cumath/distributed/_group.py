@@ -42,7 +42,8 @@ class ProcessGroup:
     def allgather(self, obj) -> list:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def alltoallv(self, send: np.ndarray, send_counts, recv: np.ndarray, recv_counts) -> None:  # pragma: no cover
+    def alltoallv(self, send: np.ndarray, send_counts, recv: np.ndarray, recv_counts,
+                  uniform: bool = False) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def barrier(self) -> None:  # pragma: no cover - abstract
@@ -96,7 +97,7 @@ class MPIProcessGroup(ProcessGroup):
     def allgather(self, obj) -> list:
         return self.communicator.allgather(obj)
 
-    def alltoallv(self, send, send_counts, recv, recv_counts) -> None:
+    def alltoallv(self, send, send_counts, recv, recv_counts, uniform: bool = False) -> None:
         from mpi4py import MPI
 
         sc = np.asarray(send_counts, dtype=np.int64)
@@ -105,7 +106,10 @@ class MPIProcessGroup(ProcessGroup):
         rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
         if max(sc.sum(), rc.sum()) >= 2**31:
             raise ValueError("alltoallv: more than 2 GiB to or from one rank; use more ranks")
-        self.communicator.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])
+        if uniform:  # equal pieces between every pair of ranks (decided from every rank's plan): all-to-all
+            self.communicator.Alltoall([send, int(sc[0]), MPI.BYTE], [recv, int(rc[0]), MPI.BYTE])
+        else:
+            self.communicator.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])
 
     def barrier(self) -> None:
         self.communicator.Barrier()
@@ -139,7 +143,7 @@ class TorchProcessGroup(ProcessGroup):
         self._dist.all_gather_object(out, obj, group=self.group)
         return out
 
-    def alltoallv(self, send, send_counts, recv, recv_counts) -> None:
+    def alltoallv(self, send, send_counts, recv, recv_counts, uniform: bool = False) -> None:
         import torch
 
         s = torch.from_numpy(send.view(np.uint8))

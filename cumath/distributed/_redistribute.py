@@ -83,6 +83,7 @@ class Exchange:
     recv_counts: np.ndarray
     out_shape: tuple
     rank: int
+    uniform: bool = False  # every pair of ranks exchanges the same number of elements (the same on every rank)
 
     def execute(self, group, local: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Move ``local`` (the source piece) and return this rank's destination piece (C order)."""
@@ -93,23 +94,65 @@ class Exchange:
             if self.send[0] is not None:
                 out[self.recv[0][0]] = local[self.send[0]].reshape(self.recv[0][1])
             return out
-        sendbuf = np.empty(int(self.send_counts.sum()), dtype=local.dtype)
+        total = int(self.send_counts.sum())
+        sendbuf = self._buffer(local.dtype, total)
         pos = 0
         for dest, sel in enumerate(self.send):
             if sel is not None:
                 n = int(self.send_counts[dest])
-                sendbuf[pos:pos + n] = local[sel].reshape(-1)
+                sendbuf[pos:pos + n].reshape(self.send_shapes[dest])[...] = local[sel]
                 pos += n
-        recvbuf = np.empty(int(self.recv_counts.sum()), dtype=local.dtype)
-        group.alltoallv(sendbuf, self.send_counts * itemsize, recvbuf, self.recv_counts * itemsize)
-        pos = 0
-        for src, entry in enumerate(self.recv):
-            if entry is not None:
-                sel, shape = entry
-                n = int(self.recv_counts[src])
-                out[sel] = recvbuf[pos:pos + n].reshape(shape)
-                pos += n
+        direct = self.recv_direct
+        recvbuf = out.reshape(-1) if direct else np.empty(int(self.recv_counts.sum()), dtype=local.dtype)
+        group.alltoallv(sendbuf, self.send_counts * itemsize, recvbuf, self.recv_counts * itemsize, self.uniform)
+        if not direct:
+            pos = 0
+            for src, entry in enumerate(self.recv):
+                if entry is not None:
+                    sel, shape = entry
+                    n = int(self.recv_counts[src])
+                    out[sel] = recvbuf[pos:pos + n].reshape(shape)
+                    pos += n
         return out
+
+    def _buffer(self, dtype, n: int) -> np.ndarray:
+        """The send buffer, kept between executions (a new one costs its page faults every time)."""
+        buf = getattr(self, "_sendbuf", None)
+        if buf is None or buf.dtype != dtype or buf.size < n:
+            buf = self._sendbuf = np.empty(n, dtype=dtype)
+        return buf[:n]
+
+    @property
+    def send_shapes(self) -> list:
+        shapes = getattr(self, "_send_shapes", None)
+        if shapes is None:
+            shapes = self._send_shapes = [None if s is None else _shape_of(s) for s in self.send]
+        return shapes
+
+    @property
+    def recv_direct(self) -> bool:
+        """Whether the pieces received, in rank order, are consecutive runs of the result in C order (then the
+        result itself is the receive buffer: no unpacking)."""
+        direct = getattr(self, "_recv_direct", None)
+        if direct is None:
+            direct, nxt = True, 0
+            for entry in self.recv:
+                if entry is None:
+                    continue
+                sel, shape = entry
+                if not all(isinstance(s, slice) for s in sel) or any(
+                        s.start != 0 or s.stop != n for s, n in zip(sel[1:], self.out_shape[1:])) or sel[0].start != nxt:
+                    direct = False
+                    break
+                nxt = sel[0].stop
+            self._recv_direct = direct
+        return direct
+
+
+def _shape_of(sel) -> tuple:
+    if all(isinstance(s, slice) for s in sel):
+        return tuple(s.stop - s.start for s in sel)
+    return tuple(np.broadcast_shapes(*[np.shape(s) for s in sel]))
 
 
 def plan_exchange(src: list, dst: list, rank: int) -> Exchange:
@@ -129,7 +172,25 @@ def plan_exchange(src: list, dst: list, rank: int) -> Exchange:
             recv[peer] = (_index([c[1] for c in common]), shape)
             recv_counts[peer] = math.prod(shape)
     out_shape = tuple(len(ix) for ix in dst[rank])
-    return Exchange(send, recv, send_counts, recv_counts, out_shape, rank)
+    return Exchange(send, recv, send_counts, recv_counts, out_shape, rank, _uniform(src, dst))
+
+
+def _uniform(src: list, dst: list) -> bool:
+    """Whether all pairs of ranks exchange equally many elements: computed from every rank's index sets, so every
+    rank reaches the same answer (the choice of MPI collective must be the same everywhere)."""
+    if not all(isinstance(i, range) for per in src + dst for i in per):
+        return False
+    first = None
+    for a in src:
+        for b in dst:
+            n = 1
+            for x, y in zip(a, b):
+                n *= max(0, min(x.stop, y.stop) - max(x.start, y.start))
+            if first is None:
+                first = n
+            elif n != first:
+                return False
+    return True
 
 
 def slab_partition(slab: Slab, local_shapes: list) -> SlabPartition:

@@ -21,6 +21,8 @@ class FFTOptions:
         last_axis_parity: 'even' or 'odd': size 2*(m-1) or 2*(m-1)+1 of a C2R result's last axis.
         decomposition: 'auto', 'slab' or 'pencil': how the ranks split the array between local transforms
             ('auto': slabs while every rank gets a slice of the two first axes, pencils beyond). A cumath addition.
+        planning_effort: FFTW's planning effort of the per-rank FFTs ('estimate', 'measure', 'patient',
+            'exhaustive'; None: single-process cumath's default). A cumath addition.
         blocking: True or 'auto' (host operands always block).
         logger: a ``logging.Logger`` (not part of equality).
     """
@@ -29,6 +31,7 @@ class FFTOptions:
     redistribute: bool = True
     last_axis_parity: str = "even"
     decomposition: str = "auto"
+    planning_effort: str | None = None
     blocking: object = "auto"
     logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
 

@@ -107,6 +107,9 @@ class FFT(Stateful):
         steps = plan_steps(ndim, self.fft_type, whole, layouts)
         threads = max(1, available_cpus() // max(1, self._ctx_local_ranks()))
         self._execution = ExecutionCPU(num_threads=threads)
+        effort = self.options.planning_effort
+        self._local_options = {"planning_effort": effort} if effort else None
+        self._c2r_options = {"last_axis_parity": self.options.last_axis_parity, **(self._local_options or {})}
         compiled, current, cur_shape = [], self._src, tuple(shape)
         for step in steps:
             if isinstance(step, Move):
@@ -191,12 +194,12 @@ class FFT(Stateful):
                     np.result_type(x.dtype, np.complex64) if step.kind == "R2C" else x.dtype)
                 x = np.empty(out_local, dtype=dt)
             elif step.kind == "R2C":
-                x = _fft.rfft(x, axes=step.axes, execution=self._execution)
+                x = _fft.rfft(x, axes=step.axes, execution=self._execution, options=self._local_options)
             elif step.kind == "C2R":
-                x = _fft.irfft(x, axes=step.axes, execution=self._execution,
-                               options={"last_axis_parity": self.options.last_axis_parity})
+                x = _fft.irfft(x, axes=step.axes, execution=self._execution, options=self._c2r_options)
             else:
-                x = _fft.fft(x, axes=step.axes, direction=direction, execution=self._execution)
+                x = _fft.fft(x, axes=step.axes, direction=direction, execution=self._execution,
+                             options=self._local_options)
         if x is self._arr:  # nothing moved and nothing was transformed: the result is the caller's alone
             x = x.copy()
         return wrap_result(np.ascontiguousarray(x), self._package)
