@@ -244,10 +244,3 @@ class BlockNonCyclic(BlockCyclic):
     def block_sizes_for(self, global_shape) -> tuple:
         return self._blocks(global_shape)
 
-
-def __getattr__(name):
-    if name in ("Redistribute", "redistribute"):
-        from . import _redistribute_op
-
-        return getattr(_redistribute_op, name)
-    raise AttributeError(f"module 'cumath.distributed.distribution' has no attribute {name!r}")
