@@ -31,6 +31,8 @@ __all__ = [
     "CUSPARSEError",
     "MKLSparseError",
     "DFTIError",
+    "ScaLAPACKError",
+    "CollectiveError",
 ]
 
 
@@ -176,3 +178,14 @@ class UnsupportedDtypeError(CumathError, TypeError, ValueError):
 
 class UnsupportedLayoutError(CumathError, ValueError):
     """The operand's memory layout cannot be handled as requested; the message says what to change."""
+
+
+class ScaLAPACKError(LibraryError):
+    """A ScaLAPACK or PBLAS routine refused an argument (``status`` is the negative ``info``)."""
+
+    library = "ScaLAPACK"
+
+
+class CollectiveError(CumathError, RuntimeError):
+    """Ranks of a distributed operation disagree (different calls, shapes or distributions), or a rank did not
+    reach a collective call within the timeout; the message says which ranks and what they called."""

@@ -1,0 +1,219 @@
+"""Distributed benchmark: cumath.distributed on the ranks of one mpiexec run against its peers on the same ranks
+and data (mpi4py-fft for the FFT) and against the single-process cumath call (matmul, solver).
+
+Cases (``--list``):
+  cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in (cumath, FFTW_MEASURE per-rank plans) against
+                      mpi4py-fft's PFFT (FFTW_MEASURE) on the same slab decomposition (forward, output in the
+                      other slab, as cumath with redistribute=False; cumath with redistribute=True too)
+  cpu/matmul-2048     2048^2 float64 matmul on a 1 x P block-cyclic grid (ScaLAPACK p?gemm), against
+                      single-process cumath.linalg.matmul on rank 0 with all the process's threads
+  cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
+                      single-process cumath.linalg.direct_solver
+  gpu/*               one-rank GPU cases (distributed FFT 512^3 c64, matmul 8192^2 f32): need the GPU engines
+
+The script launches itself under ``mpiexec -n RANKS`` (``--ranks``, default 2); every rank runs the same fixed
+number of calls between barriers (the harness's calibration would give ranks different counts, and collective
+calls must match), and a round's time is the slowest rank's. Rank 0 prints medians, spread ((p90-p10)/median)
+and ratios over the harness's Stats.
+
+    python benchmarks/distributed.py                     # every CPU case on 2 ranks
+    python benchmarks/distributed.py --case cpu/fft-128cube --rounds 9 --json dist.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cube", "gpu/matmul-8192"]
+
+
+def _timed(comm, fn, rounds, number):
+    from mpi4py import MPI
+
+    fn()  # warm-up: plans, caches
+    samples = []
+    for _ in range(rounds):
+        comm.Barrier()
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        dt = (time.perf_counter() - t) / number
+        samples.append(comm.allreduce(dt, op=MPI.MAX))
+    return samples
+
+
+def _single(comm, fn, rounds, number):
+    """A single-process call timed on rank 0 while the other ranks sleep (all the process's threads)."""
+    samples = []
+    if comm.rank == 0:
+        fn()
+        for _ in range(rounds):
+            t = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples.append((time.perf_counter() - t) / number)
+    request = comm.Ibarrier()  # the other ranks wait asleep: a busy MPI barrier would take a core from rank 0
+    while not request.Test():
+        time.sleep(0.005)
+    return comm.bcast(samples)
+
+
+def worker(case: str, rounds: int) -> dict:
+    import numpy as np
+    from mpi4py import MPI
+
+    sys.path.insert(0, ROOT)
+    import cumath
+    import cumath.distributed as dist
+    from cumath.distributed.distribution import BlockCyclic, ProcessGrid, Slab
+
+    comm = MPI.COMM_WORLD
+    r, p = comm.rank, comm.size
+    dist.initialize(None, comm)
+    rng = np.random.default_rng(0)
+    rows = {}
+    if case.startswith("gpu/"):
+        return {"case": case, "skipped": "the GPU engines of cumath.distributed are not in this version"}
+    if case == "cpu/fft-128cube":
+        n = 128
+        ix = Slab.X.indices((n, n, n), r, p)
+        x = (rng.standard_normal((len(ix[0]), n, n)) + 1j * rng.standard_normal((len(ix[0]), n, n)))
+        from cumath.distributed.fft import FFT
+
+        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
+        f_keep.plan()
+        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
+        f_back.plan()
+        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
+        rows["cumath redistribute=True"] = _timed(comm, f_back.execute, rounds, 3)
+        try:
+            from mpi4py_fft import PFFT, newDistArray
+
+            pf = PFFT(comm, (n, n, n), axes=(0, 1, 2), dtype=np.complex128, grid=(p, 1, 1), backend="fftw")
+            u = newDistArray(pf, False)
+            u[:] = x if u.shape == x.shape else rng.standard_normal(u.shape)
+            uh = newDistArray(pf, True)
+            rows["mpi4py-fft PFFT forward"] = _timed(comm, lambda: pf.forward(u, uh, normalize=False), rounds, 3)
+        except ImportError:
+            rows["mpi4py-fft PFFT forward"] = None
+        f_keep.free()
+        f_back.free()
+    elif case in ("cpu/matmul-2048", "cpu/solve-2048"):
+        n = 2048
+        grid = ProcessGrid(shape=(1, p))
+        d = BlockCyclic(grid, (128, 128))
+        A = rng.standard_normal((n, n)) + (n * np.eye(n) if "solve" in case else 0)
+        B = rng.standard_normal((n, n if "matmul" in case else 1))
+        idx = [np.asarray(i, dtype=np.intp) for i in d.indices(A.shape, r, p)]
+        a = np.asfortranarray(A[np.ix_(*idx)])
+        idxb = [np.asarray(i, dtype=np.intp) for i in d.indices(B.shape, r, p)]
+        b = np.asfortranarray(B[np.ix_(*idxb)])
+        if "matmul" in case:
+            from cumath.distributed.linalg.advanced import Matmul
+
+            mm = Matmul(a, b, distributions=[d, d, d])
+            mm.plan()
+            rows["cumath.distributed matmul"] = _timed(comm, mm.execute, rounds, 1)
+            rows["cumath.linalg.matmul (1 process)"] = _single(comm, lambda: cumath.linalg.matmul(A, B), rounds, 1)
+            mm.free()
+        else:
+            from cumath.distributed.linalg import DirectSolver
+
+            s = DirectSolver(a, b, distributions=[d, d])
+            s.plan()
+
+            def run():
+                s.factorize()
+                return s.solve()
+
+            rows["cumath.distributed direct_solver"] = _timed(comm, run, rounds, 1)
+            rows["cumath.linalg.direct_solver (1 process)"] = _single(
+                comm, lambda: cumath.linalg.direct_solver(A, B), rounds, 1)
+            s.free()
+    dist.finalize()
+    return {"case": case, "ranks": p, "rows": rows}
+
+
+def report(result: dict) -> list:
+    sys.path.insert(0, HERE)
+    from harness import Stats
+
+    print(f"\n== {result['case']} ({result.get('ranks', '?')} ranks)")
+    if "skipped" in result:
+        print("   skipped:", result["skipped"])
+        return []
+    stats = {k: Stats(v) for k, v in result["rows"].items() if v}
+    base = next(iter(stats.values()))
+    out = []
+    for name, v in result["rows"].items():
+        if not v:
+            print(f"   {name:42s} not installed")
+            continue
+        s = stats[name]
+        print(f"   {name:42s} median {s.median * 1e3:9.2f} ms  spread {s.spread:5.2f}  "
+              f"ratio to first {s.median / base.median:5.2f}x")
+        out.append({"case": result["case"], "name": name, "median_s": s.median, "spread": s.spread,
+                    "samples": s.samples})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--case", action="append")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--worker")
+    args = ap.parse_args(argv)
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if args.worker:
+        result = worker(args.worker, args.rounds)
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.rank == 0:
+            print("RESULT " + json.dumps(result), flush=True)
+        return 0
+    cases = [c for spec in (args.case or []) for c in spec.split(",")] or [
+        c for c in CASES if not (args.cpu and c.startswith("gpu/")) and not (args.gpu and c.startswith("cpu/"))]
+    cases = [c for c in CASES if any(c == g or c.startswith(g + "/") for g in cases)]
+    rounds = 3 if args.quick else args.rounds
+    exe = shutil.which("mpiexec") or shutil.which("mpirun")
+    if exe is None:
+        print("no mpiexec: pip install cumath[distributed]")
+        return 1
+    rows, status = [], 0
+    for case in cases:
+        env = dict(os.environ)
+        ranks = 1 if case.startswith("gpu/") else args.ranks
+        cmd = [exe, "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--worker", case,
+               "--rounds", str(rounds)]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+        if out.returncode or not lines:
+            print(f"\n== {case}: failed (exit {out.returncode})\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+            status = 1
+            continue
+        rows += report(json.loads(lines[-1][7:]))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+    print("\n(CPU timings on a shared machine are provisional; the spread column says how noisy they were)")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

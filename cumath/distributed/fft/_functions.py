@@ -1,0 +1,80 @@
+"""Stateless distributed FFTs: ``fft``, ``ifft``, ``rfft``, ``irfft``, and ``allocate_operand``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._operands import wrap_result
+from ..distribution import Box, Slab
+from ._options import FFTOptions, check_options
+from ._planner import FFT
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "allocate_operand"]
+
+
+def _run(operand, distribution, options, direction, fft_type, stream):
+    options = check_options(options)
+    if fft_type is not None:
+        if options.fft_type not in (None, fft_type):
+            raise ValueError(f"options.fft_type={options.fft_type!r} contradicts this function ({fft_type})")
+        options = FFTOptions(**{**options.__dict__, "fft_type": fft_type})
+    with FFT(operand, distribution=distribution, options=options, stream=stream) as f:
+        f.plan()
+        return f.execute(direction=direction)
+
+
+def fft(operand, /, distribution, *, direction=None, options=None, stream=None):
+    """Forward (or ``direction=``) C2C FFT of a distributed 2-D/3-D array; this rank's piece of the result."""
+    return _run(operand, distribution, options, direction, None, stream)
+
+
+def ifft(operand, /, distribution, *, options=None, stream=None):
+    """Inverse C2C FFT (not normalized) of a distributed array; this rank's piece of the result."""
+    return _run(operand, distribution, options, "inverse", "C2C", stream)
+
+
+def rfft(operand, /, distribution, *, options=None, stream=None):
+    """R2C FFT of a distributed real array (the last axis halved to n//2+1)."""
+    return _run(operand, distribution, options, "forward", "R2C", stream)
+
+
+def irfft(operand, /, distribution, *, options=None, stream=None):
+    """C2R FFT (not normalized) of a distributed complex array; ``options.last_axis_parity`` sets the length."""
+    return _run(operand, distribution, options, "inverse", "C2R", stream)
+
+
+def allocate_operand(shape, package, *, input_dtype=None, distribution=None, memory_space="cpu", fft_type=None,
+                     logger=None):
+    """An uninitialized local operand of ``shape`` (this rank's piece) for a distributed FFT.
+
+    For R2C and C2R the buffer is padded so that it can also hold this rank's piece of the complex (R2C) or
+    real (C2R) side of the transform, the size an in-place transform of the GPU engine needs; the array
+    returned is a view of the requested shape on that buffer. ``package`` is ``numpy`` or ``torch`` (a module
+    or its name); ``memory_space`` 'cpu' (GPU operands are symmetric memory: see
+    ``cumath.distributed.allocate_symmetric_memory``).
+    """
+    name = package if isinstance(package, str) else getattr(package, "__name__", str(package))
+    if name not in ("numpy", "torch"):
+        raise ValueError(f"allocate_operand: package must be numpy or torch (or their names), got {name!r}")
+    if str(memory_space).lower() not in ("cpu", "host"):
+        raise ValueError(f"allocate_operand: memory_space={memory_space!r}; CPU runs allocate 'cpu' operands, GPU "
+                         "operands come from cumath.distributed.allocate_symmetric_memory")
+    if distribution is not None and not isinstance(distribution, (Slab, Box, list, tuple)):
+        raise TypeError(f"allocate_operand: distribution must be a Slab or Boxes, got {distribution!r}")
+    dtype = np.dtype(input_dtype if input_dtype is not None else np.complex128)
+    if hasattr(dtype, "type") and name == "torch" and not isinstance(input_dtype, (str, np.dtype, type)):
+        dtype = np.dtype(str(input_dtype).replace("torch.", ""))
+    shape = tuple(int(s) for s in shape)
+    fft_type = (fft_type or ("C2C" if dtype.kind == "c" else "R2C")).upper()
+    count = math.prod(shape)
+    if fft_type in ("R2C", "C2R") and shape:
+        last = shape[-1]
+        other = math.prod(shape[:-1])
+        if fft_type == "R2C":  # real n -> complex n//2+1: two reals per complex element
+            count = max(count, other * 2 * (last // 2 + 1))
+        else:  # complex m -> real up to 2m-1: half a complex element per real
+            count = max(count, -(-other * (2 * last - 1) // 2))
+    buffer = np.empty(count, dtype=dtype)
+    return wrap_result(buffer[:math.prod(shape)].reshape(shape), name)

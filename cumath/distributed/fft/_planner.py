@@ -1,0 +1,238 @@
+"""The distributed FFT: a stateful operation over the ranks of the process group.
+
+CPU engine: per-rank FFTs by single-process cumath (FFTW/MKL plans, cached) on the axes each rank holds whole,
+and all-to-all transposes between the layouts of the plan (``_traits.plan_steps``). The input and the result
+are this rank's pieces: a Slab (uneven pieces allowed) or this rank's Box (``distribution=[input_box,
+output_box]``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from ... import fft as _fft
+from ..._core.execution import ExecutionCPU, available_cpus
+from ..._core.lifecycle import Stateful, requires
+from .._context import require_context
+from .._operands import gather_layout, host_view, target_indices, wrap_result
+from .._redistribute import plan_exchange
+from ..distribution import Box, Slab, SlabPartition
+from ._options import FFTDirection, check_options
+from ._traits import Local, Move, candidate_layouts, plan_steps, problem
+
+__all__ = ["FFT"]
+
+logger = logging.getLogger(__name__)
+
+
+def _same(a: list, b: list) -> bool:
+    for ra, rb in zip(a, b):
+        for x, y in zip(ra, rb):
+            if isinstance(x, range) and isinstance(y, range):
+                if x != y and (len(x) or len(y)):
+                    return False
+            elif not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+    return True
+
+
+def _distribution_pair(distribution):
+    if isinstance(distribution, Slab):
+        return distribution, None
+    if isinstance(distribution, (list, tuple)) and len(distribution) == 2 and all(
+            isinstance(b, Box) for b in distribution):
+        return distribution[0], distribution[1]
+    if isinstance(distribution, Box):
+        return distribution, distribution
+    raise TypeError("distribution must be a Slab (Slab.X, Slab.Y) or a pair [input_box, output_box] of this rank's "
+                    f"Boxes, got {distribution!r}")
+
+
+class FFT(Stateful):
+    """A distributed FFT of a 2-D or 3-D array whose pieces the ranks hold.
+
+    Every rank constructs it with its own piece, then calls ``plan()`` and ``execute()`` (collective calls:
+    every rank makes them in the same order). ``execute(direction=)`` returns this rank's piece of the result:
+    in the input's slab (``FFTOptions.redistribute=True``), in the other slab (False), or in this rank's output
+    box. The inverse is not normalized (as single-process cumath.fft).
+
+    Example (``mpirun -n 2``)::
+
+        cumath.distributed.initialize(None, MPI.COMM_WORLD)
+        x = np.random.rand(64 // size, 64, 64) + 1j                # this rank's Slab.X piece
+        with cumath.distributed.fft.FFT(x, distribution=Slab.X) as f:
+            f.plan()
+            y = f.execute()                                        # Slab.X piece of the 3-D FFT
+    """
+
+    _STATES = {"planned": ("_planned", "needs a plan: call plan() first"),
+               "operand": ("_arr_set", "has no operand: call reset_operand(operand) first")}
+
+    def __init__(self, operand, *, distribution, options=None, stream=None):
+        self._ctx = require_context()
+        group = self._group = self._ctx.process_group
+        self.options = check_options(options)
+        self._arr, self._package = host_view(operand, "operand")
+        self._arr_set = True
+        self._in_dist, self._out_box = _distribution_pair(distribution)
+        group.agree("FFT", dtype=self._arr.dtype.str, ndim=self._arr.ndim, options=repr(self.options),
+                    distribution="Box" if isinstance(self._in_dist, Box) else repr(self._in_dist))
+        if self._arr.ndim not in (2, 3):
+            raise ValueError(f"distributed FFTs are 2-D or 3-D; this rank's operand has {self._arr.ndim} axes")
+        self.global_shape, self._src = gather_layout(group, self._arr.shape, self._in_dist, "input")
+        self.geometry = problem(self.global_shape, self._arr.dtype.name, self.options.fft_type,
+                                self.options.last_axis_parity)
+        self.fft_type = self.geometry.fft_type
+        self.global_result_shape = self.geometry.out_shape
+        self._steps = None
+        self.result_distribution = None
+
+    def _decomposition(self) -> str:
+        d = self.options.decomposition
+        if d != "auto":
+            return d
+        n = self._group.nranks
+        return "slab" if n <= min(self.global_shape[0], self.global_shape[1]) or len(self.global_shape) == 2 else "pencil"
+
+    def plan(self, stream=None) -> None:
+        """Work out the local transforms and the transposes (collective for Box output: gathers the boxes)."""
+        group, shape, ndim = self._group, self.global_shape, len(self.global_shape)
+        self._group.agree("FFT.plan")
+        layouts = candidate_layouts(ndim, group.nranks, self._decomposition())
+        whole = {a for a in range(ndim)
+                 if all(len(ix[a]) == shape[a] or math.prod(len(i) for i in ix) == 0 for ix in self._src)}
+        steps = plan_steps(ndim, self.fft_type, whole, layouts)
+        threads = max(1, available_cpus() // max(1, self._ctx_local_ranks()))
+        self._execution = ExecutionCPU(num_threads=threads)
+        effort = self.options.planning_effort
+        self._local_options = {"planning_effort": effort} if effort else None
+        self._c2r_options = {"last_axis_parity": self.options.last_axis_parity, **(self._local_options or {})}
+        compiled, current, cur_shape = [], self._src, tuple(shape)
+        for step in steps:
+            if isinstance(step, Move):
+                dst = [step.layout.indices(cur_shape, r, group.nranks) for r in range(group.nranks)]
+                if not _same(current, dst):
+                    compiled.append(("move", plan_exchange(current, dst, group.rank)))
+                current = dst
+            else:
+                new_shape = list(cur_shape)
+                if step.kind in ("R2C", "C2R"):
+                    new_shape[-1] = self.global_result_shape[-1]
+                cur_shape = tuple(new_shape)
+                local = tuple(len(ix) for ix in current[group.rank])
+                current = [ix if math.prod(len(i) for i in ix) == 0 else
+                           tuple(range(cur_shape[a]) if a in step.axes else ix[a] for a in range(ndim))
+                           for ix in current]
+                out_local = tuple(len(ix) for ix in current[group.rank])
+                compiled.append(("local", step, math.prod(local) == 0, out_local))
+        final = self._final_indices(current, cur_shape)
+        if not _same(current, final):
+            compiled.append(("move", plan_exchange(current, final, group.rank)))
+        self._steps = compiled
+        self._planned = True
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("distributed FFT %s %s on %d ranks (%s): %s; result %s", self.fft_type, shape, group.nranks,
+                        self._decomposition(), " ".join(_describe(s) for s in steps), self.result_distribution)
+
+    def _ctx_local_ranks(self) -> int:
+        return self._ctx.resource("local_ranks", lambda: _local_ranks(self._group), lambda _: None)
+
+    def _final_indices(self, current: list, shape) -> list:
+        group = self._group
+        if isinstance(self._in_dist, Slab):
+            axis = self._in_dist.axis
+            if self.options.redistribute:
+                sizes = tuple(len(ix[axis]) for ix in self._src)
+                target = (SlabPartition(axis, sizes) if shape[axis] == self.global_shape[axis] else self._in_dist)
+                self.result_distribution = self._in_dist
+            else:
+                target = Slab(1 - axis if axis < 2 else 0)  # X <-> Y, as cuFFTMp's slabs
+                self.result_distribution = target
+            return [target.indices(shape, r, group.nranks) for r in range(group.nranks)]
+        self.result_distribution = self._out_box
+        return target_indices(group, self._out_box, shape, "output")
+
+    @requires("planned")
+    def reset_operand(self, operand=None) -> None:
+        """Give a new piece of the same local shape and dtype (None releases the current one)."""
+        if operand is None:
+            self.release_operand()
+            return
+        arr, package = host_view(operand, "operand")
+        if arr.shape != self._arr_shape() or arr.dtype != self._dtype:
+            raise ValueError(f"reset_operand: the new operand has shape {arr.shape} and dtype {arr.dtype}, the "
+                             f"planned one {self._arr_shape()} and {self._dtype}; create a new FFT")
+        self._arr, self._package, self._arr_set = arr, package, True
+
+    def _arr_shape(self):
+        return tuple(len(ix) for ix in self._src[self._group.rank])
+
+    @property
+    def _dtype(self):
+        return np.dtype(self.geometry.in_dtype)
+
+    def release_operand(self) -> None:
+        """Drop the reference to the operand (give one again with reset_operand before execute)."""
+        self._arr, self._arr_set = None, False
+
+    @requires("planned", "operand")
+    def execute(self, direction=None, stream=None):
+        """Run the FFT; returns this rank's piece of the result (a new array of the operand's package)."""
+        direction = self._direction(direction)
+        self._group.agree("FFT.execute", direction=direction)
+        x = self._arr
+        for entry in self._steps:
+            if entry[0] == "move":
+                x = entry[1].execute(self._group, np.ascontiguousarray(x))
+                continue
+            _, step, empty, out_local = entry
+            if empty:
+                dt = self.geometry.out_dtype if step.kind == "C2R" else (
+                    np.result_type(x.dtype, np.complex64) if step.kind == "R2C" else x.dtype)
+                x = np.empty(out_local, dtype=dt)
+            elif step.kind == "R2C":
+                x = _fft.rfft(x, axes=step.axes, execution=self._execution, options=self._local_options)
+            elif step.kind == "C2R":
+                x = _fft.irfft(x, axes=step.axes, execution=self._execution, options=self._c2r_options)
+            else:
+                x = _fft.fft(x, axes=step.axes, direction=direction, execution=self._execution,
+                             options=self._local_options)
+        if x is self._arr:  # nothing moved and nothing was transformed: the result is the caller's alone
+            x = x.copy()
+        return wrap_result(np.ascontiguousarray(x), self._package)
+
+    def _direction(self, direction) -> str:
+        if direction is None:
+            return "inverse" if self.fft_type == "C2R" else "forward"
+        if isinstance(direction, FFTDirection):
+            direction = direction.name
+        d = str(direction).lower()
+        if d not in ("forward", "inverse"):
+            raise ValueError(f"direction={direction!r}; the allowed values are 'forward', 'inverse' (or FFTDirection)")
+        if (self.fft_type == "R2C" and d != "forward") or (self.fft_type == "C2R" and d != "inverse"):
+            raise ValueError(f"a {self.fft_type} FFT runs {'forward' if self.fft_type == 'R2C' else 'inverse'} only")
+        return d
+
+    def _release(self) -> None:
+        self._steps = None
+        self._arr = None
+
+
+def _local_ranks(group) -> int:
+    comm = getattr(group, "communicator", None)
+    if comm is None:
+        return group.nranks
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_size()
+    finally:
+        node.Free()
+
+
+def _describe(step) -> str:
+    return f"FFT{step.axes}" if isinstance(step, Local) else f"->{step.layout.axes}"
