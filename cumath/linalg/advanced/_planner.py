@@ -12,7 +12,7 @@ from ..._core.dtypes import ITEMSIZE
 from ..._core.execution import ExecutionCUDA
 from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
-from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
+from ..._core.operand import Operand, adapter, check_same_place, immutable_hint, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
 from ..._core.streams import default_stream
@@ -85,6 +85,8 @@ class Matmul(Operation):
         # shapes first (no GPU needed to reject a mismatch)
         matmul_geometry(A.shape, A.strides, B.shape, B.strides, C.shape if C is not None else None,
                         C.strides if C is not None else None, inplace=opts.inplace)
+        if opts.inplace and C is not None and C.readonly:
+            raise ValueError("options.inplace=True writes the result into c, but c is read-only" + immutable_hint(C))
         if A.device_id is not None and opts.device_id is not None and opts.device_id != A.device_id:
             raise ValueError(f"the operands are on GPU {A.device_id} but options.device_id is {opts.device_id}")
         dt = dtype_plan(A.dtype, B.dtype, C.dtype if C is not None else None,
