@@ -281,6 +281,7 @@ def find_blas(requested: str = "auto") -> BLASLibrary:
             last = exc
     raise LibraryNotFoundError(
         f"no CBLAS library found for {requested!r} (tried {', '.join(order)}): install NumPy or SciPy from "
-        f"their wheels (they bundle OpenBLAS) or `pip install cumath[mkl]`" + (f". Last error: {last}" if last else ""))
+        f"their wheels (they bundle OpenBLAS: `pip install \"cumath[cpu]\"`) or `pip install \"cumath[mkl]\"` (from a "
+        f"checkout: pip install \".[cpu]\" or \".[mkl]\")" + (f". Last error: {last}" if last else ""))
 
 

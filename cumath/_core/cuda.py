@@ -31,7 +31,8 @@ def require_device(device_id: int) -> None:
     except Exception as exc:
         raise ValueError(
             f"execution on GPU {device_id} was asked for, but no CUDA GPU is usable here ({exc}); "
-            f"run on the CPU with execution='cpu' or install a driver and `pip install cumath[cu13]`"
+            f"run on the CPU with execution='cpu' or install a driver and `pip install \"cumath[cu13]\"` (from a "
+            f"checkout: pip install \".[cu13]\"; drivers older than CUDA 13: the cu12 extra)"
         ) from exc
     if not 0 <= device_id < n:
         raise ValueError(f"execution on GPU {device_id} was asked for, but this machine has {n} GPU(s)")
