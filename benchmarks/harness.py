@@ -467,9 +467,10 @@ class Bench:
             ax.set_yticks(ys, names, fontsize=8)
             ax.set_xlabel(f"time per call ({unit}); bars: median, whiskers: p10-p90")
             ax.set_title(f"{case.id}: {case.title}"[:70], fontsize=9)
-            for y, m, r in zip(ys, med, timed):
+            for y, m, h, r in zip(ys, med, hi, timed):
                 noisy = r["stats"].spread > self.args.spread_warn
-                ax.text(m, y, f" {_num(m)}{' (noisy)' if noisy else ''}", va="center", fontsize=7)
+                ax.text(m + h, y, f"  {_num(m)}{' (noisy)' if noisy else ''}", va="center", fontsize=7)
+            ax.set_xlim(0, max(m + h for m, h in zip(med, hi)) * 1.3)
         for ax in list(axes.flat)[len(cases):]:
             ax.set_visible(False)
         fig.suptitle(f"{self.name}: cumath (green) and its peers (gray) on {platform.node()} "
@@ -506,6 +507,7 @@ class Bench:
             case = Case(self, cid, title)
             print(f"\n== {cid}: {title}", flush=True)
             status = "ok"
+            t_case = time.perf_counter()
             try:
                 fn(case)
             except Skip as exc:
@@ -514,8 +516,10 @@ class Bench:
                 traceback.print_exc()
                 status = f"failed: {type(exc).__name__}: {exc}"
                 failed += 1
+            case.seconds = time.perf_counter() - t_case
             if case.rows or case.notes or case.ratios:
                 print(case.table(), flush=True)
+                print(f"  (this case took {case.seconds:.1f} s)", flush=True)
             if status != "ok":
                 print(f"  {status}", flush=True)
             self.done.append((case, status))

@@ -39,6 +39,7 @@ CONDA_NAMES = {
     "cuda-toolkit[nvrtc]": ["cuda-nvrtc"],
     "cuda-toolkit[nvjitlink]": ["libnvjitlink"],
     "cuda-toolkit[cccl]": ["cuda-cccl"],
+    "cuda-toolkit[nvtx]": ["cuda-nvtx"],
     "cuda-pathfinder": ["cuda-pathfinder"],
     "nvidia-cudss-cu13": ["libcudss"],
     "cutensor-cu13": ["cutensor"],

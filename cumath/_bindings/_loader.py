@@ -138,6 +138,8 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss", extra12="cudss-cu12"),
     "cutensor": _nv("cutensor", "libcutensor.so.2", "libcutensor.so.2", extra="tensor", extra12="tensor-cu12"),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
+    "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel

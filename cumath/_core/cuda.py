@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from .._bindings import cudart
+from . import nvtx
 from .logging import format_bytes
 
 __all__ = ["device_count", "require_device", "copy", "synchronize", "set_device"]
@@ -47,6 +48,11 @@ def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = ""
     """Stream-ordered copy of ``nbytes``; cross-space copies are logged with their size."""
     if kind != D2D and logger.isEnabledFor(logging.INFO):
         logger.info("copy %s %s (%s)", "host->GPU" if kind == H2D else "GPU->host", what, format_bytes(nbytes))
+    if nvtx.ENABLED:
+        with nvtx.range(f"cumath copy {('?', 'host->GPU', 'GPU->host', 'GPU->GPU')[kind]} {what} "
+                        f"{format_bytes(nbytes)}"):
+            cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
+        return
     cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
 
 

@@ -43,6 +43,7 @@ BRINGS = {
     "cudss": [("cudss", "nvidia-cudss-cu13"), ("cudss-cu12", "nvidia-cudss-cu12")],
     "cutensor": [("tensor", "cutensor-cu13"), ("tensor-cu12", "cutensor-cu12")],
     "mathdx": [("dx", "nvidia-libmathdx-cu13")],
+    "nvtx": [("cu13", "cuda-toolkit[nvtx]"), ("cu12", "nvidia-nvtx-cu12")],
     "fftw3": [("cpu", "pyfftw")], "fftw3f": [("cpu", "pyfftw")],
     "fftw3_omp": [("cpu", "pyfftw")], "fftw3f_omp": [("cpu", "pyfftw")],
     "mkl_rt": [("mkl", "mkl")],

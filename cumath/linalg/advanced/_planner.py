@@ -12,6 +12,7 @@ from ..._core.dtypes import ITEMSIZE
 from ..._core.execution import ExecutionCUDA
 from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
+from ..._core import nvtx
 from ..._core.operand import Operand, adapter, check_same_place, immutable_hint, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
@@ -221,8 +222,9 @@ class Matmul(Operation):
         try:
             args = self._executor.scratch_args(v, self._ops, scratch.device_ptr, s, keep)
             outs = v.scratch_outputs(s)
-            return _algorithms.autotune(lambda alg: v.run_scratch(args, alg), v.algorithms, iterations=iterations,
-                                        prune=prune, stream=s)
+            with nvtx.operation_range(self, "autotune"):
+                return _algorithms.autotune(lambda alg: v.run_scratch(args, alg), v.algorithms,
+                                            iterations=iterations, prune=prune, stream=s)
         finally:
             cuda.synchronize(s)
             scratch.free()
