@@ -135,9 +135,9 @@ def cached_call(key, make, ops: dict, *bind_args, **execute_kwargs):
     freed after the call. ``key`` starts with the operation's class; the rest is everything the plan depends
     on, as cheap to build as the domain can make it.
     """
-    if nvtx.ENABLED and not getattr(_ranging, "on", False):  # profiled: the call inside a range
-        return _ranged_call(key, make, ops, bind_args, execute_kwargs)
-    if nvtx.ENABLED:
+    if nvtx.ENABLED:  # a profiler is attached: the call inside a range (one bool test otherwise)
+        if not getattr(_ranging, "on", False):
+            return _ranged_call(key, make, ops, bind_args, execute_kwargs)
         _ranging.on = False
     cache = plan_cache
     if cache.enabled:  # PlanCache.get, inlined: this is every stateless call's path
