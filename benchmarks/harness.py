@@ -33,7 +33,9 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # the source tree's cumath, also when run as `python benchmarks/<script>.py`
+# the source tree's cumath, also when run as `python benchmarks/<script>.py` (installed, the scripts live in
+# cumath/_benchmarks and the installed cumath is used)
+if os.path.isfile(os.path.join(ROOT, "pyproject.toml")) and ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 __all__ = ["Bench", "Case", "Skip", "Stats", "measure", "optional", "need", "gpu_count", "device_sync",
@@ -191,13 +193,22 @@ def calibrate(fn, sync, target: float, max_number: int = 1_000_000) -> int:
     return max(1, min(max_number, round(number * target / max(dt, 1e-9))))
 
 
-def measure(fns: dict, *, sync=None, number=None, rounds=5, target=0.05, settle=0.0) -> dict:
+def _progress(total: int, desc: str):
+    """cumath's progress bar when this cumath has one (quiet when stderr is no terminal), else nothing."""
+    try:
+        from cumath._core.progress import progress
+    except ImportError:  # an older cumath: no progress
+        return None
+    return progress(total, desc)
+
+
+def measure(fns: dict, *, sync=None, number=None, rounds=5, target=0.05, settle=0.0, desc=None) -> dict:
     """Time the callables of ``fns`` (name -> fn) in ``rounds`` rounds of A B ... B A; name -> Stats.
 
     ``sync``: a function called before and after each sample's loop (a GPU synchronisation), or a dict
     name -> function; ``number``: calls per sample (an int, a dict, or None: calibrated per contender to last
     ``target`` seconds); ``settle``: seconds of idling before each sample (lets the worker threads of the last
-    contender's library go to sleep)."""
+    contender's library go to sleep); ``desc``: the label of the progress bar (shown on a terminal)."""
     names = list(fns)
     syncs = {k: (sync.get(k) if isinstance(sync, dict) else sync) or _nothing for k in names}
     for k in names:  # warm-up: first-call costs (planning, caches, lazy loading) stay out of the samples
@@ -211,11 +222,18 @@ def measure(fns: dict, *, sync=None, number=None, rounds=5, target=0.05, settle=
         numbers = {k: calibrate(fns[k], syncs[k], target) for k in names}
     samples = {k: [] for k in names}
     gc.collect()
-    for _ in range(rounds):
-        for k in names + names[::-1]:
-            if settle:
-                time.sleep(settle)
-            samples[k].append(_sample(fns[k], syncs[k], numbers[k]))
+    bar = _progress(2 * rounds * len(names), desc or "timing")
+    try:
+        for _ in range(rounds):
+            for k in names + names[::-1]:
+                if settle:
+                    time.sleep(settle)
+                samples[k].append(_sample(fns[k], syncs[k], numbers[k]))
+                if bar is not None:
+                    bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
     return {k: Stats(samples[k], numbers[k]) for k in names}
 
 
@@ -263,7 +281,7 @@ class Case:
         """``measure(fns, ...)``, every result added as a row (``extra``: name -> dict of more fields)."""
         rounds = rounds or self.rounds(7, 3)
         print(f"  timing {len(fns)} contender{'s' if len(fns) > 1 else ''}, {rounds} rounds ...", flush=True)
-        out = measure(fns, rounds=rounds, **kw)
+        out = measure(fns, rounds=rounds, desc=f"{self.id}", **kw)
         for name, st in out.items():
             self.row(name, st, **((extra or {}).get(name) or {}))
         return out
@@ -382,6 +400,8 @@ class Bench:
         ap.add_argument("--spread-warn", type=float, default=SPREAD_WARN,
                         help=f"flag a row whose (p90-p10)/median exceeds this (default {SPREAD_WARN})")
         ap.add_argument("--json", metavar="PATH", help="write every row and ratio to this file")
+        ap.add_argument("--plot", metavar="PNG", help="draw a chart per case (median and p10-p90 of each contender; "
+                                                      "needs matplotlib: pip install \"cumath[cli]\")")
         ap.add_argument("--cache-dir", help="cumath's cache folder (default: a new empty one, so no FFTW wisdom "
                                             "or autotuning results from earlier runs are used)")
         return ap
@@ -414,6 +434,53 @@ class Bench:
             json.dump({"meta": self.meta(), "rows": rows, "ratios": ratios, "skipped": skipped}, f, indent=1,
                       default=str)
 
+    def plot(self, path: str) -> bool:
+        """A chart per case: each contender's median per call with its p10-p90 range, cumath's rows in one
+        colour and the peers' in another; written to ``path`` (PNG). False when matplotlib is missing."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print(f"--plot: matplotlib is not installed (pip install \"cumath[cli]\" or matplotlib); no {path}",
+                  file=sys.stderr)
+            return False
+        cases = [c for c, _ in self.done if c is not None and any("stats" in r for r in c.rows)]
+        if not cases:
+            print(f"--plot: no timed case to draw; no {path}", file=sys.stderr)
+            return False
+        cols = 1 if len(cases) == 1 else 2
+        nrows = math.ceil(len(cases) / cols)
+        heights = [max(1.6, 0.32 * sum("stats" in r for r in c.rows) + 1.0) for c in cases]
+        fig, axes = plt.subplots(nrows, cols, figsize=(7.5 * cols, max(heights) * nrows), squeeze=False)
+        for ax, case in zip(axes.flat, cases):
+            timed = [r for r in case.rows if "stats" in r]
+            unit, scale = _unit(min(r["stats"].median for r in timed))
+            names = [r["contender"] for r in timed]
+            med = [r["stats"].median * scale for r in timed]
+            lo = [max(0.0, m - r["stats"].quantile(0.1) * scale) for m, r in zip(med, timed)]
+            hi = [max(0.0, r["stats"].quantile(0.9) * scale - m) for m, r in zip(med, timed)]
+            colours = ["tab:green" if n.startswith("cumath") else "tab:gray" for n in names]
+            ys = list(range(len(names)))[::-1]
+            ax.barh(ys, med, xerr=[lo, hi], color=colours, capsize=3)
+            ax.set_yticks(ys, names, fontsize=8)
+            ax.set_xlabel(f"time per call ({unit}); bars: median, whiskers: p10-p90")
+            ax.set_title(f"{case.id}: {case.title}"[:70], fontsize=9)
+            for y, m, h, r in zip(ys, med, hi, timed):
+                noisy = r["stats"].spread > self.args.spread_warn
+                ax.text(m + h, y, f"  {_num(m)}{' (noisy)' if noisy else ''}", va="center", fontsize=7)
+            ax.set_xlim(0, max(m + h for m, h in zip(med, hi)) * 1.3)
+        for ax in list(axes.flat)[len(cases):]:
+            ax.set_visible(False)
+        fig.suptitle(f"{self.name}: cumath (green) and its peers (gray) on {platform.node()} "
+                     f"({cpu_count()} CPU cores, {gpu_count()} GPUs)", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(f"\nchart written to {path}")
+        return True
+
     def main(self, argv=None) -> int:
         self.args = ap = self.parser().parse_args(argv)
         if self.args.list:
@@ -440,6 +507,7 @@ class Bench:
             case = Case(self, cid, title)
             print(f"\n== {cid}: {title}", flush=True)
             status = "ok"
+            t_case = time.perf_counter()
             try:
                 fn(case)
             except Skip as exc:
@@ -448,11 +516,20 @@ class Bench:
                 traceback.print_exc()
                 status = f"failed: {type(exc).__name__}: {exc}"
                 failed += 1
+            case.seconds = time.perf_counter() - t_case
             if case.rows or case.notes or case.ratios:
                 print(case.table(), flush=True)
+                print(f"  (this case took {case.seconds:.1f} s)", flush=True)
             if status != "ok":
                 print(f"  {status}", flush=True)
             self.done.append((case, status))
             self.write_json()  # after each case: a run cut short keeps what it measured
         self.write_json()
+        noisy = sum(x["noisy"] for c, _ in self.done if c is not None for x in c.ratios)
+        if noisy:
+            print(f"\nwarning: {noisy} ratio(s) marked '!' come from rows whose spread exceeds "
+                  f"{100 * ap.spread_warn:.0f}%: the machine was too busy to trust them; run again on a quieter "
+                  f"machine or with more --rounds")
+        if ap.plot:
+            self.plot(ap.plot)
         return 1 if failed else 0

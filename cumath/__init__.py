@@ -5,11 +5,16 @@ the shape of nvmath-python's, so ``import cumath as nvmath`` runs code written f
 Importing cumath imports no optional framework and loads no native library.
 """
 
+from typing import TYPE_CHECKING
+
 from . import config, errors, memory
 from ._core.execution import ExecutionCPU, ExecutionCUDA
 from ._core.enums import ComputeType, CudaDataType, LibraryPropertyType
 from .errors import CumathError, InvalidStateError, LibraryError, LibraryNotFoundError
 from .memory import BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, MemoryPointer
+
+if TYPE_CHECKING:  # what the lazy __getattr__ below loads, visible to type checkers
+    from . import device, fft, linalg, sparse
 
 __version__ = "0.1.0"
 

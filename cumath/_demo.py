@@ -92,6 +92,9 @@ def main(execution: str = "auto") -> int:
     import cumath
     from ._core.cuda import device_count
 
+    if execution == "cuda" and device_count() == 0:
+        print("no CUDA GPU is usable here; run the demo on the CPU with `python -m cumath demo --execution cpu`")
+        return 2
     space = execution if execution != "auto" else ("cuda" if device_count() > 0 else "cpu")
     mods = {}
     if space == "cuda":
@@ -105,6 +108,7 @@ def main(execution: str = "auto") -> int:
     rng = np.random.default_rng(2026)
     print(f"cumath {cumath.__version__} demo on the {'GPU' if space == 'cuda' else 'CPU'}"
           + (f" (arrays: {', '.join(mods) or 'NumPy staged to the GPU'})" if space == "cuda" else ""))
+    print(f"engines: {engines(space)}")
     rows, failures = [], 0
     for name, host, call, make, ref, _np_peers, kind in _examples(space, rng):
         pkg = next(iter(mods), None) if space == "cuda" else None
@@ -135,13 +139,13 @@ def main(execution: str = "auto") -> int:
         tol = 1e-10 if host.dtype in (np.float64, np.complex128) else 1e-4
         ok = err < tol
         failures += not ok
-        t_stateless = time_call(lambda: call(x), sync=sync, min_time=0.1, repeat=5).median
+        t_stateless = time_call(lambda: call(x), sync=sync, min_time=0.1, repeat=5)
         t_stateful = None
         if make is not None:
             with make(x) as f:
                 f.plan()
-                t_stateful = time_call(f.execute, sync=sync, min_time=0.1, repeat=5).median
-        peer_times = {k: time_call(lambda p=p: p(x), sync=sync, min_time=0.1, repeat=5).median for k, p in peers.items()}
+                t_stateful = time_call(f.execute, sync=sync, min_time=0.1, repeat=5)
+        peer_times = {k: time_call(lambda p=p: p(x), sync=sync, min_time=0.1, repeat=5) for k, p in peers.items()}
         rows.append((name, err, ok, t_stateless, t_stateful, peer_times))
     if space == "cuda":
         x = (rng.standard_normal(2048) + 1j * rng.standard_normal(2048))
@@ -149,9 +153,9 @@ def main(execution: str = "auto") -> int:
         err = _rel(res, np.fft.fft(x))
         ok = err < 1e-12
         failures += not ok
-        t = time_call(lambda: cumath.fft.fft(x, execution="cuda"), min_time=0.1, repeat=5).median
+        t = time_call(lambda: cumath.fft.fft(x, execution="cuda"), min_time=0.1, repeat=5)
         rows.append(("NumPy in, GPU FFT, NumPy out (2048 c128)", err, ok, t, None,
-                     {"numpy": time_call(lambda: np.fft.fft(x), min_time=0.1, repeat=5).median}))
+                     {"numpy": time_call(lambda: np.fft.fft(x), min_time=0.1, repeat=5)}))
     mm_rows = _matmul_rows(space, rng, mods)
     failures += sum(not r[2] for r in mm_rows)
     rows += mm_rows
@@ -180,11 +184,11 @@ def _matmul_rows(space, rng, mods):
         res = call(*ops)
         res = res[0] if isinstance(res, tuple) else res
         err = _rel(_to_host(res), ref)
-        t_stateless = time_call(lambda: call(*ops), sync=sync, min_time=0.1, repeat=5).median
+        t_stateless = time_call(lambda: call(*ops), sync=sync, min_time=0.1, repeat=5)
         with make(*ops) as m:
             m.plan(**(plan_kw(*ops) if plan_kw else {}))
-            t_stateful = time_call(m.execute, sync=sync, min_time=0.1, repeat=5).median
-        peer_times = {k: time_call(lambda p=p: p(*ops), sync=sync, min_time=0.1, repeat=5).median
+            t_stateful = time_call(m.execute, sync=sync, min_time=0.1, repeat=5)
+        peer_times = {k: time_call(lambda p=p: p(*ops), sync=sync, min_time=0.1, repeat=5)
                       for k, p in peers.items()}
         rows.append((name, err, err < tol, t_stateless, t_stateful, peer_times))
 
@@ -247,15 +251,39 @@ def _sync(pkg, mods):
     return None
 
 
+def engines(space: str) -> str:
+    """The engines this demo's examples run on, as loaded (FFT and matmul)."""
+    if space == "cuda":
+        return "FFT: cuFFT; matmul: cuBLASLt (and cumath's tall-skinny kernel where it is faster)"
+    from ._info import cpu_engines
+
+    e = cpu_engines()
+    return f"FFT: {e['fft']}; matmul: {e['blas']}"
+
+
+def _fmt(t) -> str:
+    """``median +-spread%`` of a Timing (spread: (max - min) / median of the repeats)."""
+    if t is None:
+        return "-"
+    m = t.median
+    text = f"{m * 1e6:.1f} us" if m < 1e-3 else f"{m * 1e3:.2f} ms"
+    return f"{text} \u00b1{100 * t.spread:.0f}%"
+
+
 def _print(rows):
     peers = sorted({k for r in rows for k in r[5]})
-    head = f"{'example':44s} {'rel.err':>9s} {'cumath':>10s} {'stateful':>10s} " + " ".join(f"{p:>10s}" for p in peers)
-    print("\n" + head + "   (median time per call)")
+    width = max([len(r[0]) for r in rows] + [len("example")])
+    cols = ["cumath", "stateful", *peers]
+    cells = [[_fmt(r[3]), _fmt(r[4]), *(_fmt(r[5].get(p)) for p in peers)] for r in rows]
+    cw = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+    head = f"{'example':<{width}}  {'rel.err':>9}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cols, cw))
+    print("\n" + head)
     print("-" * len(head))
-    fmt = lambda t: "-" if t is None else (f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms")  # noqa: E731
-    for name, err, ok, t1, t2, pt in rows:
-        line = f"{name:44s} {err:9.1e} {fmt(t1):>10s} {fmt(t2):>10s} " + " ".join(f"{fmt(pt.get(p)):>10s}" for p in peers)
+    for (name, err, ok, *_), row in zip(rows, cells):
+        line = f"{name:<{width}}  {err:9.1e}  " + "  ".join(f"{c:>{w}}" for c, w in zip(row, cw))
         print(line + ("" if ok else "  MISMATCH"))
+    print("(median time per call \u00b1 spread of 5 repeats: (max - min) / median; on a busy machine the "
+          "spread is large and\n the comparison less certain)")
 
 
 if __name__ == "__main__":

@@ -46,21 +46,45 @@ def gather() -> dict:
                     cudart.cudaDeviceGetAttribute(cudart.cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, d),
                     cudart.cudaDeviceGetAttribute(cudart.cudaDeviceAttr.cudaDevAttrComputeCapabilityMinor, d)),
                 "memory_GiB": round(total / 2**30, 1) if total else None})
+    info["cpu"] = {"cores_available": available_cpus(), **cpu_engines()}
+    return info
+
+
+def cpu_engines() -> dict:
+    """The CPU engines that will actually run: ``fft`` (FFT) and ``blas`` (matmul), each with what it is."""
+    out = {}
     try:
-        from .fft._executors import cpu_engine
+        from .fft._backends import cpu_engine
 
         engine = cpu_engine("auto")
-    except Exception as exc:  # no engine at all
-        engine = f"none ({exc})"
-    info["cpu"] = {"cores_available": available_cpus(), "fft_engine": engine}
-    if engine in ("fftw", "mkl", "fftw+dfti"):
-        from ._bindings.fftw import get_fftw
+        if engine in ("fftw", "mkl", "fftw+dfti"):
+            from ._bindings.fftw import get_fftw
 
-        info["cpu"]["fft_engine_version"] = get_fftw("double", "mkl" if engine == "mkl" else "fftw").version
+            lib = "mkl" if engine == "mkl" else "fftw"
+            out["fft"] = f"{engine} ({get_fftw('double', lib).version})" + (
+                "; MKL DFTI runs problems FFTW has no wisdom for" if engine == "fftw+dfti" else "")
+        elif engine == "scipy":
+            import importlib.util
+
+            out["fft"] = ("scipy.fft (pocketfft)" if importlib.util.find_spec("scipy") is not None
+                          else "numpy.fft (SciPy is not installed: `pip install \"cumath[cpu]\"` brings FFTW and SciPy)")
+        else:
+            out["fft"] = engine
+    except Exception as exc:  # noqa: BLE001 - no engine at all
+        out["fft"] = f"none ({exc})"
+    try:
+        from ._bindings._loader import loaded_libraries
+        from ._bindings.blas import find_blas
+
+        blas = find_blas("auto")
+        p = blas.provider
+        out["blas"] = f"{p.description or p.name} ({loaded_libraries().get(p.library, p.library)})"
+    except Exception as exc:  # noqa: BLE001
+        out["blas"] = f"none ({exc})"
     from ._core import _fast
 
-    info["cpu"]["compiled_hot_path"] = _fast.NATIVE
-    return info
+    out["compiled_hot_path"] = _fast.NATIVE
+    return out
 
 
 def main() -> int:
@@ -70,8 +94,9 @@ def main() -> int:
     for k, v in info["packages"].items():
         print(f"  {k:18s} {v or '-'}")
     print("\nnative libraries:")
+    width = max(len(k) for k in info["libraries"])
     for k, v in info["libraries"].items():
-        print(f"  {k:12s} {v}")
+        print(f"  {k:<{width}}  {v}")
     print("\nGPUs:")
     if not info["gpus"]:
         print("  none found (CPU execution only)")
@@ -80,7 +105,12 @@ def main() -> int:
         for g in info["gpus"]:
             print(f"  [{g['id']}] {g['name']}  compute capability {g['compute_capability']}, {g['memory_GiB']} GiB")
     cpu = info["cpu"]
-    print(f"\nCPU: {cpu['cores_available']} cores available; FFT engine: {cpu['fft_engine']}"
-          + (f" ({cpu['fft_engine_version']})" if "fft_engine_version" in cpu else "")
-          + ("; compiled hot path" if cpu["compiled_hot_path"] else "; ctypes hot path (no compiled extension)"))
+    print(f"\nCPU: {cpu['cores_available']} cores available")
+    print(f"  FFT engine:    {cpu['fft']}")
+    print(f"  matmul (BLAS): {cpu['blas']}")
+    print("  hot path:      " + ("compiled (cumath._core._fast)" if cpu["compiled_hot_path"]
+                                 else "ctypes (the compiled extension is not built)"))
+    if info["gpus"]:
+        print("GPU engines: cuFFT (FFT), cuBLASLt and cuBLAS (matmul), cuSOLVER (dense solvers), cuDSS (sparse "
+              "solvers, when found above)")
     return 0

@@ -4,8 +4,8 @@ CuPy arrays run on cuBLAS."""
 import numpy as np
 
 import cumath
-from cumath.linalg import (DiagonalMatrixQualifier, FillMode, GeneralMatrixQualifier, TriangularMatrixQualifier,
-                           matrix_qualifiers_dtype)
+from cumath.linalg import (DiagonalMatrixQualifier, DiagType, FillMode, GeneralMatrixQualifier,
+                           TriangularMatrixQualifier, matrix_qualifiers_dtype)
 
 
 def check(name, result, expected, tol=1e-12):
@@ -35,7 +35,7 @@ check("vector @ matrix", cumath.linalg.matmul(a[0], b), a[0] @ b)
 # structured operands: a triangular a (upper triangle, unit diagonal) and a diagonal b given by its vector
 t = rng.standard_normal((64, 64))
 q = np.full(2, GeneralMatrixQualifier.create(), dtype=matrix_qualifiers_dtype)
-q[0] = TriangularMatrixQualifier.create(uplo=FillMode.UPPER, diag=1)
+q[0] = TriangularMatrixQualifier.create(uplo=FillMode.UPPER, diag=DiagType.UNIT)
 tri = np.triu(t, 1) + np.eye(64)
 check("triangular a (trmm)", cumath.linalg.matmul(t, b, qualifiers=q), tri @ b)
 x = rng.standard_normal(32)

@@ -65,3 +65,18 @@ def recycling_on(monkeypatch):
 
     monkeypatch.setattr(recycle, "RECYCLE", True)
     yield
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Skips summarised by reason, one line each with its count (the reasons pytest's -rs would repeat per test)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped or config.getoption("reportchars", "").find("s") >= 0:
+        return
+    counts: dict = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    terminalreporter.write_sep("-", f"{len(skipped)} skipped, by reason")
+    for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:5d}  {reason}")

@@ -4,6 +4,10 @@ Search order for an NVIDIA library: cuda-pathfinder (when installed), then the `
 ``nvidia/*/lib`` folders of every ``sys.path`` entry (covers ``pip install --target`` and ``PYTHONPATH``,
 and sonames that an older cuda-pathfinder does not know), then the system loader by soname.
 CPU libraries (FFTW, MKL) are looked for in the wheels that bring them and then by soname.
+
+CUDA 12 and CUDA 13 libraries have different sonames (cuFFT 11 / 12, cuSOLVER 11 / 12, ...) and must not be
+mixed in one process: one CUDA major version is chosen (``cuda_major()``: ``CUMATH_CUDA_MAJOR``, else 12 when the
+driver supports no CUDA 13 or only CUDA 12 runtimes are installed, else 13) and only its sonames are looked for.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dataclasses import dataclass
 
 from ..errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec"]
+__all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
+           "install_hint", "EXTRAS_HINT"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,28 +48,100 @@ class LibrarySpec:
     # names into the global scope (oneMKL's FFTW3 wrappers, loaded by libmkl_rt with RTLD_GLOBAL) cannot
     # capture FFTW's internal calls (seen: FFTW's wisdom import failing once MKL's BLAS had been used).
     deepbind: bool = False
+    # The sonames of the CUDA 12 build (NVIDIA libraries), looked for instead of ``sonames`` when cuda_major()
+    # is 12, and the extra that brings them.
+    cuda12: tuple[str, ...] = ()
+    extra12: str = "cu12"
 
 
-def _nv(name: str, *sonames: str, extra: str = "cu13") -> LibrarySpec:
-    return LibrarySpec(sonames=sonames, extra=extra, pathfinder=name)
+def _nv(name: str, soname: str, soname12: str | None = None, *, extra: str = "cu13",
+        extra12: str = "cu12") -> LibrarySpec:
+    return LibrarySpec(sonames=(soname,), extra=extra, pathfinder=name, cuda12=(soname12,) if soname12 else (),
+                       extra12=extra12)
 
 
+_CUDA_MAJOR: list = []
+
+
+def _driver_major() -> int | None:
+    """The newest CUDA major version the installed driver supports (None without a driver)."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return None
+        return version.value // 1000
+    except (OSError, AttributeError):
+        return None
+
+
+def _installed(soname: str) -> bool:
+    for base in _sys_path_dirs():
+        for sub in ("nvidia/cu13/lib", "nvidia/cu12/lib", "nvidia/*/lib"):
+            if glob.glob(os.path.join(base, sub, soname)):
+                return True
+    try:
+        ctypes.CDLL(soname, mode=ctypes.RTLD_LOCAL)
+        return True
+    except OSError:
+        return False
+
+
+def cuda_major() -> int:
+    """The CUDA major version (12 or 13) whose libraries this process loads, chosen once: ``CUMATH_CUDA_MAJOR``
+    when set; 12 when the driver supports no CUDA 13, or when only the CUDA 12 runtime is installed; else 13."""
+    if _CUDA_MAJOR:
+        return _CUDA_MAJOR[0]
+    with _lock:
+        if _CUDA_MAJOR:
+            return _CUDA_MAJOR[0]
+        env = os.environ.get("CUMATH_CUDA_MAJOR", "").strip()
+        if env:
+            if env not in ("12", "13"):
+                raise ValueError(f"CUMATH_CUDA_MAJOR={env!r} is not supported; the allowed values are '12', '13'")
+            major, why = int(env), "CUMATH_CUDA_MAJOR"
+        else:
+            driver = _driver_major()
+            if driver is not None and driver < 13:
+                major, why = 12, f"the driver supports CUDA {driver}"
+            elif not _installed("libcudart.so.13") and _installed("libcudart.so.12"):
+                major, why = 12, "only the CUDA 12 runtime is installed"
+            else:
+                major, why = 13, "default"
+        logger.info("loading CUDA %d libraries (%s)", major, why)
+        _CUDA_MAJOR.append(major)
+        return major
+
+
+def _sonames(spec: LibrarySpec) -> tuple[str, ...]:
+    if spec.cuda12 and cuda_major() == 12:
+        return spec.cuda12
+    return spec.sonames
+
+
+def _extra(spec: LibrarySpec) -> str:
+    return spec.extra12 if spec.cuda12 and cuda_major() == 12 else spec.extra
+
+
+# NVIDIA libraries: the CUDA 13 soname, the CUDA 12 one (cuda_major() picks), the extras that bring them.
 LIBRARIES: dict[str, LibrarySpec] = {
     "cudart": _nv("cudart", "libcudart.so.13", "libcudart.so.12"),
     "cufft": _nv("cufft", "libcufft.so.12", "libcufft.so.11"),
     "cublas": _nv("cublas", "libcublas.so.13", "libcublas.so.12"),
     "cublasLt": _nv("cublasLt", "libcublasLt.so.13", "libcublasLt.so.12"),
-    "curand": _nv("curand", "libcurand.so.10"),
-    "cusparse": _nv("cusparse", "libcusparse.so.12"),
+    "curand": _nv("curand", "libcurand.so.10", "libcurand.so.10", extra="dx", extra12="cu12"),
+    "cusparse": _nv("cusparse", "libcusparse.so.12", "libcusparse.so.12", extra="sparse", extra12="cu12"),
     "cusolver": _nv("cusolver", "libcusolver.so.12", "libcusolver.so.11"),
-    "nvrtc": LibrarySpec(("libnvrtc.so.13", "libnvrtc.so.12"), "cu13", pathfinder="nvrtc",
-                         preload=("libnvrtc-builtins.so.*",)),
+    "nvrtc": LibrarySpec(("libnvrtc.so.13",), "cu13", pathfinder="nvrtc", preload=("libnvrtc-builtins.so.*",),
+                         cuda12=("libnvrtc.so.12",)),
     "nvJitLink": _nv("nvJitLink", "libnvJitLink.so.13", "libnvJitLink.so.12"),
-    "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss"),
+    "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss", extra12="cudss-cu12"),
     # the cutensor-cu13 wheel puts the library in site-packages/cutensor/lib (not under nvidia/)
     "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor",
                             wheel_globs=("cutensor/lib/libcutensor.so.2", "nvidia/cu13/lib/libcutensor.so.2")),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
+    "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
@@ -81,11 +158,11 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "mkl_rt": LibrarySpec(("libmkl_rt.so.3", "libmkl_rt.so.2"), "mkl", prefix_lib=True),
     # CBLAS (cumath.linalg on the CPU): the OpenBLAS copies the NumPy wheel (ILP64, symbols scipy_*64_) and
     # the SciPy wheel (LP64, symbols scipy_*) bundle, or the scipy-openblas64/32 wheels; a system OpenBLAS.
-    "scipy_openblas64": LibrarySpec(("libscipy_openblas64_.so",), "cpu", wheel_globs=(
+    "scipy_openblas64": LibrarySpec(("libscipy_openblas64_.so",), "numpy", wheel_globs=(
         "numpy.libs/libscipy_openblas64_*.so*", "scipy_openblas64/lib/libscipy_openblas64_*.so*")),
     "scipy_openblas32": LibrarySpec(("libscipy_openblas.so",), "cpu", wheel_globs=(
         "scipy.libs/libscipy_openblas-*.so*", "scipy_openblas32/lib/libscipy_openblas.so*")),
-    "openblas": LibrarySpec(("libopenblas.so.0", "libopenblas.so"), "cpu"),
+    "openblas": LibrarySpec(("libopenblas.so.0", "libopenblas.so"), "system"),
     # The same from NumPy < 2 / SciPy < 1.14 wheels (NumPy 1.24-1.26, SciPy 1.9-1.13): the library is named
     # libopenblas64_p-r0-<hash>.<version>.so (ILP64, symbols cblas_*64_) and libopenblasp-r0-<hash>.<version>.so
     # (LP64, plain symbols).
@@ -104,9 +181,12 @@ def _sys_path_dirs() -> list[str]:
 
 def _nvidia_wheel_candidates(spec: LibrarySpec) -> list[str]:
     found = []
+    subs = ("nvidia/cu13/lib", "nvidia/*/lib", "nvidia/*/lib64")
+    if spec.cuda12 and cuda_major() == 12:  # CUDA 12 wheels: nvidia/<component>/lib (nvidia/cu12/lib for some)
+        subs = ("nvidia/cu12/lib", "nvidia/*/lib", "nvidia/*/lib64", "cutensor/lib")
     for base in _sys_path_dirs():
-        for sub in ("nvidia/cu13/lib", "nvidia/*/lib", "nvidia/*/lib64", "nvidia/cu12/lib"):
-            for soname in spec.sonames:
+        for sub in subs:
+            for soname in _sonames(spec):
                 found.extend(sorted(glob.glob(os.path.join(base, sub, soname))))
     return found
 
@@ -136,7 +216,12 @@ def _try_pathfinder(spec: LibrarySpec) -> str | None:
     except Exception as exc:  # not found, unknown to this version, ...
         logger.debug("cuda-pathfinder did not find %s: %s", spec.pathfinder, exc)
         return None
-    return getattr(loaded, "abs_path", None)
+    path = getattr(loaded, "abs_path", None)
+    if path and spec.cuda12 and os.path.basename(path) not in _sonames(spec) and not any(
+            os.path.basename(path).startswith(s + ".") for s in _sonames(spec)):
+        logger.debug("cuda-pathfinder found %s, not a CUDA %d build: looking further", path, cuda_major())
+        return None
+    return path
 
 
 _preloaded: list = []  # bundled dependencies kept loaded for the life of the process
@@ -168,7 +253,7 @@ def _candidates(name: str, spec: LibrarySpec):
         yield path, "sys.path wheel folder"
     for path in _bundled_candidates(spec):
         yield path, "bundled copy"
-    for soname in spec.sonames:
+    for soname in _sonames(spec):
         yield soname, "system loader"
 
 
@@ -211,7 +296,7 @@ def load_library(name: str) -> ctypes.CDLL:
                 _preload_next_to(_paths[name], spec.preload)
             return lib
         raise LibraryNotFoundError(
-            f"could not load the {name} library (looked for {', '.join(spec.sonames)} through cuda-pathfinder, "
+            f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
             f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
             + (f". Last error: {errors[-1]}" if errors else "")
         )
@@ -245,12 +330,29 @@ def _resolved_path(lib: ctypes.CDLL, fallback: str) -> str:
     return fallback
 
 
+# Where a library comes from other than one of cumath's extras.
+_NOT_AN_EXTRA = {
+    "driver": "it comes with the NVIDIA driver, not with a pip package",
+    "numpy": "it comes with NumPy's wheels from PyPI (a NumPy built from source or by a distribution has none: "
+             "`pip install scipy-openblas64`, or use SciPy's copy with `pip install \"cumath[cpu]\"`)",
+    "system": "install your system's OpenBLAS (e.g. `apt install libopenblas0`), or use SciPy's bundled copy "
+              "with `pip install \"cumath[cpu]\"`",
+}
+EXTRAS_HINT = "from a checkout of cumath: pip install \".[{extra}]\""
+
+
 def install_hint(name: str) -> str:
-    """How to get library ``name``: the pip extra that brings it, or the NVIDIA driver for libcuda."""
-    extra = LIBRARIES[name].extra
-    if extra == "driver":
-        return "it comes with the NVIDIA driver, not with a pip package"
-    return f"install it with `pip install cumath[{extra}]`"
+    """How to get library ``name``: the pip extra that brings it (from an index and from a checkout), or
+    where it comes from when no extra does."""
+    extra = _extra(LIBRARIES[name])
+    if extra in _NOT_AN_EXTRA:
+        return _NOT_AN_EXTRA[extra]
+    return f'install it with `pip install "cumath[{extra}]"` ({EXTRAS_HINT.format(extra=extra)})'
+
+
+def hint_for_extra(extra: str) -> str:
+    """The install hint of a pip extra, for messages outside the loader."""
+    return f'`pip install "cumath[{extra}]"` ({EXTRAS_HINT.format(extra=extra)})'
 
 
 def loaded_libraries() -> dict[str, str]:

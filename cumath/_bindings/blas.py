@@ -289,7 +289,8 @@ def find_blas(requested: str = "auto") -> BLASLibrary:
             last = exc
     raise LibraryNotFoundError(
         f"no CBLAS library found for {requested!r} (tried {', '.join(order)}: the OpenBLAS bundled by NumPy's or "
-        f"SciPy's wheels, a system libopenblas, MKL): install NumPy or SciPy from PyPI's wheels, a system "
-        f"OpenBLAS, or `pip install cumath[mkl]`" + (f". Last error: {last}" if last else ""))
+        f"SciPy's wheels, a system libopenblas, MKL): install NumPy or SciPy from their wheels (they bundle OpenBLAS: "
+        f"`pip install \"cumath[cpu]\"`) or `pip install \"cumath[mkl]\"` (from a checkout: pip install \".[cpu]\" or "
+        f"\".[mkl]\")" + (f". Last error: {last}" if last else ""))
 
 

@@ -103,7 +103,8 @@ class LAPACKLibrary:
             raise LibraryNotFoundError(
                 f"{self.provider.description} exports no LAPACK dgetrf under the expected name "
                 f"({prefix}dgetrf{suffix}); install NumPy or SciPy from their wheels (they bundle OpenBLAS with "
-                f"LAPACK) or `pip install cumath[mkl]`")
+                f"LAPACK: `pip install \"cumath[cpu]\"`) or `pip install \"cumath[mkl]\"` (from a checkout: pip install "
+                f"\".[cpu]\" or \".[mkl]\")")
         self._loaded = True
         return self
 

@@ -6,6 +6,7 @@ import logging
 
 from .._bindings import cudart
 from ..errors import CUDAUnavailableError
+from . import nvtx
 from .logging import format_bytes
 
 __all__ = ["device_count", "require_device", "copy", "memset", "synchronize", "set_device"]
@@ -33,8 +34,9 @@ def require_device(device_id: int) -> None:
     except Exception as exc:
         raise CUDAUnavailableError(
             f"CUDA execution is not available: execution on GPU {device_id} was asked for, but no CUDA GPU is "
-            f"usable here ({exc}); "
-            f"run on the CPU with execution='cpu' or install a driver and `pip install cumath[cu13]`"
+            f"usable here ({exc}); run on the CPU with execution='cpu' or install a driver and "
+            f"`pip install \"cumath[cu13]\"` (from a checkout: pip install \".[cu13]\"; drivers older than CUDA 13: "
+            f"the cu12 extra)"
         ) from exc
     if not 0 <= device_id < n:
         raise CUDAUnavailableError(f"CUDA execution is not available on GPU {device_id}: this machine has {n} GPU(s)")
@@ -49,6 +51,11 @@ def copy(dst: int, src: int, nbytes: int, kind: int, stream: int, what: str = ""
     """Stream-ordered copy of ``nbytes``; cross-space copies are logged with their size."""
     if kind != D2D and logger.isEnabledFor(logging.INFO):
         logger.info("copy %s %s (%s)", "host->GPU" if kind == H2D else "GPU->host", what, format_bytes(nbytes))
+    if nvtx.ENABLED:
+        with nvtx.range(f"cumath copy {('?', 'host->GPU', 'GPU->host', 'GPU->GPU')[kind]} {what} "
+                        f"{format_bytes(nbytes)}"):
+            cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
+        return
     cudart.cudaMemcpyAsync(dst, src, nbytes, kind, stream)
 
 

@@ -28,7 +28,8 @@ __all__ = ["import_numba_cuda", "numba_cuda_version", "distribution_version", "n
 
 logger = logging.getLogger(__name__)
 
-EXTRA_HINT = 'pip install "cumath[dx]"'
+EXTRA_HINT = ('pip install "cumath[dx]" (device APIs; pip install "cumath[numba]" is enough for FFT callbacks); '
+              'from a checkout: pip install ".[dx]" or ".[numba]"')
 # numba-cuda releases before this one refer to numpy.row_stack (seen: 0.30.4 with NumPy 2.5.2)
 ROW_STACK_NEEDED_BEFORE = (0, 31)
 

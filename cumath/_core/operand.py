@@ -12,7 +12,7 @@ import logging
 
 from .dtypes import ITEMSIZE
 
-__all__ = ["Operand", "wrap_operand", "adapter", "check_same_place"]
+__all__ = ["Operand", "wrap_operand", "adapter", "check_same_place", "immutable_hint"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +78,12 @@ class Operand:
 
 
 _ADAPTERS: dict[str, object] = {}
-_PACKAGES = {"numpy": "numpy", "cupy": "cupy", "torch": "torch", "cupy_backends": "cupy"}
+_PACKAGES = {"numpy": "numpy", "cupy": "cupy", "torch": "torch", "cupy_backends": "cupy", "jax": "jax",
+             "jaxlib": "jax"}
 
 
 def adapter(package: str):
-    """The adapter module of ``package`` ("numpy", "cupy", "torch"), imported on first use."""
+    """The adapter module of ``package`` ("numpy", "cupy", "torch", "jax"), imported on first use."""
     mod = _ADAPTERS.get(package)
     if mod is None:
         mod = importlib.import_module(f"cumath._core.frameworks.{package}")
@@ -136,6 +137,13 @@ def _dlpack_device_type(x):
         return x.__dlpack_device__()[0]
     except Exception:
         return None
+
+
+def immutable_hint(op: Operand) -> str:
+    """What to add to a "read-only" message for ``op``: JAX arrays can never be written."""
+    if op.package == "jax":
+        return " (JAX arrays are immutable: call it out of place, inplace=False, and use the result)"
+    return ""
 
 
 def check_same_place(operands: dict) -> None:

@@ -25,6 +25,7 @@ a stateless public function to the native call) leaves no room for a generic lay
 from __future__ import annotations
 
 from ..errors import OperandMismatchError
+from . import nvtx
 from .lifecycle import Stateful
 from .operand import Operand, wrap_operand
 from .placement import Placement, place
@@ -204,7 +205,8 @@ class Operation(Stateful):
         and complete the plan with ``_planned_with(executor)``; what was made is freed if either fails."""
         if stream is not None:
             self._use_stream(stream)
-        executor = self._make_executor(*args, **kwargs)
+        with nvtx.operation_range(self, "plan"):
+            executor = self._make_executor(*args, **kwargs)
         try:
             self._planned_with(executor)
         except BaseException:

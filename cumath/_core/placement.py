@@ -7,7 +7,11 @@ from dataclasses import dataclass
 from .execution import check_execution, merge_device_option, names_threads
 from .streams import default_stream, stream_handle
 
-__all__ = ["Placement", "place"]
+__all__ = ["Placement", "place", "SYNC_PACKAGES"]
+
+# Packages whose queued work cumath cannot order with (JAX does not expose its streams): operations on their
+# GPU operands always wait for their work before returning.
+SYNC_PACKAGES = frozenset({"jax"})
 
 
 @dataclass(slots=True)
@@ -51,6 +55,7 @@ def place(op, execution=None, stream=None, blocking=None, *, device_id=None) -> 
         handle = stream_handle(stream) if stream is not None else default_stream(op.package, device)
     else:
         device = handle = None
-    return Placement(op.package, op.device_id, resolved, on_gpu, device, handle, stream is not None,
-                     blocking is True or op.device_id is None, not on_gpu and op.device_id is None,
+    blocks = blocking is True or op.device_id is None or op.package in SYNC_PACKAGES
+    return Placement(op.package, op.device_id, resolved, on_gpu, device, handle, stream is not None, blocks,
+                     not on_gpu and op.device_id is None,
                      names_threads(execution))

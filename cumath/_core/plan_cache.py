@@ -12,6 +12,8 @@ import threading
 import weakref
 from collections import OrderedDict
 
+from . import nvtx
+
 __all__ = ["PlanCache", "plan_cache", "cached_call"]
 
 logger = logging.getLogger(__name__)
@@ -133,6 +135,10 @@ def cached_call(key, make, ops: dict, *bind_args, **execute_kwargs):
     freed after the call. ``key`` starts with the operation's class; the rest is everything the plan depends
     on, as cheap to build as the domain can make it.
     """
+    if nvtx.ENABLED:  # a profiler is attached: the call inside a range (one bool test otherwise)
+        if not getattr(_ranging, "on", False):
+            return _ranged_call(key, make, ops, bind_args, execute_kwargs)
+        _ranging.on = False
     cache = plan_cache
     if cache.enabled:  # PlanCache.get, inlined: this is every stateless call's path
         try:
@@ -162,3 +168,20 @@ def cached_call(key, make, ops: dict, *bind_args, **execute_kwargs):
     op._unbind()
     cache.put(key, op, op.nbytes)
     return result
+
+
+
+_ranging = threading.local()
+
+
+def _ranged_call(key, make, ops, bind_args, execute_kwargs):
+    """cached_call inside an NVTX range named after the operation and its first operand (a profiler is attached)."""
+    first = next((o for o in ops.values() if o is not None), None)
+    name = getattr(key[0], "__name__", "call") if key else "call"
+    detail = f" {first.dtype}{list(first.shape)}" if first is not None else ""
+    with nvtx.range(f"cumath {name} (stateless call){detail}"):
+        _ranging.on = True
+        try:
+            return cached_call(key, make, ops, *bind_args, **execute_kwargs)
+        finally:
+            _ranging.on = False

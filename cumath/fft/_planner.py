@@ -7,7 +7,7 @@ import logging
 from .._core import cuda
 from .._core.execution import check_execution, execution_key, merge_device_option
 from .._core.lifecycle import requires
-from .._core.operand import Operand, wrap_operand
+from .._core.operand import Operand, immutable_hint, wrap_operand
 from .._core.operation import Operation
 from .._core.options import check_options
 from ..errors import UnsupportedDtypeError
@@ -90,6 +90,8 @@ class FFT(Operation):
             if fft_type is not None and fft_type != _fft_type:
                 raise ValueError(f"this function performs {_fft_type} FFTs but options.fft_type={fft_type!r}")
             fft_type = _fft_type
+        if opts.inplace and op.readonly and op.package == "jax":
+            raise ValueError("inplace=True writes into the operand" + immutable_hint(op))
         self._geom = geom = fft_geometry(op.shape, op.strides, op.dtype, axes, fft_type, opts.last_axis_parity,
                                          opts.result_layout, opts.inplace, op.readonly)
         if not p.on_gpu and geom.precision == "float16":

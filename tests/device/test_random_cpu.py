@@ -73,7 +73,7 @@ def test_state_layouts_from_the_header(curand_headers):
 
 def test_missing_headers_name_the_wheels(monkeypatch, tmp_path):
     monkeypatch.setattr(jit, "include_roots", lambda: [str(tmp_path)])
-    with pytest.raises(FileNotFoundError, match=r"curand_kernel.h \(pip install nvidia-curand\).*cumath\[cu13\]"):
+    with pytest.raises(FileNotFoundError, match=r"curand_kernel.h \(pip install nvidia-curand\).*cumath\[dx\]"):
         cd.include_dirs()
 
 

@@ -152,7 +152,8 @@ def include_dirs() -> list[str]:
     missing = [hint for name, _, hint in _HEADERS if found[name] is None]
     if missing:
         raise FileNotFoundError("cuRAND's device API needs the CUDA headers " + ", ".join(missing) +
-                                f"; looked in {roots or ['nothing']}; installing cumath[cu13] brings them")
+                                f"; looked in {roots or ['nothing']}; `pip install \"cumath[dx]\"` brings them "
+                                f"(from a checkout: pip install \".[dx]\")")
     return list(dict.fromkeys(found[name] for name, _, _ in _HEADERS))
 
 

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 import weakref
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -25,6 +26,8 @@ from ..._bindings import fftw as _fftw
 from ..._core._fast import call3
 from ..._core.dtypes import ITEMSIZE
 from ._wisdom import import_wisdom, read_wisdom, wisdom_path, write_wisdom
+from ..._core.progress import busy
+from ...config import cache_dir
 
 __all__ = ["FFTWEngine", "FFTWPlan", "threads_for", "THREAD_MIN_POINTS"]
 
@@ -261,7 +264,9 @@ class FFTWPlan:
         else:  # default: a measured plan from wisdom if there is one, else a heuristic plan
             attempts = ("wisdom", "estimate") if self._wisdom else ("estimate",)
         t0 = time.perf_counter()
-        with _fftw.planner_lock:
+        measured = any(a in ("measure", "patient", "exhaustive") for a in attempts)
+        with _fftw.planner_lock, (busy(f"FFTW: measuring the {self.kind} plan dims={self.dims} "
+                                       f"howmany={self.howmany}") if measured else nullcontext()):
             lib.plan_with_nthreads(self.num_threads)
             for used in attempts:
                 flags = _fftw.FFTW_MEASURE | _fftw.FFTW_WISDOM_ONLY if used == "wisdom" else _EFFORT_FLAGS[used]

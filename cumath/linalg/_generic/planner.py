@@ -16,7 +16,7 @@ from ..._core import cuda
 from ..._core.executors import choose
 from ..._core.layout import dense_strides
 from ..._core.lifecycle import requires_alive
-from ..._core.operand import Operand, check_same_place, wrap_operand
+from ..._core.operand import Operand, check_same_place, immutable_hint, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
 from ..._core.streams import stream_handle
@@ -124,7 +124,7 @@ class Matmul(Operation):
         self._geom = g = geometry(A.shape, ops["b"].shape, None if C is None else C.shape,
                                   tuple(None if o is None else o.dtype for o in ops.values()), quals, opts.inplace)
         if opts.inplace and C.readonly:
-            raise ValueError("options.inplace=True needs a writeable c, but c is read-only")
+            raise ValueError("options.inplace=True needs a writeable c, but c is read-only" + immutable_hint(C))
         if beta is not None and C is None:
             log.warning("beta=%r is ignored: no c was given", beta)
         self._alpha = _scalar(alpha, 1, g.dtype, "alpha")

@@ -51,7 +51,10 @@ def matrix_type_of(value) -> DirectSolverMatrixType:
 class DirectSolverOptions:
     """Options of :class:`cumath.linalg.DirectSolver` and :func:`cumath.linalg.direct_solver`.
 
-    Attributes (nvmath-python's):
+    ``allocator`` to ``inplace_b`` are nvmath-python's; ``matrix_type``, ``cpu_lapack`` and ``batch_method`` are
+    cumath's additions.
+
+    Attributes:
         allocator: device memory for workspaces, pivots and staging (see :mod:`cumath.memory`); by default the
             operands' package's pool (the CUDA runtime's stream-ordered pool for host operands).
         blocking: True waits for GPU work to finish; 'auto' returns at once from solve() for GPU operands (host
@@ -66,8 +69,6 @@ class DirectSolverOptions:
             the strict upper triangle left as it was). Without it ``a`` is never written.
         inplace_b: solve() writes the solution into ``b`` and returns ``b``. Without it ``b`` is never written
             and solve() returns a new array.
-
-    Attributes (cumath's additions):
         matrix_type: 'general' (LU, the default), 'spd' (real symmetric positive definite) or 'hpd' (Hermitian
             positive definite; complex, or real meaning 'spd'): Cholesky. A DirectSolverMatrixType or its name in
             any case.

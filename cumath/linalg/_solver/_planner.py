@@ -14,7 +14,7 @@ import logging
 from ..._core import cuda
 from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
-from ..._core.operand import Operand, check_same_place, wrap_operand
+from ..._core.operand import Operand, check_same_place, immutable_hint, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
 from ...memory import default_allocator
@@ -244,7 +244,8 @@ class DirectSolver(Operation):
 def _check_writable(name: str, op: Operand) -> None:
     """An operand written in place must be writeable and free of overlapping (broadcast) elements."""
     if op.readonly:
-        raise ValueError(f"options.inplace_{name}=True writes into {name}, but {name} is read-only")
+        raise ValueError(f"options.inplace_{name}=True writes into {name}, but {name} is read-only"
+                         + immutable_hint(op))
     if overlapping(op.shape, op.strides):
         raise ValueError(f"options.inplace_{name}=True writes into {name}, but elements of {name} share memory "
                          f"(a broadcast or overlapping view, strides {tuple(op.strides)}); pass a copy")

@@ -585,10 +585,15 @@ def autotune(run_one, algorithms, *, iterations: int = 10, prune: int | None = N
         raise ValueError(f"iterations must be at least 1, got {iterations}")
     if prune is not None and prune < 1:
         raise ValueError(f"prune must be None or at least 1, got {prune}")
+    from ..._core.progress import progress
+
     events = [cudart.cudaEventCreateWithFlags(cudart.cudaEventDefault) for _ in range(iterations + 1)]
     timed = []
+    bar = progress(len(algorithms), "cuBLASLt autotuning") if len(algorithms) > 1 else None
     try:
         for alg in algorithms:
+            if bar is not None:
+                bar.update()
             try:
                 for _ in range(warmup):
                     run_one(alg)
@@ -605,6 +610,8 @@ def autotune(run_one, algorithms, *, iterations: int = 10, prune: int | None = N
             alg.measured_time = statistics.median(times)
             timed.append(alg)
     finally:
+        if bar is not None:
+            bar.close()
         for ev in events:
             cudart.cudaEventDestroy(ev)
     timed.sort(key=lambda a: a.measured_time)

@@ -13,7 +13,8 @@ from ..._core.dtypes import ITEMSIZE
 from ..._core.execution import ExecutionCUDA
 from ..._core.executors import choose
 from ..._core.lifecycle import requires, requires_alive
-from ..._core.operand import Operand, adapter, check_same_place, wrap_operand
+from ..._core import nvtx
+from ..._core.operand import Operand, adapter, check_same_place, immutable_hint, wrap_operand
 from ..._core.operation import Operation
 from ..._core.overlap import extents_overlap
 from ..._core.options import check_options
@@ -99,6 +100,8 @@ class Matmul(Operation):
         self._inplace = bool(opts.inplace) and C is not None
         if self._inplace:
             _check_apart(ops)
+        if opts.inplace and C is not None and C.readonly:
+            raise ValueError("options.inplace=True writes the result into c, but c is read-only" + immutable_hint(C))
         if A.device_id is not None and opts.device_id is not None and opts.device_id != A.device_id:
             raise ValueError(f"the operands are on GPU {A.device_id} but options.device_id is {opts.device_id}")
         dt = dtype_plan(A.dtype, B.dtype, C.dtype if C is not None else None,
@@ -242,8 +245,9 @@ class Matmul(Operation):
         try:
             args = self._executor.scratch_args(v, self._ops, scratch.device_ptr, s, keep)
             outs = v.scratch_outputs(s)
-            return _algorithms.autotune(lambda alg: v.run_scratch(args, alg), v.algorithms, iterations=iterations,
-                                        prune=prune, stream=s)
+            with nvtx.operation_range(self, "autotune"):
+                return _algorithms.autotune(lambda alg: v.run_scratch(args, alg), v.algorithms,
+                                            iterations=iterations, prune=prune, stream=s)
         finally:
             cuda.synchronize(s)
             scratch.free()

@@ -42,7 +42,7 @@ class SuperLUEngine:
                 import scipy.sparse.linalg
             except ImportError as exc:
                 raise LibraryNotFoundError(f"SciPy is not installed ({exc}); install it with "
-                                           f"`pip install cumath[cpu]`") from exc
+                                           f"`pip install \"cumath[cpu]\"` (from a checkout: pip install \".[cpu]\")") from exc
             SuperLUEngine._linalg = (scipy.sparse, scipy.sparse.linalg)
 
     def plan(self, n, dtype, index_dtype, mtype, view, settings, threads, log):
