@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cumath as nvmath
-from helpers.matmul_reference import epilog_ref, gelu_aux_values, rel_error, tolerance, unpack_relu_mask
+from helpers.matmul_reference import epilog_ref, epilog_tolerance, gelu_aux_values, rel_error, unpack_relu_mask
 
 pytestmark = pytest.mark.gpu
 cp = pytest.importorskip("cupy")
@@ -63,7 +63,9 @@ def test_column_bias_every_epilog(name, dtype):
     pre = cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b).astype(np.float64) + cp.asnumpy(bias).astype(np.float64)
     want = np.maximum(pre, 0) if "RELU" in name else epilog_ref("GELU", pre, np.eye(n))[0] if "GELU" in name \
         else pre
-    assert rel_error(cp.asnumpy(d), want) <= tolerance(dtype, k) * 4
+    # the reference's GELU is the tanh form cuBLASLt evaluates (as in the per-row GELU tests), and so is their
+    # float64 floor: cuBLASLt's double tanh is good to about 1e-10, not to float64 eps
+    assert rel_error(cp.asnumpy(d), want) <= epilog_tolerance(dtype, k, 4, gelu="GELU" in name)
     assert _row_major(d)
     if "RELU_AUX" in name:
         got = unpack_relu_mask(cp.asnumpy(aux["relu_aux"]), m, n, "T")
