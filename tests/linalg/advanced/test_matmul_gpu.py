@@ -414,7 +414,9 @@ def test_unsupported_epilog_errors():
     a = rand((16, 16), "float32")
     with pytest.raises(ValueError, match=r"epilog BIAS needs the epilog input\(s\) \['bias'\]"):
         la.matmul(a, a, epilog=E.BIAS)
-    with pytest.raises(ValueError, match="does not fit the result's 16 rows"):
+    with pytest.raises(ValueError, match=r"'bias' of shape \[15\] fits neither the result's 16 rows nor its 16 "
+                                         r"columns: it must have shape \(16,\) or \(16, 1\) \(one value per row\), "
+                                         r"or \(1, 16\) \(one value per column, as in x @ w \+ bias\)$"):
         la.matmul(a, a, epilog=E.BIAS, epilog_inputs={"bias": rand((15,), "float32")})
 
 
