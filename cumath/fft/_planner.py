@@ -14,7 +14,7 @@ from ..errors import UnsupportedDtypeError
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._executors import Setup, make_executor
 from ._options import FFTDirection, FFTOptions
-from ._traits import check_axes, device_strides, fft_geometry, host_strides, layout_key
+from ._traits import FFTKey, check_axes, device_strides, fft_geometry, host_strides, layout_key
 
 __all__ = ["FFT"]
 
@@ -126,16 +126,16 @@ class FFT(Operation):
         execution = check_execution(execution, op.device_id)
         geom = fft_geometry(op.shape, op.strides, op.dtype, axes, opts.fft_type, opts.last_axis_parity,
                             opts.result_layout, opts.inplace, op.readonly)
-        return ((op.package, op.device_id), layout_key(geom, op.strides), opts, execution, callback_key(prolog),
-                callback_key(epilog))
+        return FFTKey((op.package, op.device_id), layout_key(geom, op.strides), opts, execution,
+                      callback_key(prolog), callback_key(epilog))
 
     @requires()
     def get_key(self, *, prolog=None, epilog=None):
         """The key of this FFT (equal to ``create_key`` of its operand): operands of the same plan layout have
         equal keys even when their batch axes are arranged differently (see :meth:`reset_operand`)."""
         signature = self._signatures["operand"]
-        return (signature[:2], layout_key(self._geom, signature[3]), self._options,
-                execution_key(self._execution), callback_key(prolog), callback_key(epilog))
+        return FFTKey(tuple(signature[:2]), layout_key(self._geom, signature[3]), self._options,
+                      execution_key(self._execution), callback_key(prolog), callback_key(epilog))
 
     # ------------------------------------------------------------------------------------------- layouts
     def _layouts(self):

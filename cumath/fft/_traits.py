@@ -6,7 +6,8 @@ Strides are in elements of each array's own dtype. A "perm" lists axes from oute
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from .._core.dtypes import COMPLEX_OF, REAL_OF
 from .._core.layout import dense_strides, natural_perm
@@ -15,7 +16,7 @@ from .._core.overlap import self_overlapping
 
 __all__ = ["FFTGeometry", "fft_geometry", "check_axes", "dense_strides", "natural_perm", "cufft_embed", "cufft_layout",
            "c2r_in_place_ok", "device_layouts", "device_strides", "host_strides", "layout_key",
-           "SUPPORTED_DTYPES"]
+           "LayoutKey", "FFTKey", "key_geometry", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
 FFT_TYPES = ("C2C", "R2C", "C2R")
@@ -177,15 +178,56 @@ def fft_geometry(shape, strides, dtype, axes, fft_type=None, last_axis_parity="e
                        tuple(out_perm), canonical, bool(inplace))
 
 
-def layout_key(geom: FFTGeometry, in_strides) -> tuple:
+class LayoutKey(NamedTuple):
+    """The plan layout of an FFT problem, normalised (see :func:`layout_key`)."""
+    fft_type: str
+    in_dtype: str
+    out_dtype: str
+    inplace: bool
+    transform_dims: tuple  # (logical size, input stride, result stride) per transformed axis, in ``axes`` order
+    batch_dims: tuple  # (size, input stride, result stride) of the batch axes of size > 1, sorted
+
+
+class FFTKey(NamedTuple):
+    """What ``FFT.create_key`` and ``FFT.get_key`` return: a hashable tuple with named fields."""
+    operand: tuple  # (package, device id or None for host memory)
+    layout: LayoutKey
+    options: Any  # FFTOptions
+    execution: Any  # ExecutionCPU / ExecutionCUDA (create_key) or the execution as the FFT was given it
+    prolog: Any  # callback_key() of the prolog and of the epilog
+    epilog: Any
+
+
+def layout_key(geom: FFTGeometry, in_strides) -> LayoutKey:
     """What a CPU or GPU plan of ``geom`` depends on, normalised: the type, dtypes, the transformed dimensions
     (size, input stride, result stride, in ``axes`` order) and the batch dimensions as a sorted set (size-1 ones
     dropped). Operands whose batch axes are rearranged, or whose strides are transposed over the batch axes,
     have the same key: one plan serves them all (the result takes each operand's own shape)."""
     _, out_strides = host_strides(geom, in_strides)
-    return (geom.fft_type, geom.in_dtype, geom.out_dtype, geom.inplace,
-            tuple(geom.transform_dims(in_strides, out_strides)),
-            tuple(sorted(geom.batch_dims(in_strides, out_strides))))
+    return LayoutKey(geom.fft_type, geom.in_dtype, geom.out_dtype, geom.inplace,
+                     tuple(geom.transform_dims(in_strides, out_strides)),
+                     tuple(sorted(geom.batch_dims(in_strides, out_strides))))
+
+
+def key_geometry(layout: LayoutKey, last_axis_parity="even"):
+    """(geometry, operand strides) of a representative operand of ``layout``, with the key's own layout (so the
+    same plans as every operand of that key). Its axes are laid out in the result's memory order (outermost
+    first; of equal result strides, a size-1 axis sits inside the other), which the geometry's result order
+    then is, whatever ``result_layout`` made the key."""
+    dims = [(n, si, so, False) for n, si, so in layout.batch_dims] + \
+           [(n, si, so, True) for n, si, so in layout.transform_dims]
+    order = sorted(range(len(dims)), key=lambda i: (-dims[i][2], dims[i][0] == 1))
+    position = {i: p for p, i in enumerate(order)}
+    shape = [dims[i][0] for i in order]
+    strides = tuple(dims[i][1] for i in order)
+    axes = tuple(position[len(layout.batch_dims) + k] for k in range(len(layout.transform_dims)))
+    if layout.fft_type == "C2R":  # the complex input holds n//2+1 along the last transformed axis
+        shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    geom = fft_geometry(tuple(shape), strides, layout.in_dtype, axes, layout.fft_type, last_axis_parity,
+                        "natural", layout.inplace)
+    if not layout.inplace:
+        geom = replace(geom, out_perm=tuple(range(len(shape))))
+    return geom, strides
 
 
 def _merge_batch(dims):

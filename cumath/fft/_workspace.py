@@ -6,7 +6,7 @@ import logging
 
 from .._core.execution import ExecutionCPU, ExecutionCUDA
 from ._options import FFTOptions
-from ._traits import device_strides, fft_geometry
+from ._traits import FFTKey, LayoutKey, device_strides, key_geometry
 
 __all__ = ["estimate_workspace_size"]
 
@@ -28,22 +28,20 @@ def estimate_workspace_size(key, *, technique: str = "default", handle: int | No
         raise ValueError(f"technique={technique!r} is not supported; the allowed values are {list(_TECHNIQUES)}")
     if handle is not None and not isinstance(handle, int):
         raise TypeError(f"handle must be a cuFFT handle (int) or None, not {type(handle).__name__}")
-    try:
-        signature, axes, options, execution = key[0], key[1], key[2], key[3]
-        package, device_id, shape, strides, dtype = signature
-    except (TypeError, ValueError, IndexError):
-        raise ValueError("key must be a key made by cumath.fft.FFT.create_key(...) or FFT.get_key()") from None
-    if not isinstance(options, FFTOptions) or not isinstance(execution, (ExecutionCPU, ExecutionCUDA)):
+    if not isinstance(key, FFTKey) or not isinstance(key.layout, LayoutKey) \
+            or not isinstance(key.options, FFTOptions) \
+            or not isinstance(key.execution, (ExecutionCPU, ExecutionCUDA)):
         raise ValueError("key must be a key made by cumath.fft.FFT.create_key(...) or FFT.get_key()")
+    options, execution = key.options, key.execution
     if isinstance(execution, ExecutionCPU):
         return 0
     from .._core.cuda import require_device
     from ._executors import _gpu_plan
 
     require_device(execution.device_id)
-    geom = fft_geometry(shape, strides, dtype, axes, options.fft_type, options.last_axis_parity,
-                        options.result_layout, options.inplace)
-    in_strides, out_strides = device_strides(geom, strides, device_id is None, options.overwrite_input)
+    geom, strides = key_geometry(key.layout, options.last_axis_parity)
+    host_operand = key.operand[1] is None
+    in_strides, out_strides = device_strides(geom, strides, host_operand, options.overwrite_input)
     plan = _gpu_plan(geom, in_strides, out_strides, execution.device_id, 0, None, options.logger or logger)
     try:
         return int(plan.workspace_size)

@@ -51,3 +51,36 @@ def test_gpu_key(shape, axes):
 def test_property_cpu_keys(shape, dtype):
     x = np.ones(shape, dtype)
     assert F.estimate_workspace_size(F.FFT.create_key(x)) == 0
+
+
+def test_key_has_named_fields():
+    x = np.ones((6, 5, 9), np.complex64)[:, ::-1, ::2].transpose(1, 0, 2)
+    key = F.FFT.create_key(x, axes=[-1], execution="cpu")
+    assert key.operand == ("numpy", None) and key.options.fft_type is None
+    assert key.layout.fft_type == "C2C" and key.layout.transform_dims[0][0] == 5
+    assert key.layout == key[1] and hash(key) == hash(tuple(key))
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), st.data(),
+       st.sampled_from(["C2C", "R2C", "C2R"]), st.sampled_from(["even", "odd"]),
+       st.sampled_from(["natural", "optimized"]))
+def test_property_key_geometry_round_trips(shape, data, fft_type, parity, result_layout):
+    """The representative operand the estimate plans has the key's own layout, so the same cuFFT plan."""
+    from cumath.fft._traits import key_geometry, layout_key
+
+    dtype = "float64" if fft_type == "R2C" else "complex128"
+    perm = data.draw(st.permutations(range(len(shape))))
+    steps = data.draw(st.lists(st.sampled_from([1, 2, -1]), min_size=len(shape), max_size=len(shape)))
+    x = np.random.default_rng(1).random(shape).astype(dtype).transpose(perm)
+    x = x[tuple(slice(None, None, s) for s in steps)]
+    naxes = data.draw(st.integers(1, min(3, x.ndim)))
+    axes = data.draw(st.permutations(range(x.ndim)))[:naxes]
+    if fft_type == "C2R" and parity == "even" and x.shape[axes[-1]] == 1:
+        parity = "odd"
+    options = {"fft_type": fft_type, "last_axis_parity": parity, "result_layout": result_layout,
+               "inplace": fft_type == "C2C" and data.draw(st.booleans())}
+    key = F.FFT.create_key(x, axes=axes, options=options, execution="cpu")
+    geom, strides = key_geometry(key.layout, parity)
+    assert layout_key(geom, strides) == key.layout
+    assert geom.sizes == tuple(n for n, _, _ in key.layout.transform_dims)

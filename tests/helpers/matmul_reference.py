@@ -169,6 +169,15 @@ def tolerance(dtype: str, k: int) -> float:
     return _EPS[dtype] * max(1.0, math.sqrt(k) / 4)
 
 
+GELU_FLOAT64_FLOOR = 1e-9  # cuBLASLt's double GELU evaluates tanh to about 1e-10 relative, not to float64 eps
+
+
+def epilog_tolerance(dtype: str, k: int, factor: float = 1.0, gelu: bool = False) -> float:
+    """:func:`tolerance` of a matmul whose epilog may apply cuBLASLt's GELU (float64 GELU has a floor)."""
+    tol = tolerance(dtype, k) * factor
+    return max(tol, GELU_FLOAT64_FLOOR) if gelu and dtype == "float64" else tol
+
+
 def rel_error(result, ref) -> float:
     r = _np(result).astype(np.complex128 if np.iscomplexobj(ref) else np.float64)
     denom = np.linalg.norm(ref.ravel())

@@ -71,6 +71,14 @@ def lt_epilog(spec: EpilogSpec, transposed: bool) -> int:
     return int(spec.epilog)
 
 
+def input_dtype(key: str, bias_dtype: str | None, d_dtype: str) -> str:
+    """The dtype cuBLASLt reads epilog input ``key`` in: the bias dtype, uint8 for the ReLU bit-mask, else the
+    result's (the GELU input)."""
+    if key == "bias":
+        return bias_dtype or d_dtype
+    return "uint8" if key == "relu_aux" else d_dtype
+
+
 def check_epilog_inputs(spec: EpilogSpec, inputs: dict | None, geom: Geometry, d_dtype: str, bias_dtype: str):
     """Validate the epilog inputs (given as operands: objects with ``shape``, ``strides``, ``dtype``).
 
@@ -129,6 +137,22 @@ def _bias_axis(shape, m: int, n: int, nb: int):
     return None
 
 
+def _bias_shape_message(shape, m: int, n: int, batch_shape, found) -> str:
+    """Why a bias of ``shape`` fits this product nowhere: its batch dimensions (``found``: it fits the rows or
+    columns) or its length; the shapes listed are those :func:`_bias_axis` takes for this M and N."""
+    batch = list(batch_shape)
+    if found is not None:
+        return (f"epilog input 'bias' of shape {list(shape)} has the batch dimensions {list(found[1])}, which do not "
+                f"broadcast to the product's batch dimensions {batch}: give each 1 or the product's size")
+    per_row = f"({m},) or ({m}, 1) (one value per row)"
+    per_col = ([f"({n},)"] if n != m else []) + ([f"(1, {n})"] if n > 1 else [])
+    if per_col:
+        per_row += f", or {' or '.join(per_col)} (one value per column, as in x @ w + bias)"
+    rows, cols = f"{m} row{'s' * (m != 1)}", f"{n} column{'s' * (n != 1)}"
+    return (f"epilog input 'bias' of shape {list(shape)} fits neither the result's {rows} nor its {cols}: it must "
+            f"have shape {per_row}" + (f", optionally with the batch dimensions {batch} in front" if batch else ""))
+
+
 def _check_bias(bias, geom: Geometry, bias_dtype: str):
     """(batch stride, per column) of a bias epilog input; ValueError/TypeError naming the allowed shapes."""
     m, n = geom.m, geom.n
@@ -136,10 +160,7 @@ def _check_bias(bias, geom: Geometry, bias_dtype: str):
     found = _bias_axis(shape, m, n, len(geom.batch_shape))
     ok = found is not None and all(x == y or x == 1 for x, y in zip(reversed(found[1]), reversed(geom.batch_shape)))
     if not ok:
-        raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} fits neither the result's {m} rows nor "
-                         f"its {n} columns: it must have shape ({m},) or ({m}, 1) (one value per row), or "
-                         f"(1, {n}) (one value per column, as in x @ w + bias; also ({n},) when {n} != {m}), "
-                         f"optionally with the batch dimensions {list(geom.batch_shape)} in front")
+        raise ValueError(_bias_shape_message(shape, m, n, geom.batch_shape, found))
     axis, bshape = found
     length = m if axis == "rows" else n
     inner = strides[-1] if shape[-1] == length else strides[-2]
@@ -147,7 +168,8 @@ def _check_bias(bias, geom: Geometry, bias_dtype: str):
         raise ValueError(f"epilog input 'bias' must be contiguous along its {length} elements (stride 1), got stride "
                          f"{inner}; pass a contiguous copy")
     if bias.dtype != bias_dtype:
-        raise UnsupportedDtypeError(f"epilog input 'bias' must be {bias_dtype} for this product, not {bias.dtype}")
+        raise UnsupportedDtypeError(f"epilog input 'bias' must be {bias_dtype} for this product, not {bias.dtype} "
+                                    f"(a bias of another real floating-point dtype is converted, with one copy)")
     stride = _batch_stride(bshape, strides[:len(bshape)], geom.batch_shape)
     if stride is None:
         raise ValueError(f"epilog input 'bias' of shape {list(bias.shape)} broadcasts over only some of the batch "

@@ -22,11 +22,15 @@ from ..._core.layout import dense_strides, natural_perm
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, wrap_operand
 from ..._core.recycle import Recycler
+from ..._core.streams import ordered
 from ...errors import OperandMismatchError
+from ._epilogs import input_dtype
 from ._traits import matmul_geometry
 from ._variant import plan_variant, variant_key
 
 __all__ = ["DeviceExecutor", "StagingExecutor", "EXECUTORS"]
+
+_FLOATING = dict.fromkeys(("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"), True)
 
 
 def _input_mismatch(k, op, old) -> str:
@@ -51,6 +55,26 @@ class _Executor:
         spec = self.settings.spec
         return ValueError(f"epilog input {k!r} was not planned; the epilog {spec.epilog.name} takes "
                           f"{list(spec.inputs)}")
+
+    def _as_read(self, k, op: Operand) -> Operand:
+        """Epilog input ``k`` in the dtype cuBLASLt reads for this product: ``op`` itself, or, for another real
+        floating-point dtype, one logged copy of it where it is (same shape, dense in its own memory order, made
+        on the plan's stream). Other dtypes (integers, complex) stay as they are: the epilog checks refuse them."""
+        want = input_dtype(k, self.settings.bias_dtype, self.ctx.dt.d)
+        if op.dtype == want or not (_FLOATING.get(op.dtype) and _FLOATING.get(want)):
+            return op
+        pkg = self.ctx.pkg
+
+        def convert():
+            copy = pkg.empty(op.shape, want, op.device_id, natural_perm(op.strides))
+            pkg.copy_into(copy, op.obj)
+            return copy
+
+        copy = ordered(op.package, op.device_id, self.stream, True, False, convert)
+        view = pkg.wrap(copy)
+        self.ctx.log.info("epilog input %r of dtype %s is converted to %s (what cuBLASLt reads for this product): "
+                          "one copy of %s; pass %s to avoid it", k, op.dtype, want, format_bytes(view.nbytes), want)
+        return Operand(copy, view.ptr, view.shape, view.strides, want, op.device_id, op.package)
 
     def epilog_pointers(self) -> tuple:
         """(bias, auxiliary input) device addresses (0 where the epilog takes none)."""
@@ -124,7 +148,7 @@ class DeviceExecutor(_Executor):
     def __init__(self, ctx, settings, stream, scales, ops, inputs):
         super().__init__(ctx, settings, stream, scales)
         self.recyclers: dict = {}  # result memory order -> Recycler, shared by the variants that make such results
-        self.inputs = dict(inputs)
+        self.inputs = {k: self._as_read(k, op) for k, op in inputs.items()}
 
     def plan(self, ops):
         return self._add(ops["a"], ops["b"], ops["c"])
@@ -179,6 +203,8 @@ class DeviceExecutor(_Executor):
                 if op.package != ctx.package or op.device_id != ctx.device:
                     raise OperandMismatchError(f"epilog input {k!r} must be a {ctx.package} array on the operands' "
                                                f"device")
+            op = self._as_read(k, op)
+            if checked:
                 o = old[k]
                 if (tuple(op.shape), op.strides, op.dtype) != (tuple(o.shape), o.strides, o.dtype):
                     raise ValueError(_input_mismatch(k, op, o))
@@ -274,6 +300,7 @@ class StagingExecutor(_Executor):
         try:
             self._mirror_operands(ops)
             for k, op in inputs.items():
+                op = self._as_read(k, op)
                 m = self._mirror(k, op.shape, op.dtype, natural_perm(op.strides), "host epilog input")
                 self.input_mirrors[k], self.input_ops[k] = m, op
                 self.inputs[k] = self._view(m, op.shape, m.strides, op)
@@ -346,6 +373,7 @@ class StagingExecutor(_Executor):
             o = ops[k]
             if op.device_id is not None or op.package != o.package:
                 raise OperandMismatchError(f"epilog input {k!r} must be a {o.package} array on the operands' device")
+            op = self._as_read(k, op)
             if tuple(op.shape) != tuple(o.shape) or op.dtype != o.dtype:  # any layout: uploads reorder
                 raise ValueError(_input_mismatch(k, op, o))
             ops[k] = op

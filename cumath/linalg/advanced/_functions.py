@@ -19,8 +19,9 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
 
     ``a``, ``b``, ``c``: NumPy, CuPy or PyTorch arrays (host arrays are copied to the GPU and the result back);
     1-D operands are promoted as in numpy.matmul, batch dimensions broadcast, ``c`` may be ``(M, 1)`` (added
-    to every column). ``epilog``: a :class:`MatmulEpilog`, with ``epilog_inputs`` such as ``{"bias": b}``;
-    epilogs with auxiliary outputs return ``(result, aux)``. ``quantization_scales``: for FP8 operands.
+    to every column). ``epilog``: a :class:`MatmulEpilog`, with ``epilog_inputs`` such as ``{"bias": b}``
+    (of the result's dtype; another real floating-point dtype is converted with one logged copy); epilogs
+    with auxiliary outputs return ``(result, aux)``. ``quantization_scales``: for FP8 operands.
     ``options``: :class:`MatmulOptions`; ``preferences``: :class:`MatmulPlanPreferences`; ``algorithm``: an
     Algorithm to run. The plan is cached (``cumath.config.plan_cache``), so repeated calls cost one library
     call plus the result's allocation (a small CuPy or PyTorch result the caller has dropped, with no view or

@@ -150,8 +150,10 @@ class Matmul(Operation):
         """Choose the formulation and the algorithms; returns the algorithms (best first).
 
         ``epilog``: a :class:`MatmulEpilog`; ``epilog_inputs``: ``{"bias": ..., "relu_aux": ..., "gelu_aux": ...}``
-        as the epilog needs. ``algorithms``: Algorithm objects to use instead of the heuristic's (checked against
-        this problem). With the persistent autotune cache on, a stored best algorithm is used first.
+        as the epilog needs (one of another real floating-point dtype than cuBLASLt reads is converted with one
+        copy, logged at INFO; integer and complex ones are refused). ``algorithms``: Algorithm objects to use
+        instead of the heuristic's (checked against this problem). With the persistent autotune cache on, a
+        stored best algorithm is used first.
         """
         self._drop_plan()
         self._plan(stream, preferences, algorithms, epilog, epilog_inputs)

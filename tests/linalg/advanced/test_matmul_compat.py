@@ -94,6 +94,27 @@ def test_bias_shape_errors(shape, fragment):
         la.matmul(dev(r((10, 7))), dev(r((7, 6))), epilog=E.BIAS, epilog_inputs={"bias": dev(r(shape))})
 
 
+def test_bias_shape_message_says_what_applies():
+    def message(m, n, bshape, batch=()):
+        a, b = r(batch + (m, 7)), r((7, n))
+        with pytest.raises(ValueError) as info:
+            la.matmul(dev(a), dev(b), epilog=E.BIAS, epilog_inputs={"bias": dev(r(bshape))})
+        return str(info.value)
+
+    assert message(16, 16, (15,)) == (
+        "epilog input 'bias' of shape [15] fits neither the result's 16 rows nor its 16 columns: it must have shape "
+        "(16,) or (16, 1) (one value per row), or (1, 16) (one value per column, as in x @ w + bias)")
+    assert message(10, 6, (5,)).endswith(
+        "it must have shape (10,) or (10, 1) (one value per row), or (6,) or (1, 6) (one value per column, as in "
+        "x @ w + bias)")
+    assert message(10, 1, (5,)).endswith("nor its 1 column: it must have shape (10,) or (10, 1) (one value per "
+                                         "row), or (1,) (one value per column, as in x @ w + bias)")
+    assert message(10, 6, (5,), (3,)).endswith(", optionally with the batch dimensions [3] in front")
+    assert message(10, 6, (2, 1, 6), (3,)) == (
+        "epilog input 'bias' of shape [2, 1, 6] has the batch dimensions [2], which do not broadcast to the "
+        "product's batch dimensions [3]: give each 1 or the product's size")
+
+
 def test_column_bias_must_be_contiguous():
     bias = r((1, 12))[:, ::2]
     with pytest.raises(ValueError, match="must be contiguous along its 6 elements"):
@@ -229,3 +250,71 @@ def test_reset_with_another_device_is_a_type_error():
         mm.plan(epilog=E.BIAS, epilog_inputs={"bias": dev(r((4,)))})
         with pytest.raises(TypeError, match="epilog input 'bias' must be a numpy array on the operands' device"):
             mm.reset_operands(epilog_inputs={"bias": r((4,))})
+
+
+# ------------------------------------------------------------------ epilog inputs of another floating dtype
+@pytest.mark.parametrize("where", ["device", "host"])
+@pytest.mark.parametrize("bias_dtype", [np.float64, np.float16])
+@pytest.mark.parametrize("bshape", [(1, 6), (10,), (10, 1)])
+def test_bias_of_another_floating_dtype_is_converted_once(where, bias_dtype, bshape, caplog):
+    a, b = r((10, 7)).astype(np.float32), r((7, 6)).astype(np.float32)
+    bias = r(bshape).astype(bias_dtype)
+    kept = bias.copy()
+    wrap = dev if where == "device" else (lambda x: x)
+    with caplog.at_level("INFO", logger="cumath"):
+        d = la.matmul(wrap(a), wrap(b), epilog=E.RELU_BIAS, epilog_inputs={"bias": wrap(bias)})
+    full = bias.astype(np.float32).astype(np.float64).reshape((1, 6) if bshape == (1, 6) else (10, 1))
+    assert d.dtype == np.float32 and rel_error(d, np.maximum(a.astype(np.float64) @ b + full, 0)) < 1e-6
+    assert np.array_equal(bias, kept)  # the caller's bias is read, never written
+    name = np.dtype(bias_dtype).name
+    converted = [rec.getMessage() for rec in caplog.records if "epilog input 'bias' of dtype" in rec.getMessage()]
+    assert converted == [f"epilog input 'bias' of dtype {name} is converted to float32 (what cuBLASLt reads for "
+                         f"this product): one copy of {bias.size * 4} B; pass float32 to avoid it"]
+
+
+@pytest.mark.parametrize("where", ["device", "host"])
+def test_converted_bias_follows_each_call_and_reset(where):
+    """The stateless cache hit and reset_operands convert the new bias too (the plan reads float32)."""
+    wrap = dev if where == "device" else (lambda x: x)
+    a, b = r((10, 7)).astype(np.float32), r((7, 6)).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    for _ in range(3):  # the first call plans, the others hit the plan cache with new values
+        bias = r((1, 6))
+        d = la.matmul(wrap(a), wrap(b), epilog=E.BIAS, epilog_inputs={"bias": wrap(bias)})
+        assert rel_error(d, ref + bias) < 1e-6
+    with la.Matmul(wrap(a), wrap(b)) as mm:
+        mm.plan(epilog=E.BIAS, epilog_inputs={"bias": wrap(r((1, 6)))})
+        bias = r((1, 6))
+        mm.reset_operands(epilog_inputs={"bias": wrap(bias)})
+        assert rel_error(mm.execute(), ref + bias) < 1e-6
+        with pytest.raises(ValueError, match=r"'bias' has shape \[1, 6\], strides \[6, 1\] and dtype int32; the plan"):
+            mm.reset_operands(epilog_inputs={"bias": wrap(r((1, 6)).astype(np.int32))})
+
+
+def test_gelu_aux_of_another_floating_dtype_is_converted():
+    x, w = r((9, 5)).astype(np.float32), r((5, 6)).astype(np.float32)
+    _h, aux = la.matmul(dev(x), dev(w), epilog=E.GELU_AUX)
+    g, w2 = r((9, 4)).astype(np.float32), r((4, 6)).astype(np.float32)
+    want = la.matmul(dev(g), dev(w2), epilog=E.DGELU, epilog_inputs={"gelu_aux": dev(aux["gelu_aux"])})
+    wide = aux["gelu_aux"].astype(np.float64)
+    got = la.matmul(dev(g), dev(w2), epilog=E.DGELU, epilog_inputs={"gelu_aux": dev(wide)})
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype,fragment", [
+    (np.int32, "'bias' must be float32 for this product, not int32"),
+    (np.complex128, "'bias' must be float32 for this product, not complex128"),
+])
+def test_bias_of_integer_or_complex_dtype_is_refused(dtype, fragment):
+    a, b = r((10, 7)).astype(np.float32), r((7, 6)).astype(np.float32)
+    bias = (r((1, 6)) * 4).astype(dtype)
+    with pytest.raises(TypeError, match=fragment):
+        la.matmul(dev(a), dev(b), epilog=E.BIAS, epilog_inputs={"bias": dev(bias)})
+
+
+def test_relu_aux_of_another_dtype_is_refused():
+    x, w = r((9, 5)), r((5, 6))
+    _h, aux = la.matmul(dev(x), dev(w), epilog=E.RELU_AUX)
+    with pytest.raises(TypeError, match="'relu_aux' must be uint8"):
+        la.matmul(dev(r((9, 4))), dev(r((4, 6))), epilog=E.DRELU,
+                  epilog_inputs={"relu_aux": dev(aux["relu_aux"].astype(np.float32))})

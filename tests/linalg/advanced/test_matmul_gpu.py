@@ -12,7 +12,7 @@ import cumath.linalg.advanced as la
 from cumath.config import plan_cache
 from cumath.errors import CUBLASLtError, InvalidStateError
 from cumath.linalg.advanced import MatmulEpilog as E
-from helpers.matmul_reference import (_np, epilog_ref, gelu_aux_values, rel_error, relu_mask, tolerance,
+from helpers.matmul_reference import (_np, epilog_ref, epilog_tolerance, gelu_aux_values, rel_error, relu_mask,
                                       unpack_relu_mask)
 
 pytestmark = pytest.mark.gpu
@@ -47,9 +47,7 @@ def is_row_major(t):
 
 def check(result, ref, dtype, k, factor=1.0, gelu=False):
     err = rel_error(result, ref)
-    tol = tolerance(dtype, k) * factor
-    if gelu and dtype == "float64":
-        tol = max(tol, 1e-9)  # cuBLASLt's double GELU evaluates tanh to about 1e-10 relative
+    tol = epilog_tolerance(dtype, k, factor, gelu)
     assert err <= tol, f"relative error {err:.3e} > {tol:.2e} ({dtype}, K={k})"
 
 
@@ -416,7 +414,9 @@ def test_unsupported_epilog_errors():
     a = rand((16, 16), "float32")
     with pytest.raises(ValueError, match=r"epilog BIAS needs the epilog input\(s\) \['bias'\]"):
         la.matmul(a, a, epilog=E.BIAS)
-    with pytest.raises(ValueError, match="does not fit the result's 16 rows"):
+    with pytest.raises(ValueError, match=r"'bias' of shape \[15\] fits neither the result's 16 rows nor its 16 "
+                                         r"columns: it must have shape \(16,\) or \(16, 1\) \(one value per row\), "
+                                         r"or \(1, 16\) \(one value per column, as in x @ w \+ bias\)$"):
         la.matmul(a, a, epilog=E.BIAS, epilog_inputs={"bias": rand((15,), "float32")})
 
 
