@@ -119,3 +119,25 @@ def test_layouts_batches_and_values(fake):
         r1 = mm.execute()
         a.data *= 3
         assert relerr(mm.execute(), 3 * (A @ b)) < 1e-12 and relerr(r1, A @ b) < 1e-12
+
+
+def test_bsr_in_place_and_fallback(fake, monkeypatch):
+    """A BSR matrix is read by cuSPARSE's own BSR SpMM (cusparseCreateBsr, blocks row-major, no gather); where
+    cuSPARSE refuses it (an older library, an unsupported problem) the product runs through the CSR gather."""
+    from cumath._bindings import cusparse as cs
+
+    rng = np.random.default_rng(11)
+    a = sparse(rng, 12, 9, "bsr", "float64", "int32")
+    b = rand(rng, (9, 4), "float64")
+    made = []
+    real = fake.cusparseCreateBsr
+    monkeypatch.setattr(cs, "cusparseCreateBsr", lambda *args: made.append(args) or real(*args))
+    assert relerr(run(a, b), a.toarray() @ b) < 1e-12
+    assert made and made[0][:5] == (4, 3, a.indices.size, 3, 3) and made[0][-1] == 2
+
+    def refuse(*args):
+        raise cs.CUSPARSEError(10, "CUSPARSE_STATUS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(cs, "cusparseCreateBsr", refuse)
+    assert relerr(run(a, b), a.toarray() @ b) < 1e-12
+    assert len(fake.objects) == 0
