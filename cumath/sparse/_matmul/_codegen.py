@@ -121,21 +121,24 @@ def _loops(fmt: TensorFormat):
     return lines, len(lines)
 
 
-def schedule(fmt: TensorFormat, transpose: bool = False) -> str:
+def schedule(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add=None) -> str:
     """How the generated kernel spreads the work and accumulates:
 
     'gather'  diagonal formats whose inner RANGE level runs over the result's rows (DIAI, SkewDIAI; DIAJ
-              transposed): one thread per result element (row, column), summing over the stored diagonals in a
-              register, with ``beta * c`` and the epilog fused; no atomics (each diagonal holds at most one
-              element of a row).
+              transposed): a thread per result element (threadIdx.x over columns, threadIdx.y over rows), summing
+              over the stored diagonals in a register, with ``beta * c`` and the epilog fused; no atomics (a
+              diagonal holds at most one element of a row).
     'owned'   level 0 is unique and a function of the result's row alone (CSR, DCSR, CROW, BSR; CSC transposed):
               a block owns the rows of its level-0 coordinate, a thread its column: plain read-modify-writes.
     'atomic'  anything else (COO, CSC, DIAJ): rows are met by several blocks; atomic accumulation.
+
+    A semiring given only by its atomic sum (``atomic_add`` without ``add``) accumulates in memory: 'gather' is
+    not possible, and 'owned' calls the atomic sum.
     """
     row = fmt.dimensions[1 if transpose else 0].dimension_name
     e0 = fmt.level_exprs[0]
     kinds = fmt.level_formats
-    if len(kinds) == 2 and kinds[0] == F.COMPRESSED and kinds[1] == F.RANGE:
+    if len(kinds) == 2 and kinds[0] == F.COMPRESSED and kinds[1] == F.RANGE and (add or not atomic_add):
         e1 = fmt.level_exprs[1]
         if e1.op == "affine" and e1.dims == (row,) and e1.terms[row] == 1:
             return "gather"
@@ -186,8 +189,8 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
     pa = f"{prolog_a}(v)" if prolog_a else "v"
     pb = f"{prolog_b}(bv)" if prolog_b else "bv"
     prod = f"{mul}({pa}, {pb})" if mul else f"({pa}) * ({pb})"
-    how = schedule(fmt, transpose)
-    if how == "atomic":
+    how = schedule(fmt, transpose, add=add, atomic_add=atomic_add)
+    if how == "atomic" or (atomic_add and not add):
         acc = (f"{atomic_add}(&D[r * ldd + col], t);" if atomic_add else "atomic_acc(&D[r * ldd + col], t);")
     else:
         acc = f"D[r * ldd + col] = {add}(D[r * ldd + col], t);" if add else "D[r * ldd + col] = D[r * ldd + col] + t;"
@@ -199,10 +202,9 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
     if how == "gather":
         ep = f"{epilog}(acc)" if epilog else "acc"
         body = "\n".join([
-            "  const long long total = M * (long long)N;",
-            "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total;",
-            "       e += (long long)gridDim.x * blockDim.x) {",
-            "    const long long r = e / N; const int col = (int)(e - r * N);",
+            "  for (long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y; r < M;",
+            "       r += (long long)gridDim.x * blockDim.y)",
+            "  for (int col = threadIdx.x; col < N; col += blockDim.x) {",
             f"    {T} acc = zero ? {T}{{}} : beta * D[r * ldd + col];",
             "    for (long long p0 = (long long)pos0[0]; p0 < (long long)pos0[1]; ++p0) {",
             "      const long long c0 = crd0[p0]; const long long c1 = r;",
@@ -307,7 +309,30 @@ def emulate(fmt: TensorFormat, extents, pos, crd, val, b: np.ndarray, *, alpha=1
                     t = alpha * t
                 d[r, col] = add(d[r, col], t) if add else d[r, col] + t
 
-    walk(0, 0, [])
+    def term(v, q, col):
+        v = np.conj(v) if conjugate else v
+        va = prolog_a(v) if prolog_a else v
+        bv = prolog_b(b2[q, col]) if prolog_b else b2[q, col]
+        t = mul(va, bv) if mul else va * bv
+        return t if (add or mul) else alpha * t
+
+    if schedule(fmt, transpose, add=add) == "gather":  # the gather kernel's order: per result row, per diagonal
+        lo, hi, off = tables[1]
+        for r in range(m):
+            for p0 in range(int(pos[0][0]), int(pos[0][1])):
+                c0 = int(crd[0][p0])
+                if not lo[p0] <= r < hi[p0]:
+                    continue
+                dims = fmt.lvl2dim([c0, r])
+                q = dims[0] if transpose else dims[1]
+                p1 = int(off[p0] + r - lo[p0])
+                if not 0 <= q < k or val[p1] == 0:
+                    continue
+                for col in range(b2.shape[1]):
+                    t = term(val[p1], q, col)
+                    d[r, col] = add(d[r, col], t) if add else d[r, col] + t
+    else:
+        walk(0, 0, [])
     if epilog:
         d = np.vectorize(epilog)(d)
     return d.reshape((m,) + b.shape[1:])

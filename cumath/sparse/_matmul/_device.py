@@ -1,6 +1,7 @@
 """The sparse matmul on a GPU with cuSPARSE's generic API (SpMM, SpMV for a vector b).
 
-CSR and CSC operands are read in place (CSC as the CSR of a^T with the transposed op); every other format runs
+CSR and CSC operands are read in place (CSC as the CSR of a^T with the transposed op), and so is BSR for an SpMM
+of a itself (cuSPARSE's BSR SpMM; where this cuSPARSE refuses it, through the CSR gather); every other format runs
 as CSR through a planned gather of its values on the GPU (the pattern is read once, at plan()). ``b`` is read
 in place when it is row- or column-major, else copied by its package; the result is written by cuSPARSE into
 ``c`` (or a new array of the package), through a row-major buffer when ``c`` has another layout. Descriptors
@@ -91,7 +92,8 @@ class _StoredGPU:
         self.transposed = fmt == "csc"
         self.gather = None
         self.blocks = None  # (rows, cols) of a BSR matrix that cuSPARSE reads in place
-        if fmt == "bsr" and not sm.batch_shape and not geom.transpose_a and not geom.conjugate_a and bsr_ok:
+        if fmt == "bsr" and bsr_ok and geom.n is not None and not sm.batch_shape and not geom.transpose_a and \
+                not geom.conjugate_a:  # SpMM of BSR, op(a) = a (cusparseCreateBsr, CUDA 12.1+)
             self.indptr, self.indices = sm.index["indptr"].obj, sm.index["indices"].obj
             self.index_dtype, self.nnz = sm.index_dtype, int(sm.index["indices"].size)
             self.blocks = sm.blocksize

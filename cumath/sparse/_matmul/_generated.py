@@ -77,7 +77,7 @@ class GeneratedExecutor:
         names = {k: (None if v is None else _symbol(v, k.replace("_", " "))) for k, v in syms.items()}
         cc = cc or device_arch(place.device)
         t0 = time.perf_counter()
-        self.schedule = schedule(fmt, geom.transpose_a)
+        self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, **names)
         art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
@@ -153,9 +153,10 @@ class GeneratedExecutor:
             ldd = 1 if g.n is None else _strides(d2)[0]
             zero = int(beta == 0)
             if self.schedule == "gather":  # one thread per result element; beta and the epilog in the same pass
-                threads = 256
-                cells = -(-(g.m * n) // threads)
-                self.kernel.launch((max(1, min(cells, 1 << 22)), 1, 1), (threads, 1, 1), 0, stream, *levels, val,
+                bx = 1 if n == 1 else min(256, -(-n // 32) * 32)
+                by = 256 // bx
+                rows = -(-g.m // by)
+                self.kernel.launch((max(1, min(rows, 1 << 22)), 1, 1), (bx, by, 1), 0, stream, *levels, val,
                                    ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd, a_re, a_im, b_re, b_im, zero)
                 if d2 is not d:
                     self.pkg.copy(d, d2)

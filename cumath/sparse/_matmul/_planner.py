@@ -140,7 +140,7 @@ class Matmul(Operation):
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'mkl', 'scipy' or 'cusparse' (None before plan())."""
+        """(cumath) The engine of the plan: 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
         ex = self._executor
         return None if ex is None else ex.engine.name
 
@@ -149,7 +149,8 @@ class Matmul(Operation):
     def plan(self, *, prologs=None, epilog=None, semiring=None, compute_capability=None, stream=None):
         """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
         ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
-        ``semiring`` need a generated kernel (GPU). Planning again replaces the plan."""
+        ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
+        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan."""
         if prologs or epilog is not None or semiring is not None:
             if not self._on_gpu:
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
