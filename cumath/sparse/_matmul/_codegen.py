@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ust._dsl import LevelFormat as F, TensorFormat
 
-__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
+__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
            "CTYPES"]
 
 KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
@@ -128,8 +128,9 @@ def schedule(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add
               transposed): a thread per result element (threadIdx.x over columns, threadIdx.y over rows), summing
               over the stored diagonals in a register, with ``beta * c`` and the epilog fused; no atomics (a
               diagonal holds at most one element of a row).
-    'owned'   level 0 is unique and a function of the result's row alone (CSR, DCSR, CROW, BSR; CSC transposed):
-              a block owns the rows of its level-0 coordinate, a thread its column: plain read-modify-writes.
+    'owned'   level 0 is unique and the result's row or a block of rows (``i // r``) (CSR, DCSR, CROW, BSR; CSC
+              transposed): a block owns the rows of its level-0 coordinate, a thread its column; the rows are
+              summed in registers and written once.
     'atomic'  anything else (COO, CSC, DIAJ): rows are met by several blocks; atomic accumulation.
 
     A semiring given only by its atomic sum (``atomic_add`` without ``add``) accumulates in memory: 'gather' is
@@ -142,9 +143,20 @@ def schedule(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add
         e1 = fmt.level_exprs[1]
         if e1.op == "affine" and e1.dims == (row,) and e1.terms[row] == 1:
             return "gather"
-    if fmt.level_unique(0) and e0.dims == (row,) and kinds[0] in (F.DENSE, F.BATCH, F.COMPRESSED):
+    if fmt.level_unique(0) and e0.dims == (row,) and kinds[0] in (F.DENSE, F.BATCH, F.COMPRESSED) and (
+            e0.op == "div" or (e0.op == "affine" and e0.terms[row] == 1)):
         return "owned"
     return "atomic"
+
+
+def fuses_beta(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add=None) -> bool:
+    """Whether the main kernel applies ``beta * c`` itself (its schedule writes every result row once: 'gather',
+    and 'owned' with a dense level 0); otherwise a first pass writes ``beta * c`` and the main kernel adds to it
+    (it is then launched with beta = 1)."""
+    how = schedule(fmt, transpose, add=add, atomic_add=atomic_add)
+    if how == "gather":
+        return True
+    return how == "owned" and not (atomic_add and not add) and fmt.level_formats[0] in (F.DENSE, F.BATCH)
 
 
 def arg_types(fmt: TensorFormat, dtype: str) -> tuple:
@@ -219,6 +231,42 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
             f"      acc = {add}(acc, t);" if add else "      acc = acc + t;",
             "    }",
             f"    D[r * ldd + col] = {ep};",
+            "  }",
+        ])
+    elif how == "owned" and not (atomic_add and not add):
+        # a block owns the rows of its level-0 coordinate: they are summed in registers (dense inner levels
+        # unrolled, so the row slot is a constant) and written once
+        e0 = fmt.level_exprs[0]
+        rows = e0.divisor if e0.op == "div" else 1
+        row0 = f"(c0 * {rows}LL)" if rows > 1 else "c0"
+        slot = f"acc[r - {row0}]"
+        inner_loops = []
+        for x in loops[1:]:
+            if x.startswith("for (long long c") and " < S" in x:
+                inner_loops.append("#pragma unroll")
+            inner_loops.append(x)
+        body = "\n".join([
+            "  for (int col = threadIdx.x; col < N; col += blockDim.x) {",
+            "    " + loops[0],
+            f"    {T} acc[{rows}];",
+            "#pragma unroll",
+            f"    for (int k = 0; k < {rows}; ++k) {{ const long long rr = {row0} + k;",
+            f"      acc[k] = (zero || rr >= M) ? {T}{{}} : beta * D[rr * ldd + col]; }}",
+            *("    " + x if not x.startswith("#") else x for x in inner_loops),
+            f"    long long r = {row}; long long q = {inner};",
+            "    if (r >= 0 && r < M && q >= 0 && q < K) {",
+            f"      {T} v = val[p{last}];",
+            f"      if (!is_zero(v)) {{ {'v = conj_(v);' if conjugate else ''}",
+            f"        {T} bv = B[q * ldb + col];",
+            f"        {T} t = {prod}; {alpha}",
+            f"        {slot} = {add}({slot}, t);" if add else f"        {slot} = {slot} + t;",
+            "      }",
+            "    }",
+            "    " + "}" * (close - 1),
+            "#pragma unroll",
+            f"    for (int k = 0; k < {rows}; ++k) {{ const long long rr = {row0} + k;",
+            "      if (rr < M) D[rr * ldd + col] = acc[k]; }",
+            "    }",
             "  }",
         ])
     else:

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..._core import jit
 from ..._core.operand import adapter
-from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, range_tables, schedule, spmm_source
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, range_tables, schedule, \
+    spmm_source
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -78,6 +79,7 @@ class GeneratedExecutor:
         cc = cc or device_arch(place.device)
         t0 = time.perf_counter()
         self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
+        self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, **names)
         art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
@@ -161,10 +163,14 @@ class GeneratedExecutor:
                 if d2 is not d:
                     self.pkg.copy(d, d2)
                 continue
-            self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m, n,
-                              ldd, ldd, b_re, b_im, zero)
+            if self.fused_beta:  # the kernel writes every row once, beta * c included
+                kb = (b_re, b_im, zero)
+            else:  # a first pass writes beta * c (or zeros), the kernel adds to it
+                self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m,
+                                  n, ldd, ldd, b_re, b_im, zero)
+                kb = (1.0, 0.0, 0)
             self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
-                               g.m, g.k, n, ldb, ldd, a_re, a_im, b_re, b_im, zero)
+                               g.m, g.k, n, ldb, ldd, a_re, a_im, *kb)
             if self.epilog is not None:
                 self.epilog.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), g.m, n, ldd)
             if d2 is not d:

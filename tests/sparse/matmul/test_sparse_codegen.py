@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from cumath.sparse._matmul._codegen import emulate, schedule, spmm_source
+from cumath.sparse._matmul._codegen import emulate, fuses_beta, schedule, spmm_source
 from cumath.sparse.ust import Dimension, LevelFormat as F, NamedFormats as N, Tensor, TensorFormat
 
 _i, _j = Dimension("i"), Dimension("j")
@@ -97,7 +97,11 @@ def test_schedules():
     assert "atomic" not in main and "ep(acc)" in main and "acc = ad(acc, t);" in main
     owned = spmm_source(N.CSR, (9, 9), "float32", "int32")
     main = owned[owned.index("schedule: owned"):owned.index("cumath_ust_spmm_scale")]
-    assert "atomic_acc(" not in main and "D[r * ldd + col] = D[r * ldd + col] + t;" in main
+    assert "atomic_acc(" not in main and "acc[r - c0] = acc[r - c0] + t;" in main
+    bsr = spmm_source(N.BSRRight(4, 4), (9, 9), "float32", "int32")
+    assert "acc[r - (c0 * 4LL)] = acc[r - (c0 * 4LL)] + t;" in bsr and "float acc[4];" in bsr
+    assert fuses_beta(N.DIAI) and fuses_beta(N.CSR) and fuses_beta(N.BSRRight(2, 3)) and fuses_beta(N.CSC, True)
+    assert not fuses_beta(N.DCSR) and not fuses_beta(N.COO) and not fuses_beta(N.CSR, atomic_add="aa")
     assert "atomic_acc(&D" in spmm_source(N.COO, (9, 9), "float32", "int32")
     assert "aa(&D" in spmm_source(N.CSR, (9, 9), "float32", "int32", atomic_add="aa")
 
@@ -120,16 +124,18 @@ def test_gather_semiring_and_operators(fmt):
     assert np.abs(got - (1.5 * (2 * d) @ np.abs(b) + 0.5 * c + 1)).max() < 1e-12
 
 
-@pytest.mark.parametrize("fmt", [N.DIAI, N.DIAJ], ids=lambda f: f.name)
-def test_gather_source_compiles(fmt):
+@pytest.mark.parametrize("fmt", [N.DIAI, N.DIAJ, N.CSR, N.DCSR, N.BSRRight(3, 2), N.BSCRight(2, 2)],
+                         ids=lambda f: f.name)
+def test_gather_and_owned_sources_compile(fmt):
     from cumath._core import jit
 
     try:
         jit.nvrtc_version()
     except Exception as exc:  # pragma: no cover - NVRTC is part of the test environment
         pytest.skip(f"NVRTC is not available: {exc}")
-    src = spmm_source(fmt, (1001, 997), "complex128", "int64", transpose=fmt is N.DIAJ, conjugate=True,
+    transpose = fmt.name in ("DIAJ", "BSCRight2x2")
+    src = spmm_source(fmt, (1001, 997), "complex128", "int64", transpose=transpose, conjugate=True,
                       prolog_a="pa", epilog="ep", add="ad", mul="mu")
-    assert "schedule: gather" in src
+    assert f"schedule: {'gather' if fmt.name.startswith('DIA') else 'owned'}" in src
     art = jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a generated SpMM")
     assert art.data
