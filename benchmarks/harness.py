@@ -213,7 +213,9 @@ def measure(fns: dict, *, sync=None, number=None, rounds=5, target=0.05, settle=
     syncs = {k: (sync.get(k) if isinstance(sync, dict) else sync) or _nothing for k in names}
     for k in names:  # warm-up: first-call costs (planning, caches, lazy loading) stay out of the samples
         fns[k]()
-        syncs[k]()
+        if callable(syncs[k]()):  # device_sync instead of device_sync(): no sample would wait for the GPU
+            raise TypeError(f"the sync function of {k!r} returned a function instead of waiting: pass "
+                            f"sync=device_sync() (its result), not device_sync")
     if isinstance(number, dict):
         numbers = {k: number.get(k) or calibrate(fns[k], syncs[k], target) for k in names}
     elif number:

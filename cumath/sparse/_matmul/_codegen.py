@@ -12,7 +12,9 @@ The kernel walks the levels as nested loops, one per level (the level formats of
 Level 0 is spread over thread blocks, the columns of b over the threads of a block. At the innermost level the
 dimension coordinates come from the format's inverse (``TensorFormat.lvl2dim``, emitted as C expressions) and
 ``d[i, col] += alpha * mul(prolog_a(v), prolog_b(b[j, col]))`` is accumulated (atomically unless each block owns
-its rows). A first pass writes ``beta * c`` (or zeros), a last one applies the epilog. :func:`emulate` runs the
+its rows, see :func:`schedule`). A first pass writes ``beta * c`` (or zeros), a last one applies the epilog.
+Diagonal formats whose inner level runs over the result's rows are generated as a gather instead: one thread per
+result element, beta and the epilog applied in the same pass. :func:`emulate` runs the
 same loop nest in Python, which is how the structure is tested without a GPU.
 """
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from ..ust._dsl import LevelFormat as F, TensorFormat
 
-__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
+__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
            "CTYPES"]
 
 KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
@@ -119,11 +121,50 @@ def _loops(fmt: TensorFormat):
     return lines, len(lines)
 
 
+def schedule(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add=None) -> str:
+    """How the generated kernel spreads the work and accumulates:
+
+    'gather'  diagonal formats whose inner RANGE level runs over the result's rows (DIAI, SkewDIAI; DIAJ
+              transposed): a thread per result element (threadIdx.x over columns, threadIdx.y over rows), summing
+              over the stored diagonals in a register, with ``beta * c`` and the epilog fused; no atomics (a
+              diagonal holds at most one element of a row).
+    'owned'   level 0 is unique and the result's row or a block of rows (``i // r``) (CSR, DCSR, CROW, BSR; CSC
+              transposed): a block owns the rows of its level-0 coordinate, a thread its column; the rows are
+              summed in registers and written once.
+    'atomic'  anything else (COO, CSC, DIAJ): rows are met by several blocks; atomic accumulation.
+
+    A semiring given only by its atomic sum (``atomic_add`` without ``add``) accumulates in memory: 'gather' is
+    not possible, and 'owned' calls the atomic sum.
+    """
+    row = fmt.dimensions[1 if transpose else 0].dimension_name
+    e0 = fmt.level_exprs[0]
+    kinds = fmt.level_formats
+    if len(kinds) == 2 and kinds[0] == F.COMPRESSED and kinds[1] == F.RANGE and (add or not atomic_add):
+        e1 = fmt.level_exprs[1]
+        if e1.op == "affine" and e1.dims == (row,) and e1.terms[row] == 1:
+            return "gather"
+    if fmt.level_unique(0) and e0.dims == (row,) and kinds[0] in (F.DENSE, F.BATCH, F.COMPRESSED) and (
+            e0.op == "div" or (e0.op == "affine" and e0.terms[row] == 1)):
+        return "owned"
+    return "atomic"
+
+
+def fuses_beta(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add=None) -> bool:
+    """Whether the main kernel applies ``beta * c`` itself (its schedule writes every result row once: 'gather',
+    and 'owned' with a dense level 0); otherwise a first pass writes ``beta * c`` and the main kernel adds to it
+    (it is then launched with beta = 1)."""
+    how = schedule(fmt, transpose, add=add, atomic_add=atomic_add)
+    if how == "gather":
+        return True
+    return how == "owned" and not (atomic_add and not add) and fmt.level_formats[0] in (F.DENSE, F.BATCH)
+
+
 def arg_types(fmt: TensorFormat, dtype: str) -> tuple:
-    """The launch-argument codes (``_core/kernels.ArgPacker``) of the main, scale and epilog kernels."""
+    """The launch-argument codes (``_core/kernels.ArgPacker``) of the main, scale and epilog kernels (the main
+    kernel takes beta too: the 'gather' schedule applies it itself)."""
     r = "f" if dtype in ("float32", "complex64") else "d"
     n = sum({F.COMPRESSED: 2, F.SINGLETON: 1, F.RANGE: 3}.get(k, 0) for k in fmt.level_formats)
-    return "P" * n + "PPPqqiqq" + r + r, "PPqiqq" + r + r + "i", "Pqiq"
+    return "P" * n + "PPPqqiqq" + r * 4 + "i", "PPqiqq" + r + r + "i", "Pqiq"
 
 
 def _params(fmt: TensorFormat, it: str) -> list:
@@ -160,13 +201,77 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
     pa = f"{prolog_a}(v)" if prolog_a else "v"
     pb = f"{prolog_b}(bv)" if prolog_b else "bv"
     prod = f"{mul}({pa}, {pb})" if mul else f"({pa}) * ({pb})"
-    acc = (f"{atomic_add}(&D[r * ldd + col], t);" if atomic_add else "atomic_acc(&D[r * ldd + col], t);")
+    how = schedule(fmt, transpose, add=add, atomic_add=atomic_add)
+    if how == "atomic" or (atomic_add and not add):
+        acc = (f"{atomic_add}(&D[r * ldd + col], t);" if atomic_add else "atomic_acc(&D[r * ldd + col], t);")
+    else:
+        acc = f"D[r * ldd + col] = {add}(D[r * ldd + col], t);" if add else "D[r * ldd + col] = D[r * ldd + col] + t;"
     dims = _dims_c(fmt)
     row, inner = (dims[1], dims[0]) if transpose else (dims[0], dims[1])
     loops, close = _loops(fmt)
     last = fmt.num_levels - 1
     alpha = "" if (add or mul) else "t = alpha * t;"
-    body = "\n".join([
+    if how == "gather":
+        ep = f"{epilog}(acc)" if epilog else "acc"
+        body = "\n".join([
+            "  for (long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y; r < M;",
+            "       r += (long long)gridDim.x * blockDim.y)",
+            "  for (int col = threadIdx.x; col < N; col += blockDim.x) {",
+            f"    {T} acc = zero ? {T}{{}} : beta * D[r * ldd + col];",
+            "    for (long long p0 = (long long)pos0[0]; p0 < (long long)pos0[1]; ++p0) {",
+            "      const long long c0 = crd0[p0]; const long long c1 = r;",
+            "      if (c1 < rlo1[p0] || c1 >= rhi1[p0]) continue;",
+            "      const long long p1 = roff1[p0] + (c1 - rlo1[p0]);",
+            f"      const long long q = {inner};",
+            "      if (q < 0 || q >= K) continue;",
+            f"      {T} v = val[p1];",
+            f"      if (is_zero(v)) continue; {'v = conj_(v);' if conjugate else ''}",
+            f"      {T} bv = B[q * ldb + col];",
+            f"      {T} t = {prod}; {alpha}",
+            f"      acc = {add}(acc, t);" if add else "      acc = acc + t;",
+            "    }",
+            f"    D[r * ldd + col] = {ep};",
+            "  }",
+        ])
+    elif how == "owned" and not (atomic_add and not add):
+        # a block owns the rows of its level-0 coordinate: they are summed in registers (dense inner levels
+        # unrolled, so the row slot is a constant) and written once
+        e0 = fmt.level_exprs[0]
+        rows = e0.divisor if e0.op == "div" else 1
+        row0 = f"(c0 * {rows}LL)" if rows > 1 else "c0"
+        slot = f"acc[r - {row0}]"
+        inner_loops = []
+        for x in loops[1:]:
+            if x.startswith("for (long long c") and " < S" in x:
+                inner_loops.append("#pragma unroll")
+            inner_loops.append(x)
+        body = "\n".join([
+            "  for (int col = threadIdx.x; col < N; col += blockDim.x) {",
+            "    " + loops[0],
+            f"    {T} acc[{rows}];",
+            "#pragma unroll",
+            f"    for (int k = 0; k < {rows}; ++k) {{ const long long rr = {row0} + k;",
+            f"      acc[k] = (zero || rr >= M) ? {T}{{}} : beta * D[rr * ldd + col]; }}",
+            *("    " + x if not x.startswith("#") else x for x in inner_loops),
+            f"    long long r = {row}; long long q = {inner};",
+            "    if (r >= 0 && r < M && q >= 0 && q < K) {",
+            f"      {T} v = val[p{last}];",
+            f"      if (!is_zero(v)) {{ {'v = conj_(v);' if conjugate else ''}",
+            f"        {T} bv = B[q * ldb + col];",
+            f"        {T} t = {prod}; {alpha}",
+            f"        {slot} = {add}({slot}, t);" if add else f"        {slot} = {slot} + t;",
+            "      }",
+            "    }",
+            "    " + "}" * (close - 1),
+            "#pragma unroll",
+            f"    for (int k = 0; k < {rows}; ++k) {{ const long long rr = {row0} + k;",
+            "      if (rr < M) D[rr * ldd + col] = acc[k]; }",
+            "    }",
+            "  }",
+        ])
+    else:
+        body = None
+    body = body or "\n".join([
         f"  for (int col = threadIdx.x; col < N; col += blockDim.x) {{",
         *("    " + x for x in loops),
         f"    long long r = {row}; long long q = {inner};",
@@ -187,12 +292,14 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
     make = (lambda n: f"const {T} {n} = {{{n}_re, {n}_im}};") if cplx else (lambda n: f"const {T} {n} = {n}_re;")
     params = ", ".join(_params(fmt, it) + [f"const {T}* __restrict__ val", f"const {T}* __restrict__ B",
                                            f"{T}* __restrict__ D", "long long M", "long long K", "int N",
-                                           "long long ldb", "long long ldd", f"{R} alpha_re", f"{R} alpha_im"])
+                                           "long long ldb", "long long ldd", f"{R} alpha_re", f"{R} alpha_im",
+                                           f"{R} beta_re", f"{R} beta_im", "int zero"])
     ep = f"{epilog}(D[r * ldd + col])" if epilog else "D[r * ldd + col]"
     return "\n".join([
         f"// generated SpMM for {fmt.name}: levels {[f.name for f in fmt.level_formats]}, extents {list(extents)}",
         _PRELUDE, *decl, size_consts,
-        f'extern "C" __global__ void {KERNEL}({params}) {{', "  " + make("alpha"), body, "}",
+        f"// schedule: {how}",
+        f'extern "C" __global__ void {KERNEL}({params}) {{', "  " + make("alpha"), "  " + make("beta"), body, "}",
         f'extern "C" __global__ void {SCALE_KERNEL}(const {T}* __restrict__ C, {T}* __restrict__ D, long long M, '
         f"int N, long long ldc, long long ldd, {R} beta_re, {R} beta_im, int zero) {{", "  " + make("beta"),
         "  for (long long r = blockIdx.x; r < M; r += gridDim.x)",
@@ -250,7 +357,30 @@ def emulate(fmt: TensorFormat, extents, pos, crd, val, b: np.ndarray, *, alpha=1
                     t = alpha * t
                 d[r, col] = add(d[r, col], t) if add else d[r, col] + t
 
-    walk(0, 0, [])
+    def term(v, q, col):
+        v = np.conj(v) if conjugate else v
+        va = prolog_a(v) if prolog_a else v
+        bv = prolog_b(b2[q, col]) if prolog_b else b2[q, col]
+        t = mul(va, bv) if mul else va * bv
+        return t if (add or mul) else alpha * t
+
+    if schedule(fmt, transpose, add=add) == "gather":  # the gather kernel's order: per result row, per diagonal
+        lo, hi, off = tables[1]
+        for r in range(m):
+            for p0 in range(int(pos[0][0]), int(pos[0][1])):
+                c0 = int(crd[0][p0])
+                if not lo[p0] <= r < hi[p0]:
+                    continue
+                dims = fmt.lvl2dim([c0, r])
+                q = dims[0] if transpose else dims[1]
+                p1 = int(off[p0] + r - lo[p0])
+                if not 0 <= q < k or val[p1] == 0:
+                    continue
+                for col in range(b2.shape[1]):
+                    t = term(val[p1], q, col)
+                    d[r, col] = add(d[r, col], t) if add else d[r, col] + t
+    else:
+        walk(0, 0, [])
     if epilog:
         d = np.vectorize(epilog)(d)
     return d.reshape((m,) + b.shape[1:])

@@ -1,6 +1,7 @@
 """The sparse matmul on a GPU with cuSPARSE's generic API (SpMM, SpMV for a vector b).
 
-CSR and CSC operands are read in place (CSC as the CSR of a^T with the transposed op); every other format runs
+CSR and CSC operands are read in place (CSC as the CSR of a^T with the transposed op), and so is BSR for an SpMM
+of a itself (cuSPARSE's BSR SpMM; where this cuSPARSE refuses it, through the CSR gather); every other format runs
 as CSR through a planned gather of its values on the GPU (the pattern is read once, at plan()). ``b`` is read
 in place when it is row- or column-major, else copied by its package; the result is written by cuSPARSE into
 ``c`` (or a new array of the package), through a row-major buffer when ``c`` has another layout. Descriptors
@@ -85,12 +86,18 @@ def _order(x, shape):
 class _StoredGPU:
     """One matrix of a's batch as cuSPARSE reads it (see the module's docstring)."""
 
-    def __init__(self, sm, index: int, geom, pkg: _Package, stream):
+    def __init__(self, sm, index: int, geom, pkg: _Package, stream, bsr_ok: bool = True):
         fmt = sm.format
         ma, ka = sm.shape[-2:]
         self.transposed = fmt == "csc"
         self.gather = None
-        if fmt in ("csr", "csc"):
+        self.blocks = None  # (rows, cols) of a BSR matrix that cuSPARSE reads in place
+        if fmt == "bsr" and bsr_ok and geom.n is not None and not sm.batch_shape and not geom.transpose_a and \
+                not geom.conjugate_a:  # SpMM of BSR, op(a) = a (cusparseCreateBsr, CUDA 12.1+)
+            self.indptr, self.indices = sm.index["indptr"].obj, sm.index["indices"].obj
+            self.index_dtype, self.nnz = sm.index_dtype, int(sm.index["indices"].size)
+            self.blocks = sm.blocksize
+        elif fmt in ("csr", "csc"):
             ip, ix = (sm.index["indptr"].obj, sm.index["indices"].obj)
             if sm.batch_shape:
                 ip, ix = ip.reshape(-1, ip.shape[-1])[index], ix.reshape(-1, ix.shape[-1])[index]
@@ -138,12 +145,9 @@ class DeviceExecutor:
         self._scalar_dtype = np.dtype(sdt)
         try:
             na = max(1, int(np.prod(sm.batch_shape, dtype=np.int64)))
-            self.stored = [_StoredGPU(sm, i, geom, self.pkg, place.stream) for i in range(na)]
-            for st in self.stored:
-                self.descrs.append(self._sparse_descr(st, st.buffer if st.buffer is not None else
-                                                      (sm.values.obj if not sm.batch_shape else
-                                                       sm.values.obj.reshape(-1, sm.values.shape[-1])[0])))
-            size = self._buffer_size(ops)
+            size = self._prepare(sm, ops, geom, place, True)
+            if size is None:  # this cuSPARSE has no SpMM of BSR for the problem: through the CSR gather
+                size = self._prepare(sm, ops, geom, place, False)
             self.workspace = allocate(self.allocator, max(size, 1), place.stream)
             self.nbytes = size + sum(0 if st.gather is None else st.nnz * 16 for st in self.stored)
         except BaseException:
@@ -153,11 +157,37 @@ class DeviceExecutor:
             log.info("sparse matmul on GPU %s with cuSPARSE %s: op(a)=%s, workspace %s", place.device,
                      "SpMV" if geom.n is None else "SpMM", self.stored[0].op, format_bytes(self.nbytes))
 
+    def _prepare(self, sm, ops, geom, place, bsr_ok: bool):
+        """The stored matrices, their descriptors and the workspace size; None when cuSPARSE refuses a BSR
+        matrix read in place (everything made here is destroyed again)."""
+        na = max(1, int(np.prod(sm.batch_shape, dtype=np.int64)))
+        self.stored = [_StoredGPU(sm, i, geom, self.pkg, place.stream, bsr_ok) for i in range(na)]
+        bsr = any(st.blocks is not None for st in self.stored)
+        try:
+            for st in self.stored:
+                self.descrs.append(self._sparse_descr(st, st.buffer if st.buffer is not None else
+                                                      (sm.values.obj if not sm.batch_shape else
+                                                       sm.values.obj.reshape(-1, sm.values.shape[-1])[0])))
+            return self._buffer_size(ops)
+        except (self.cs.CUSPARSEError, AttributeError) as exc:
+            if not bsr:
+                raise
+            self.log.info("cuSPARSE does not multiply this BSR matrix in place (%s); it runs as CSR", exc)
+            for d in self.descrs:
+                self.cs.cusparseDestroySpMat(d)
+            self.descrs = []
+            return None
+
     def _sparse_descr(self, st, values) -> int:
         cs = self.cs
         it = cs.INDEX_TYPES[str(st.indices.dtype).replace("torch.", "")]
         ipt = cs.INDEX_TYPES[str(st.indptr.dtype).replace("torch.", "")]
         r, c = st.shape
+        if st.blocks is not None:  # blocks stored row-major (SciPy, PyTorch): CUSPARSE_ORDER_ROW
+            br, bc = st.blocks
+            return cs.cusparseCreateBsr(r // br, c // bc, st.nnz, br, bc, self.pkg.pointer(st.indptr),
+                                        self.pkg.pointer(st.indices), self.pkg.pointer(values), ipt, it, 0,
+                                        self.value_type, 2)
         return cs.cusparseCreateCsr(r, c, st.nnz, self.pkg.pointer(st.indptr), self.pkg.pointer(st.indices),
                                     self.pkg.pointer(values), ipt, it, 0, self.value_type)
 

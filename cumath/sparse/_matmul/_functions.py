@@ -22,7 +22,8 @@ _STATELESS = MatmulOptions(expected_calls=0)
 def _pattern_key(A, stream):
     """What a cached plan depends on of the sparsity pattern. CSR and CSC run on the caller's index arrays
     themselves (the plan keeps them alive, the engines read them at every call): their addresses. Other formats
-    are read through a gather planned from the pattern: a CRC-32 of every index array (GPU ones are read back,
+    are read through a gather planned from the pattern, and a Universal Sparse Tensor that a generated kernel
+    reads has tables made from it (DIA's row ranges): a CRC-32 of every index array (GPU ones are read back,
     logged)."""
     import zlib
 
@@ -62,12 +63,12 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, prologs=N
     >>> cumath.sparse.matmul(a, np.ones((3, 2))).tolist()
     [[3.0, 3.0], [3.0, 3.0]]
     """
-    A, B = wrap_a(a), wrap_dense(b, "b")
-    C = None if c is None else wrap_dense(c, "c")
     if options is None:
         options = _STATELESS
     elif type(options) is not MatmulOptions:
         options = check_options(options, MatmulOptions, "sparse matmul options")
+    A, B = wrap_a(a, options), wrap_dense(b, "b")
+    C = None if c is None else wrap_dense(c, "c")
     plan_args = {k: v for k, v in (("prologs", prologs), ("epilog", epilog), ("semiring", semiring),
                                    ("compute_capability", compute_capability)) if v is not None}
     if plan_args:  # user code in the plan: not cached

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..._core import jit
 from ..._core.operand import adapter
-from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, range_tables, spmm_source
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, range_tables, schedule, \
+    spmm_source
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -21,13 +22,26 @@ __all__ = ["GeneratedExecutor", "wants_generated"]
 _CUSPARSE_NAMES = ("CSR", "CSC", "COO")
 
 
-def wants_generated(ust, options, prologs) -> bool:
-    """Whether a GPU product of the UST ``ust`` (None: not a UST) runs on a generated kernel."""
-    if prologs is not None:
-        return True
-    if ust is None:
-        return False
-    return bool(options.codegen) or ust.tensor_format.name not in _CUSPARSE_NAMES
+def wants_generated(a, options, prologs) -> bool:
+    """Whether a GPU product of the sparse operand ``a`` (a ``SparseMatrix``) runs on a generated kernel: a UST
+    read as it is (``ust:<format>``), or any operand with prologs, an epilog or a semiring."""
+    return prologs is not None or a.format.startswith("ust:")
+
+
+def tensor_of(a, cached=None):
+    """The Universal Sparse Tensor a generated kernel reads for the sparse operand ``a``: the tensor itself, or a
+    zero-copy UST view of a cupyx / PyTorch sparse matrix (``cached``: the last ``(object, tensor)``, reused while
+    the object is the same)."""
+    if a.format.startswith("ust:"):
+        return a.obj
+    if cached is not None and cached[0] is a.obj:
+        return cached[1]
+    from ..ust import Tensor
+
+    if a.batch_shape:
+        raise NotImplementedError("prologs, epilogs and semirings run in generated kernels, which multiply one "
+                                  "sparse matrix: pass the matrices of the batch one at a time")
+    return Tensor.from_package(a.obj)
 
 
 def _symbol(ir, what):
@@ -41,11 +55,11 @@ def _symbol(ir, what):
 class GeneratedExecutor:
     kind = "device"
 
-    def __init__(self, geom, ust, ops, options, log, place, prologs=None):
+    def __init__(self, geom, a, ops, options, log, place, prologs=None):
         from ..._core.kernels import device_arch, load_kernel
 
-        if geom.batch_shape and ust is not None and len(ust.extents) != 2:
-            raise NotImplementedError("generated kernels multiply a 2-D sparse operand")
+        ust = tensor_of(a)
+        self._cached = (a.obj, ust)
         self.geom, self.log, self.ust = geom, log, ust
         self.engine = type("generated", (), {"name": "generated", "description": "a generated kernel"})
         self.pkg = _Package(ust._package, place.device)
@@ -64,6 +78,8 @@ class GeneratedExecutor:
         names = {k: (None if v is None else _symbol(v, k.replace("_", " "))) for k, v in syms.items()}
         cc = cc or device_arch(place.device)
         t0 = time.perf_counter()
+        self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
+        self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, **names)
         art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
@@ -73,7 +89,8 @@ class GeneratedExecutor:
         main_t, scale_t, epi_t = arg_types(fmt, geom.dtype)
         self.kernel = load_kernel(cubin.data, cubin.key, KERNEL, main_t, device_id=place.device)
         self.scale = load_kernel(cubin.data, cubin.key, SCALE_KERNEL, scale_t, device_id=place.device)
-        self.epilog = load_kernel(cubin.data, cubin.key, EPILOG_KERNEL, epi_t, device_id=place.device) if epi else None
+        self.epilog = load_kernel(cubin.data, cubin.key, EPILOG_KERNEL, epi_t, device_id=place.device) \
+            if epi and self.schedule != "gather" else None
         if log.isEnabledFor(logging.INFO):
             log.info("generated SpMM for %s (%s, %s indices) ready in %.1f ms (compiled or loaded from the cache)",
                      fmt.name, geom.dtype, ust.index_type, 1e3 * (time.perf_counter() - t0))
@@ -95,10 +112,10 @@ class GeneratedExecutor:
 
         return host_arrays(wrap_operand(a, "tensor component"))
 
-    def _level_args(self):
+    def _level_args(self, u):
         from ..ust._dsl import LevelFormat as F
 
-        u, ptr = self.ust, self.pkg.pointer
+        ptr = self.pkg.pointer
         out = []
         for level, kind in enumerate(u.tensor_format.level_formats):
             if kind == F.COMPRESSED:
@@ -121,8 +138,13 @@ class GeneratedExecutor:
         grid = max(1, min(outer, 1 << 20))
         a_re, a_im = complex(alpha).real, complex(alpha).imag
         b_re, b_im = complex(beta).real, complex(beta).imag
-        levels = self._level_args()
+        a = ops["a"]
+        if a.obj is not self._cached[0]:  # new operands of the planned pattern (reset, or a cached plan's call)
+            self._cached = (a.obj, tensor_of(a, self._cached))
+        u = self._cached[1]
+        levels = self._level_args(u)
         ptr = self.pkg.pointer
+        val = ptr(u._val)
         b_all, d_all = ops["b"].obj, result.obj
         for i in range(g.count):
             b = b_all if b_all.ndim <= (1 if g.n is None else 2) else \
@@ -131,10 +153,24 @@ class GeneratedExecutor:
             b2, d2 = self._rowmajor(b, "b"), self._rowmajor(d, "result")
             ldb = 1 if g.n is None else _strides(b2)[0]
             ldd = 1 if g.n is None else _strides(d2)[0]
-            self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m, n,
-                              ldd, ldd, b_re, b_im, int(beta == 0))
-            self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, ptr(self.ust._val), ptr(b2), ptr(d2),
-                               g.m, g.k, n, ldb, ldd, a_re, a_im)
+            zero = int(beta == 0)
+            if self.schedule == "gather":  # one thread per result element; beta and the epilog in the same pass
+                bx = 1 if n == 1 else min(256, -(-n // 32) * 32)
+                by = 256 // bx
+                rows = -(-g.m // by)
+                self.kernel.launch((max(1, min(rows, 1 << 22)), 1, 1), (bx, by, 1), 0, stream, *levels, val,
+                                   ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd, a_re, a_im, b_re, b_im, zero)
+                if d2 is not d:
+                    self.pkg.copy(d, d2)
+                continue
+            if self.fused_beta:  # the kernel writes every row once, beta * c included
+                kb = (b_re, b_im, zero)
+            else:  # a first pass writes beta * c (or zeros), the kernel adds to it
+                self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m,
+                                  n, ldd, ldd, b_re, b_im, zero)
+                kb = (1.0, 0.0, 0)
+            self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
+                               g.m, g.k, n, ldb, ldd, a_re, a_im, *kb)
             if self.epilog is not None:
                 self.epilog.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), g.m, n, ldd)
             if d2 is not d:

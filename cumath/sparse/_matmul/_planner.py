@@ -21,7 +21,18 @@ __all__ = ["Matmul", "wrap_a", "wrap_dense"]
 logger = logging.getLogger("cumath.sparse")
 
 
-def wrap_a(a) -> SparseMatrix:
+_CUSPARSE_UST = ("CSR", "CSC", "COO")
+
+
+def wrap_a(a, options=None, generated: bool | None = None) -> SparseMatrix:
+    """a as the product reads it: a GPU Universal Sparse Tensor that a generated kernel multiplies
+    (``options.codegen``, or a format cuSPARSE lacks; ``generated`` forces the choice) as the tensor itself,
+    every other operand as the package's sparse matrix (a UST of another format converted to CSR)."""
+    if hasattr(a, "_as_sparse_matrix") and a.device == "cuda":
+        if generated is None:
+            generated = bool(options is not None and options.codegen) or a.tensor_format.name not in _CUSPARSE_UST
+        if generated:
+            return a._as_sparse_matrix("a", convert=False)  # read by a generated kernel as it is
     return wrap_sparse_matrix(a, "a")
 
 
@@ -91,12 +102,7 @@ class Matmul(Operation):
                                                                              "sparse matmul options")
         self._options = opts
         self._log = log = opts.logger or logger
-        self._ust = a if hasattr(a, "_as_sparse_matrix") else None  # a Universal Sparse Tensor as given
-        if self._ust is not None and a.device == "cuda" and (opts.codegen or a.tensor_format.name not in
-                                                              ("CSR", "CSC", "COO")):
-            A = a._as_sparse_matrix("a", convert=False)  # read by a generated kernel as it is
-        else:
-            A = wrap_a(a)
+        A = wrap_a(a, opts)
         B = wrap_dense(b, "b")
         C = None if c is None else wrap_dense(c, "c")
         for name, op in (("b", B), ("c", C)):
@@ -134,7 +140,7 @@ class Matmul(Operation):
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'mkl', 'scipy' or 'cusparse' (None before plan())."""
+        """(cumath) The engine of the plan: 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
         ex = self._executor
         return None if ex is None else ex.engine.name
 
@@ -143,7 +149,8 @@ class Matmul(Operation):
     def plan(self, *, prologs=None, epilog=None, semiring=None, compute_capability=None, stream=None):
         """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
         ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
-        ``semiring`` need a generated kernel (GPU). Planning again replaces the plan."""
+        ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
+        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan."""
         if prologs or epilog is not None or semiring is not None:
             if not self._on_gpu:
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
@@ -158,11 +165,9 @@ class Matmul(Operation):
             from ._device import DeviceExecutor
             from ._generated import GeneratedExecutor, wants_generated
 
-            if wants_generated(self._ust, self._options, self._prologs):
-                if self._ust is None:
-                    raise ValueError("prologs, epilogs and semirings run in generated kernels, which read a "
-                                     "Universal Sparse Tensor: pass a as cumath.sparse.ust.Tensor.from_package(a)")
-                return GeneratedExecutor(self._geom, self._ust, self._ops, self._options, self._log, self._place,
+            a = self._ops["a"]
+            if wants_generated(a, self._options, self._prologs):
+                return GeneratedExecutor(self._geom, a, self._ops, self._options, self._log, self._place,
                                          self._prologs)
             return DeviceExecutor(self._geom, self._ops, self._options, self._log, self._place, self._prologs)
         from ._backends import cpu_engine
@@ -220,7 +225,8 @@ class Matmul(Operation):
         self._reset(a, b, c, alpha, beta, stream, checked=False)
 
     def _reset(self, a, b, c, alpha, beta, stream, checked: bool) -> None:
-        given = {"a": None if a is None else wrap_a(a), "b": None if b is None else wrap_dense(b, "b"),
+        generated = str(self._signatures["a"][2]).startswith("ust:")  # the planned a's format
+        given = {"a": None if a is None else wrap_a(a, self._options, generated), "b": None if b is None else wrap_dense(b, "b"),
                  "c": None if c is None else wrap_dense(c, "c")}
         if c is not None and self._signatures["c"] is None:
             raise ValueError("this Matmul was created without c, so c cannot be reset; create a new Matmul with c")

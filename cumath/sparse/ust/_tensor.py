@@ -406,7 +406,10 @@ class Tensor:
             if len(self._extents) != 2:
                 raise TypeError(f"{name} must be a matrix; this UST has extents {self._extents}")
             values = wrap_operand(self._val, f"{name}.val")
-            return SparseMatrix(self, f"ust:{self._format.name}", {"val": values}, values, self._extents)
+            index = {f"{kind}{level}": wrap_operand(arr, f"{name}.{kind}({level})")
+                     for level in range(self.num_levels)
+                     for kind, arr in (("pos", self._pos[level]), ("crd", self._crd[level])) if arr is not None}
+            return SparseMatrix(self, f"ust:{self._format.name}", index or {"val": values}, values, self._extents)
 
         fmt = self._format.name
         if fmt in ("CSR", "CSC", "COO") or (fmt.startswith("BSRRight") and self._package != "torch"):

@@ -60,6 +60,11 @@ class FakeCusparse:
         return self._new("sp", rows=rows, cols=cols, nnz=nnz, offsets=offsets, ind=ind, values=values, ot=ot, it=it,
                          vt=vt)
 
+    def cusparseCreateBsr(self, brows, bcols, bnnz, rb, cb, offsets, ind, values, ot, it, base, vt, order):
+        assert base == 0 and ot in _IT and it in _IT and vt in _VT and order in (1, 2) and rb > 0 and cb > 0
+        return self._new("sp", rows=brows, cols=bcols, nnz=bnnz, offsets=offsets, ind=ind, values=values, ot=ot,
+                         it=it, vt=vt, blocks=(rb, cb), order=order)
+
     def cusparseDestroySpMat(self, d):
         self._destroy(d, "sp")
 
@@ -87,8 +92,13 @@ class FakeCusparse:
         r, c, nnz = o["rows"], o["cols"], o["nnz"]
         ip = from_pointer(o["offsets"], (r + 1,), (1,), _IT[o["ot"]])
         ix = from_pointer(o["ind"], (nnz,), (1,), _IT[o["it"]])
-        v = from_pointer(o["values"], (nnz,), (1,), _VT[o["vt"]])
         assert ip[-1] == nnz, "row offsets do not end at nnz (wrong index type or array?)"
+        if "blocks" in o:  # BSR: brows x bcols blocks, each rb x cb in the descriptor's order
+            rb, cb = o["blocks"]
+            strides = (rb * cb, cb, 1) if o["order"] == 2 else (rb * cb, 1, rb)
+            v = from_pointer(o["values"], (nnz, rb, cb), strides, _VT[o["vt"]])
+            return sp.bsr_array((v.copy(), ix.copy(), ip.copy()), shape=(r * rb, c * cb)).tocsr(), _VT[o["vt"]]
+        v = from_pointer(o["values"], (nnz,), (1,), _VT[o["vt"]])
         return sp.csr_array((v.copy(), ix.copy(), ip.copy()), shape=(r, c)), _VT[o["vt"]]
 
     def _dense(self, d, kind):

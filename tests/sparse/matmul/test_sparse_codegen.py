@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from cumath.sparse._matmul._codegen import spmm_source, emulate
+from cumath.sparse._matmul._codegen import emulate, fuses_beta, schedule, spmm_source
 from cumath.sparse.ust import Dimension, LevelFormat as F, NamedFormats as N, Tensor, TensorFormat
 
 _i, _j = Dimension("i"), Dimension("j")
@@ -81,3 +81,61 @@ def test_operator_symbols_are_declared():
         spmm_source(N.COOd(3), (2, 2, 2), "float64", "int32")
     with pytest.raises(TypeError, match="generated kernels support"):
         spmm_source(N.CSR, (2, 2), "float16", "int32")
+
+
+def test_schedules():
+    """Diagonal formats over the result's rows gather (no atomics), formats whose level 0 is the row own their
+    rows, the rest accumulate atomically; a semiring known only by its atomic sum accumulates in memory."""
+    want = {"CSR": ("owned", "atomic"), "CSC": ("atomic", "owned"), "COO": ("atomic", "atomic"),
+            "DCSR": ("owned", "atomic"), "CROW": ("owned", "atomic"), "DIAI": ("gather", "atomic"),
+            "DIAJ": ("atomic", "gather"), "SkewDIAI": ("gather", "atomic"), "BSRRight2x3": ("owned", "atomic")}
+    for fmt in (N.CSR, N.CSC, N.COO, N.DCSR, N.CROW, N.DIAI, N.DIAJ, N.SkewDIAI, N.BSRRight(2, 3)):
+        assert (schedule(fmt), schedule(fmt, True)) == want[fmt.name], fmt.name
+    assert schedule(N.DIAI, atomic_add="aa") == "atomic" and schedule(N.DIAI, add="ad", atomic_add="aa") == "gather"
+    gather = spmm_source(N.DIAI, (9, 9), "float32", "int32", epilog="ep", add="ad", mul="mu")
+    main = gather[gather.index("schedule: gather"):gather.index("cumath_ust_spmm_scale")]
+    assert "atomic" not in main and "ep(acc)" in main and "acc = ad(acc, t);" in main
+    owned = spmm_source(N.CSR, (9, 9), "float32", "int32")
+    main = owned[owned.index("schedule: owned"):owned.index("cumath_ust_spmm_scale")]
+    assert "atomic_acc(" not in main and "acc[r - c0] = acc[r - c0] + t;" in main
+    bsr = spmm_source(N.BSRRight(4, 4), (9, 9), "float32", "int32")
+    assert "acc[r - (c0 * 4LL)] = acc[r - (c0 * 4LL)] + t;" in bsr and "float acc[4];" in bsr
+    assert fuses_beta(N.DIAI) and fuses_beta(N.CSR) and fuses_beta(N.BSRRight(2, 3)) and fuses_beta(N.CSC, True)
+    assert not fuses_beta(N.DCSR) and not fuses_beta(N.COO) and not fuses_beta(N.CSR, atomic_add="aa")
+    assert "atomic_acc(&D" in spmm_source(N.COO, (9, 9), "float32", "int32")
+    assert "aa(&D" in spmm_source(N.CSR, (9, 9), "float32", "int32", atomic_add="aa")
+
+
+@pytest.mark.parametrize("fmt", [N.DIAI, N.SkewDIAI], ids=lambda f: f.name)
+def test_gather_semiring_and_operators(fmt):
+    rng = np.random.default_rng(4)
+    d = rng.random((8, 11))
+    d[d < 0.6] = 0
+    pos, crd, val = storage(fmt, d)
+    b = rng.random((11, 3))
+    got = emulate(fmt, (8, 11), pos, crd, val, b, beta=1, c=np.full((8, 3), np.inf), add=min, mul=lambda x, y: x + y)
+    ref = np.full((8, 3), np.inf)
+    for i, j in zip(*np.nonzero(d)):
+        ref[i] = np.minimum(ref[i], d[i, j] + b[j])
+    assert np.array_equal(got, ref)
+    c = rng.random((8, 3))
+    got = emulate(fmt, (8, 11), pos, crd, val, b, alpha=1.5, beta=0.5, c=c, prolog_a=lambda v: 2 * v,
+                  prolog_b=np.abs, epilog=lambda v: v + 1)
+    assert np.abs(got - (1.5 * (2 * d) @ np.abs(b) + 0.5 * c + 1)).max() < 1e-12
+
+
+@pytest.mark.parametrize("fmt", [N.DIAI, N.DIAJ, N.CSR, N.DCSR, N.BSRRight(3, 2), N.BSCRight(2, 2)],
+                         ids=lambda f: f.name)
+def test_gather_and_owned_sources_compile(fmt):
+    from cumath._core import jit
+
+    try:
+        jit.nvrtc_version()
+    except Exception as exc:  # pragma: no cover - NVRTC is part of the test environment
+        pytest.skip(f"NVRTC is not available: {exc}")
+    transpose = fmt.name in ("DIAJ", "BSCRight2x2")
+    src = spmm_source(fmt, (1001, 997), "complex128", "int64", transpose=transpose, conjugate=True,
+                      prolog_a="pa", epilog="ep", add="ad", mul="mu")
+    assert f"schedule: {'gather' if fmt.name.startswith('DIA') else 'owned'}" in src
+    art = jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a generated SpMM")
+    assert art.data

@@ -119,3 +119,54 @@ def test_layouts_batches_and_values(fake):
         r1 = mm.execute()
         a.data *= 3
         assert relerr(mm.execute(), 3 * (A @ b)) < 1e-12 and relerr(r1, A @ b) < 1e-12
+
+
+def test_bsr_in_place_and_fallback(fake, monkeypatch):
+    """A BSR matrix is read by cuSPARSE's own BSR SpMM (cusparseCreateBsr, blocks row-major, no gather); where
+    cuSPARSE refuses it (an older library, an unsupported problem) the product runs through the CSR gather."""
+    from cumath._bindings import cusparse as cs
+
+    rng = np.random.default_rng(11)
+    a = sparse(rng, 12, 9, "bsr", "float64", "int32")
+    b = rand(rng, (9, 4), "float64")
+    made = []
+    real = fake.cusparseCreateBsr
+    monkeypatch.setattr(cs, "cusparseCreateBsr", lambda *args: made.append(args) or real(*args))
+    assert relerr(run(a, b), a.toarray() @ b) < 1e-12
+    assert made and made[0][:5] == (4, 3, a.indices.size, 3, 3) and made[0][-1] == 2
+
+    def refuse(*args):
+        raise cs.CUSPARSEError(10, "CUSPARSE_STATUS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(cs, "cusparseCreateBsr", refuse)
+    assert relerr(run(a, b), a.toarray() @ b) < 1e-12
+    assert len(fake.objects) == 0
+
+
+def test_gpu_ust_is_read_as_itself():
+    """A GPU Universal Sparse Tensor that a generated kernel multiplies is read as the tensor (no conversion to a
+    package matrix, which BSR or DIA in CuPy do not have), keyed by its level arrays, never by its values."""
+    from cumath.sparse import MatmulOptions
+    from cumath.sparse._matmul._functions import _pattern_key
+    from cumath.sparse._matmul._planner import wrap_a
+    from cumath.sparse.ust import NamedFormats as N, Tensor
+
+    rng = np.random.default_rng(12)
+    d = rand(rng, (8, 9), "float64")
+    d[rng.random(d.shape) > 0.4] = 0
+
+    def gpu_ust(x, fmt):
+        u = Tensor.from_package(sp.csr_array(x)).convert(tensor_format=fmt)
+        u._device_id = 0  # host arrays presented as a GPU tensor: only the dispatch is under test
+        return u
+
+    u = gpu_ust(d, N.BSRRight(2, 3))
+    a = wrap_a(u, MatmulOptions(codegen=True))
+    assert a.format == "ust:BSRRight2x3" and a.obj is u and set(a.index) == {"pos1", "crd1"}
+    assert wrap_a(gpu_ust(d, N.BSRRight(2, 3))).format == "ust:BSRRight2x3"  # cuSPARSE-less format: always
+    diag = wrap_a(gpu_ust(d, N.DIAI))
+    assert diag.format == "ust:DIAI" and set(diag.index) == {"pos0", "crd0"}
+    assert _pattern_key(diag, None) == _pattern_key(wrap_a(gpu_ust(3 * d, N.DIAI)), None)
+    assert wrap_a(gpu_ust(d, N.CSR)).format == "csr"  # cuSPARSE reads it unless codegen is asked for
+    assert wrap_a(gpu_ust(d, N.CSR), MatmulOptions(codegen=True)).format == "ust:CSR"
+    assert wrap_a(gpu_ust(d, N.CSR), None, generated=True).format == "ust:CSR"

@@ -125,6 +125,49 @@ def test_generated_prologs_epilog_semiring():
     ep = S.compile_matmul_epilog(lambda x: x + 1, dtype="float32")
     out = S.matmul(a, b, c, beta=0.0, prologs={"a": pa, "b": pb}, epilog=ep)
     assert relerr(out.get(), (2 * d) @ np.abs(b.get()) + 1) < 1e-4
+    ref = (2 * d) @ np.abs(b.get()) + 1
+    # the package's own sparse matrices are read through a zero-copy UST view
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    for x in (csp.csr_matrix(cp.asarray(d)), csp.coo_matrix(cp.asarray(d)), csp.csc_matrix(cp.asarray(d))):
+        out = S.matmul(x, b, cp.zeros((40, 4), cp.float32), beta=0.0, prologs={"a": pa, "b": pb}, epilog=ep)
+        assert relerr(out.get(), ref) < 1e-4, x.format
+    with S.Matmul(csp.csr_matrix(cp.asarray(d)), b) as mm:
+        mm.plan(prologs={"a": pa}, epilog=ep)
+        assert mm.engine == "generated"
+        assert relerr(mm.execute().get(), (2 * d) @ b.get() + 1) < 1e-4
+    # the gather schedule (DIAI) applies beta and the epilog in its one pass
+    c2 = cp.asarray(_dense(rng, 40, 4, "float32", 1.0))
+    ref2 = (2 * d) @ np.abs(b.get()) + 0.5 * c2.get() + 1
+    out = S.matmul(_ust_gpu(d, N.DIAI), b, c2, beta=0.5, prologs={"a": pa, "b": pb}, epilog=ep)
+    assert relerr(out.get(), ref2) < 1e-4
+
+
+def test_generated_prolog_torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("numba.cuda")
+    import cumath.sparse as S
+
+    rng = np.random.default_rng(8)
+    d = _dense(rng, 24, 18, "float64")
+    b = torch.tensor(_dense(rng, 18, 5, "float64", 1.0), device="cuda")
+    pa = S.compile_matmul_prolog(lambda x: x * 3, operand_label="a", dtype="float64")
+    for a in (torch.tensor(d, device="cuda").to_sparse_csr(), torch.tensor(d, device="cuda").to_sparse_bsr((3, 3))):
+        out = S.matmul(a, b, prologs={"a": pa})
+        assert relerr(out.cpu().numpy(), 3 * d @ b.cpu().numpy()) < 1e-11, a.layout
+
+
+def test_stateless_generated_reads_new_values():
+    """A cached plan of a generated kernel reads the tensor of each call (same pattern, new values)."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(9)
+    d = _dense(rng, 31, 23, "float32")
+    b = cp.asarray(_dense(rng, 23, 4, "float32", 1.0))
+    for fmt in (N.DIAI, N.BSRRight(2, 3)):
+        a1, a2 = _ust_gpu(d, fmt), _ust_gpu(3 * d, fmt)
+        assert relerr(matmul(a1, b).get(), d @ b.get()) < 1e-4
+        assert relerr(matmul(a2, b).get(), 3 * d @ b.get()) < 1e-4, fmt.name
 
 
 def test_generated_cache_second_process(tmp_path):
