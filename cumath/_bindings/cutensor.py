@@ -26,12 +26,12 @@ __all__ = [
     "cutensorCreate", "cutensorDestroy", "cutensorHandleResizePlanCache", "cutensorHandleWritePlanCacheToFile",
     "cutensorHandleReadPlanCacheFromFile", "cutensorWriteKernelCacheToFile", "cutensorReadKernelCacheFromFile",
     "cutensorCreateTensorDescriptor", "cutensorDestroyTensorDescriptor", "cutensorCreateContraction",
-    "cutensorCreateContractionTrinary", "cutensorDestroyOperationDescriptor",
+    "cutensorCreateContractionTrinary", "cutensorCreatePermutation", "cutensorDestroyOperationDescriptor",
     "cutensorOperationDescriptorSetAttribute", "cutensorOperationDescriptorGetAttribute",
     "cutensorCreatePlanPreference", "cutensorDestroyPlanPreference", "cutensorPlanPreferenceSetAttribute",
     "cutensorPlanPreferenceGetAttribute", "cutensorEstimateWorkspaceSize", "cutensorCreatePlan",
     "cutensorDestroyPlan", "cutensorPlanGetAttribute", "cutensorContract", "cutensorContractTrinary",
-    "cutensorGetErrorString", "cutensorGetVersion", "cutensorGetCudartVersion",
+    "cutensorPermute", "cutensorGetErrorString", "cutensorGetVersion", "cutensorGetCudartVersion",
 ]
 
 CUTENSOR_VERSION = 20800  # of the header the values below were read from
@@ -189,6 +189,8 @@ TABLE = {
     "cutensorCreateContractionTrinary": (_S, [_P, POINTER(c_void_p), _P, POINTER(c_int32), c_int32, _P,
                                               POINTER(c_int32), c_int32, _P, POINTER(c_int32), c_int32, _P,
                                               POINTER(c_int32), c_int32, _P, POINTER(c_int32), _P]),
+    "cutensorCreatePermutation": (_S, [_P, POINTER(c_void_p), _P, POINTER(c_int32), c_int32, _P, POINTER(c_int32),
+                                       _P]),
     "cutensorDestroyOperationDescriptor": (_S, [_P]),
     "cutensorOperationDescriptorSetAttribute": (_S, [_P, _P, c_int32, _P, c_size_t]),
     "cutensorOperationDescriptorGetAttribute": (_S, [_P, _P, c_int32, _P, c_size_t]),
@@ -202,6 +204,7 @@ TABLE = {
     "cutensorPlanGetAttribute": (_S, [_P, _P, c_int32, _P, c_size_t]),
     "cutensorContract": (_S, [_P, _P, _P, _P, _P, _P, _P, _P, _P, c_uint64, _P]),
     "cutensorContractTrinary": (_S, [_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, c_uint64, _P]),
+    "cutensorPermute": (_S, [_P, _P, _P, _P, _P, _P]),
     "cutensorGetErrorString": (c_char_p, [c_int32]),
     "cutensorGetVersion": (c_size_t, []),
     "cutensorGetCudartVersion": (c_size_t, []),
@@ -320,6 +323,15 @@ def cutensorCreateContractionTrinary(handle: int, desc_a: int, modes_a, op_a: in
     return d.value or 0
 
 
+def cutensorCreatePermutation(handle: int, desc_a: int, modes_a, op_a: int, desc_b: int, modes_b,
+                              compute: int) -> int:
+    """The descriptor of ``B = alpha * op_a(A)`` with B's modes in any order (cutensorPermute runs it)."""
+    d = c_void_p()
+    _check(_L.cutensorCreatePermutation(handle, byref(d), desc_a, _ints(c_int32, modes_a), op_a, desc_b,
+                                        _ints(c_int32, modes_b), compute))
+    return d.value or 0
+
+
 def cutensorDestroyOperationDescriptor(desc: int) -> None:
     _check(_L.cutensorDestroyOperationDescriptor(desc))
 
@@ -393,6 +405,11 @@ def cutensorContract(handle: int, plan: int, alpha: int, a: int, b: int, beta: i
 def cutensorContractTrinary(handle: int, plan: int, alpha: int, a: int, b: int, c: int, beta: int, d: int, e: int,
                             workspace: int, workspace_size: int, stream: int) -> None:
     _check(_L.cutensorContractTrinary(handle, plan, alpha, a, b, c, beta, d, e, workspace, workspace_size, stream))
+
+
+def cutensorPermute(handle: int, plan: int, alpha: int, a: int, b: int, stream: int) -> None:
+    """``B = alpha * op_a(A)``: ``alpha`` a host pointer of the descriptor's scalar type; no workspace."""
+    _check(_L.cutensorPermute(handle, plan, alpha, a, b, stream))
 
 
 # ---------------------------------------------------------------------------------------------- version

@@ -376,7 +376,9 @@ class BinaryContraction(_Contraction):
     or PyTorch arrays (CPU or CUDA) of one dtype (float16, bfloat16, float32, float64, complex64, complex128) and
     any strides. ``c`` has the result's shape; ``out`` receives the result (it may be ``c`` itself). ``qualifiers``:
     an array of ``tensor_qualifiers_dtype`` (or a sequence) with an :class:`Operator` per operand, applied as the
-    operand is read. ``options``: :class:`ContractionOptions` or a dict. ``execution``: where the operands are.
+    operand is read (on the GPU, an operator other than OP_IDENTITY/OP_CONJ is applied by a cuTENSOR permutation
+    into a buffer the plan keeps, of the operand's size). ``options``: :class:`ContractionOptions` or a dict.
+    ``execution``: where the operands are.
 
     Lifecycle::
 

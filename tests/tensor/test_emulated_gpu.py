@@ -1,6 +1,8 @@
 """The cuTENSOR engine's plumbing on the CPU: a NumPy emulation of the cuTENSOR calls it makes (descriptors,
-operators, plans, scalars, contractions on host addresses) checks descriptors, mode codes, the pairing through
-the intermediate, the fused form, scalars and the addend against numpy.einsum."""
+operators, plans, scalars, contractions and permutations on host addresses) checks descriptors, mode codes, the
+pairing through the intermediate, the fused form, scalars, the addend and the operand operators against
+numpy.einsum. Like cuTENSOR, the emulated contractions refuse operand operators other than OP_IDENTITY (and
+OP_CONJ of complex data) with NOT_SUPPORTED; only its permutations apply the others."""
 
 import ctypes
 import itertools
@@ -14,11 +16,17 @@ from cumath._core.frameworks.numpy import from_pointer
 from cumath.errors import CUTENSORError
 from cumath.tensor import ContractionOptions, Operator
 from cumath.tensor._backends import cutensor as engine_mod
+from cumath.tensor._backends.blas import _UNARY
 from cumath.tensor._planner import ContractionPlanPreference
 from cumath.tensor._traits import make_problem, pairwise_steps, parse_expression
 
 _NP = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128", 2: "float16"}
-_OPS = {1: lambda x: x, 9: np.conj, 8: lambda x: np.maximum(x, 0), 25: np.negative}
+_OPS = {1: lambda x: x, **{int(k): v for k, v in _UNARY.items()}}
+_COMPLEX_TYPES = (4, 5, 6, 15)
+
+
+def _not_supported(what):
+    raise CUTENSORError(15, "NOT_SUPPORTED", what)
 
 
 class FakeCutensor(types.SimpleNamespace):
@@ -27,7 +35,7 @@ class FakeCutensor(types.SimpleNamespace):
     def __init__(self):
         super().__init__(**{k: getattr(real, k) for k in ("DataType", "OperationDescriptorAttribute",
                                                           "PlanPreferenceAttribute", "WorksizePreference",
-                                                          "PlanAttribute")})
+                                                          "PlanAttribute", "Operator")})
         self.ids = itertools.count(1000)
         self.objects = {}
         self.calls = []
@@ -63,11 +71,27 @@ class FakeCutensor(types.SimpleNamespace):
     def cutensorDestroyTensorDescriptor(self, d):
         self.destroyed.append(d)
 
+    def _contraction_ops(self, args, n):
+        """cuTENSOR's contractions apply OP_IDENTITY, and OP_CONJ to complex data, nothing else."""
+        for i in range(n):
+            d, _modes, op = args[3 * i: 3 * i + 3]
+            dt = self.objects[d][3]
+            if int(op) != 1 and not (int(op) == 9 and dt in _COMPLEX_TYPES):
+                _not_supported(f"operator {int(op)} of contraction operand {i}")
+
     def cutensorCreateContraction(self, h, *args):
+        self._contraction_ops(args, 3)
         return self._new(("contraction", args))
 
     def cutensorCreateContractionTrinary(self, h, *args):
+        self._contraction_ops(args, 4)
         return self._new(("trinary", args))
+
+    def cutensorCreatePermutation(self, h, da, ma, op, db, mb, compute):
+        assert sorted(ma) == sorted(mb) and self.objects[compute][0] == "compute"
+        if int(op) not in _OPS or (int(op) not in (1, 9) and self.objects[da][3] in _COMPLEX_TYPES):
+            _not_supported(f"operator {int(op)} of a permutation")
+        return self._new(("permutation", (da, ma, op, db, mb, compute)))
 
     def cutensorDestroyOperationDescriptor(self, d):
         self.destroyed.append(d)
@@ -137,6 +161,16 @@ class FakeCutensor(types.SimpleNamespace):
 
     def cutensorContractTrinary(self, h, plan, alpha, a, b, c, beta, d, e, ws, size, stream):
         self._contract(self.objects[plan][1], (a, b, c), alpha, beta, d, e)
+
+    def cutensorPermute(self, h, plan, alpha, a, b, stream):
+        kind, (da, ma, op, db, mb, _compute) = self.objects[self.objects[plan][1]]
+        assert kind == "permutation" and a != b
+        dt = self.objects[da][3]
+        x = self._view(da, a)
+        y = self._view(db, b)
+        value = self._scalar(alpha, dt) * _OPS[int(op)](x.astype(np.float64 if x.dtype.kind == "f" else x.dtype))
+        y[...] = np.transpose(value, [list(ma).index(m) for m in mb])
+        self.calls.append(("permutation", int(op)))
 
 
 class HostBuffer:
@@ -237,6 +271,84 @@ def test_complex_scalars_and_conj(fake):
     eng, _, _ = _engine("ij,jk->ik", [a, b], out, ops=(Operator.OP_CONJ, Operator.OP_IDENTITY))
     eng.run([a.ctypes.data, b.ctypes.data], None, out.ctypes.data, out, 1 - 1j, 0.0, 0, False)
     assert np.allclose(out, (1 - 1j) * a.conj() @ b)
+    assert not eng.applied and [c[0] for c in fake.calls] == ["contraction"]  # conj stays in the contraction
+
+
+def test_emulated_contraction_refuses_other_operators(fake):
+    """The emulation is as strict as cuTENSOR: an operator other than identity/conj fails the descriptor."""
+    h = fake.cutensorCreate()
+    real_d = fake.cutensorCreateTensorDescriptor(h, [3, 3], [3, 1], 0, 256)
+    cplx_d = fake.cutensorCreateTensorDescriptor(h, [3, 3], [3, 1], 4, 256)
+    for d, op in ((real_d, Operator.OP_RELU), (real_d, Operator.OP_CONJ), (cplx_d, Operator.OP_TANH)):
+        with pytest.raises(CUTENSORError, match="NOT_SUPPORTED"):
+            fake.cutensorCreateContraction(h, d, [97, 98], op, d, [98, 99], 1, d, [97, 99], 1, d, [97, 99], 0)
+    fake.cutensorCreateContraction(h, cplx_d, [97, 98], Operator.OP_CONJ, cplx_d, [98, 99], 1, cplx_d, [97, 99], 1,
+                                   cplx_d, [97, 99], 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_operators_applied_by_permutation(fake, dtype, caplog):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((7, 10)).astype(dtype)[:, ::-2]  # negative stride, not contiguous
+    b = np.asfortranarray(rng.standard_normal((5, 3)).astype(dtype))
+    a0, b0 = a.copy(), b.copy()
+    out = np.empty((7, 3), dtype)
+    ops = (Operator.OP_RELU, Operator.OP_TANH)
+    with caplog.at_level("INFO", logger=engine_mod.logger.name):
+        eng, alloc, _ = _engine("ij,jk->ik", [a, b], out, ops=ops)
+    logged = [r.getMessage() for r in caplog.records if "permutation" in r.getMessage()]
+    assert len(logged) == 2 and "OP_RELU of operand a" in logged[0] and "OP_TANH of operand b" in logged[1]
+    assert len(eng.applied) == 2 and eng.nbytes == (7 * 5 + 5 * 3) * a.itemsize
+    made = len(alloc.buffers)
+    expect = np.maximum(a.astype(np.float64), 0) @ np.tanh(b.astype(np.float64))
+    tol = 2e-2 if dtype == "float16" else 1e-5
+    for alpha in (1.0, -2.0):  # the buffers are reused: nothing is allocated at execution
+        fake.calls.clear()
+        eng.run([a.ctypes.data, b.ctypes.data], None, out.ctypes.data, out, alpha, 0.0, 0, False)
+        assert np.allclose(out.astype(np.float64), alpha * expect, rtol=tol, atol=tol * 5)
+        assert [c[0] for c in fake.calls] == ["permutation", "permutation", "contraction"]
+    assert len(alloc.buffers) == made
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)  # the operands themselves are untouched
+    eng.free()
+    assert all(buf.freed for buf in alloc.buffers)
+
+
+def test_conj_of_real_operands_is_identity(fake):
+    rng = np.random.default_rng(12)
+    x, y = rng.standard_normal((4, 6)), rng.standard_normal((6, 5))
+    out = np.empty((4, 5))
+    eng, _, _ = _engine("ij,jk->ik", [x, y], out, ops=(Operator.OP_CONJ, Operator.OP_IDENTITY))
+    eng.run([x.ctypes.data, y.ctypes.data], None, out.ctypes.data, out, 1.0, 0.0, 0, False)
+    assert np.allclose(out, x @ y) and not eng.applied and [c[0] for c in fake.calls] == ["contraction"]
+
+
+@pytest.mark.parametrize("memory_limit", ["80%", 8])
+def test_ternary_operators_on_each_operand(fake, memory_limit):
+    rng = np.random.default_rng(13)
+    a, b, c = rng.standard_normal((5, 30)), rng.standard_normal((30, 4)).T.copy().T, rng.standard_normal((4, 7))
+    d = rng.standard_normal((5, 7))
+    out = d.copy()
+    ops = (Operator.OP_NEG, Operator.OP_SIGMOID, Operator.OP_ABS)
+    eng, alloc, _ = _engine("ij,jk,kl->il", [a, b, c], out, addend=out, ops=ops, memory_limit=memory_limit)
+    assert eng.mode == ("pairwise" if memory_limit == "80%" else "fused") and len(eng.applied) == 3
+    eng.run([a.ctypes.data, b.ctypes.data, c.ctypes.data], types.SimpleNamespace(
+        ptr=out.ctypes.data, strides=(7, 1), obj=out), out.ctypes.data, out, 1.5, 0.5, 0, False)
+    expect = 1.5 * (-a) @ (1 / (1 + np.exp(-b))) @ np.abs(c) + 0.5 * d
+    assert np.allclose(out, expect)
+    assert [k for k, _ in fake.calls].count("permutation") == 3
+    eng.free()
+    assert all(buf.freed for buf in alloc.buffers)
+
+
+def test_failed_permutation_releases_what_it_made(fake, monkeypatch):
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))
+    monkeypatch.setattr(fake, "cutensorCreatePermutation", lambda *args: _not_supported("permutation"))
+    with pytest.raises(CUTENSORError, match="NOT_SUPPORTED"):
+        _engine("ij,jk->ik", [a, b], np.empty((4, 6)), ops=(Operator.OP_IDENTITY, Operator.OP_EXP))
+    made = [k for k, v in fake.objects.items() if isinstance(v, tuple) and v[0] == "tensor"]
+    assert made and set(made) <= set(fake.destroyed)
+    assert not any(isinstance(v, tuple) and v[0] == "contraction" for v in fake.objects.values())
 
 
 def test_misaligned_operand_refused(fake):
@@ -318,6 +430,27 @@ def test_device_operands_whole_operation(emulated, monkeypatch):
         ctr.plan_preference.kernel_rank = 2
         ctr.autotune(iterations=2)
         assert np.allclose(ctr.execute(), a @ b)
+
+
+def test_operators_whole_operation(emulated, monkeypatch):
+    from cumath import tensor
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16)
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((6, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 4)).astype(np.float32)
+    opts = {"allocator": HostAllocator()}
+    for op, fn in ((Operator.OP_RELU, lambda x: np.maximum(x, 0)), (Operator.OP_TANH, np.tanh),
+                   (Operator.OP_NEG, np.negative)):
+        r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(b), qualifiers=[op, Operator.OP_IDENTITY],
+                                      options=opts)
+        assert np.allclose(r, fn(a.astype(np.float64)) @ b, rtol=1e-5, atol=1e-5)
+    c = rng.standard_normal((6, 9))  # host operands staged to the GPU: the operator applies to the mirror
+    x, y = rng.standard_normal((9, 3)), rng.standard_normal((3, 5))
+    r = tensor.ternary_contraction("ij,jk,kl->il", c, x, y, qualifiers=[Operator.OP_IDENTITY, Operator.OP_EXP,
+                                                                          Operator.OP_SIN], execution="cuda",
+                                   options=opts)
+    assert np.allclose(r, c @ np.exp(x) @ np.sin(y))
 
 
 def test_failed_plan_releases_what_it_made(fake, monkeypatch):

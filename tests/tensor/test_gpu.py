@@ -97,6 +97,21 @@ def test_operators_gpu(torch):
     assert _relerr(r, (z.conj().cdouble() @ w.cdouble()).cpu().numpy()) < 1e-4
 
 
+def test_operators_ternary_strided_gpu(torch):
+    a = torch.randn(9, 22, device="cuda", dtype=torch.float64)[:, ::2]
+    b = torch.randn(7, 11, device="cuda", dtype=torch.float64).T
+    c = torch.randn(7, 5, device="cuda", dtype=torch.float64)
+    saved = [x.clone() for x in (a, b, c)]
+    q = [Operator.OP_RELU, Operator.OP_SIGMOID, Operator.OP_ABS]
+    expect = (2 * torch.relu(a) @ torch.sigmoid(b) @ torch.abs(c)).cpu().numpy()
+    with tensor.TernaryContraction("ij,jk,kl->il", a, b, c, qualifiers=q) as t:
+        t.plan()
+        for _ in range(2):  # the plan's operator buffers are reused
+            r = t.execute(alpha=2.0)
+            assert _relerr(r, expect) < 1e-12
+    assert all(torch.equal(x, y) for x, y in zip((a, b, c), saved))  # op(x) went to the plan's buffers
+
+
 def test_stateful_gpu_lifecycle(torch):
     a = torch.randn(64, 64, 64, 64, device="cuda")
     b = torch.randn(64, 64, 64, 64, device="cuda")

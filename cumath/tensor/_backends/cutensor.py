@@ -8,6 +8,12 @@ A binary contraction is one ``cutensorContract``. A ternary one runs as two of t
 plan keeps (the pairing chosen by cost), or, when that intermediate would not fit in the memory limit, as
 cuTENSOR's fused ``cutensorContractTrinary``. cuTENSOR wants the addend with the result's strides: another
 addend is first copied into the result by the operands' package.
+
+cuTENSOR's contractions take only OP_IDENTITY and OP_CONJ (complex operands) as operand operators. An operand
+with another operator (OP_RELU, OP_TANH, ...) is first mapped on the GPU by a cuTENSOR permutation with the same
+modes, ``B = op(A)``, into a dense buffer the plan owns (in the operand's own memory order, reused by every
+execution, freed with the plan), and the contraction reads that buffer with OP_IDENTITY. OP_CONJ of a real
+operand is OP_IDENTITY.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from ..._bindings import cutensor as ct
 from ..._core.allocators import allocate, default_allocator
 from ..._core.cuda import set_device
 from ..._core.disk_cache import cache_dir
+from ..._core.layout import dense_strides, natural_perm
 from ..._core.logging import format_bytes
 from ..._core.operand import adapter
 from .._options import memory_limit_bytes
@@ -41,6 +48,9 @@ DEFAULT_COMPUTE = {"float16": "32F", "bfloat16": "32F", "float32": "32F", "float
 _SCALAR = {0: (ctypes.c_float, False), 1: (ctypes.c_double, False), 4: (ctypes.c_float, True),
            5: (ctypes.c_double, True), 2: (ctypes.c_float, False), 14: (ctypes.c_float, False)}
 PLAN_CACHE_LINES = 256
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+#: the operand operators cuTENSOR's contractions apply themselves (OP_CONJ only to complex operands)
+CONTRACTION_OPERATORS = (int(ct.Operator.OP_IDENTITY), int(ct.Operator.OP_CONJ))
 
 _handles: dict = {}
 _lock = threading.Lock()
@@ -171,6 +181,30 @@ class _Contract:
                 beta.real if isinstance(beta, complex) else beta)
 
 
+class _Apply:
+    """``B = op(A)`` for one operand: a cuTENSOR permutation from the operand's descriptor to a dense buffer's
+    with the same modes (``alpha`` = 1 in the descriptor's scalar type)."""
+
+    def __init__(self, handle, src, dst, op, compute, owned):
+        (da, ma), (db, mb) = src, dst
+        self.desc = ct.cutensorCreatePermutation(handle, da, ma, int(op), db, mb, compute)
+        owned.append((ct.cutensorDestroyOperationDescriptor, self.desc))
+        scalar = ct.cutensorOperationDescriptorGetAttribute(handle, self.desc,
+                                                            ct.OperationDescriptorAttribute.SCALAR_TYPE)
+        ctype, cplx = _SCALAR.get(scalar, (ctypes.c_float, False))
+        self.alpha = (ctype * 2)(1.0, 0.0) if cplx else (ctype * 1)(1.0)
+        self.alpha_ptr = ctypes.addressof(self.alpha)
+        # the default preference (NULL); cutensorPermute takes no workspace, so the plan may use none
+        self.plan = ct.cutensorCreatePlan(handle, self.desc, 0, 0)
+        owned.append((ct.cutensorDestroyPlan, self.plan))
+        self.buffer = None
+
+    def run(self, handle, src_ptr: int, stream: int) -> int:
+        dst = self.buffer.device_ptr
+        ct.cutensorPermute(handle, self.plan, self.alpha_ptr, src_ptr, dst, stream)
+        return dst
+
+
 class ContractionCUTENSOR:
     """The compiled contraction on GPU ``device_id``: ``run(inputs, addend, out_ptr, result, alpha, beta,
     stream, release_workspace)`` with device addresses (``addend`` the Operand, or None)."""
@@ -191,6 +225,7 @@ class ContractionCUTENSOR:
         self._owned: list = []
         self._finalizer = weakref.finalize(self, _destroy, self._owned)
         self._buffers: list = []
+        self.applied: list = []
         self.workspace = None
         self.nbytes = 0
         try:
@@ -211,7 +246,7 @@ class ContractionCUTENSOR:
             total = 1 << 40
         limit = memory_limit_bytes(options.memory_limit, total)
         ext = problem.extents
-        itemsize = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}[dtype]
+        itemsize = _ITEMSIZE[dtype]
 
         def desc(modes, strides, align=256):
             d = ct.cutensorCreateTensorDescriptor(self.handle, [ext[m] for m in modes], strides, dt, align)
@@ -224,11 +259,13 @@ class ContractionCUTENSOR:
         self.out_align = al[-1]
         out_modes = problem.output
         d_out = desc(out_modes, self.out_strides, al[-1])
+        n_in = len(problem.inputs)
+        ins = [desc(problem.inputs[i], problem.strides[i], al[i]) for i in range(n_in)]
+        ops = self._apply_operators(ins, list(ops), dtype, problem, desc, stream, log)
         self.contracts = []
         self.t_buffer = None
         if len(steps) == 1:
-            descs = (desc(problem.inputs[0], problem.strides[0], al[0]),
-                     desc(problem.inputs[1], problem.strides[1], al[1]), d_out, d_out)
+            descs = (ins[0], ins[1], d_out, d_out)
             self.contracts.append(_Contract(self.handle, descs, ops, compute, preference, limit, self._owned, log))
             self.mode = "binary"
         else:
@@ -236,18 +273,17 @@ class ContractionCUTENSOR:
             t_modes = s1.z_modes
             t_bytes = math.prod(ext[m] for m in t_modes) * itemsize
             if t_bytes > limit:  # the intermediate does not fit: cuTENSOR's fused trinary contraction
-                descs = tuple(desc(problem.inputs[i], problem.strides[i], al[i]) for i in range(3)) + (d_out, d_out)
+                descs = tuple(ins) + (d_out, d_out)
                 self.contracts.append(_Contract(self.handle, descs, ops, compute, preference, limit, self._owned,
                                                 log))
                 self.mode = "fused"
             else:
                 t_strides = _dense(tuple(ext[m] for m in t_modes))
                 d_t = desc(t_modes, t_strides)
-                first = (desc(problem.inputs[s1.x], problem.strides[s1.x], al[s1.x]),
-                         desc(problem.inputs[s1.y], problem.strides[s1.y], al[s1.y]), d_t, d_t)
+                first = (ins[s1.x], ins[s1.y], d_t, d_t)
                 self.contracts.append(_Contract(self.handle, first, (ops[s1.x], ops[s1.y]), compute, preference,
                                                 limit, self._owned, log))
-                second = (d_t, desc(problem.inputs[s2.y], problem.strides[s2.y], al[s2.y]), d_out, d_out)
+                second = (d_t, ins[s2.y], d_out, d_out)
                 self.contracts.append(_Contract(self.handle, second, (1, ops[s2.y]), compute, preference, limit,
                                                 self._owned, log))
                 self.t_buffer = allocate(self.allocator, max(1, t_bytes), stream)
@@ -261,6 +297,38 @@ class ContractionCUTENSOR:
             log.info("cuTENSOR %s contraction on GPU %d: compute %s, workspace %s%s", self.mode, device_id, ct_name,
                      format_bytes(self.workspace_size),
                      f", intermediate {format_bytes(self.nbytes)}" if self.t_buffer is not None else "")
+
+    def _apply_operators(self, ins, ops, dtype, problem, desc, stream, log) -> list:
+        """Operators the contraction cannot apply become permutations into plan-owned buffers: ``ins[i]`` is then
+        the buffer's descriptor and ``ops[i]`` OP_IDENTITY. Returns the contraction's operators."""
+        self.applied = []  # (input index, _Apply)
+        complex_ = dtype.startswith("complex")
+        compute = None
+        for i, op in enumerate(ops):
+            op = int(op)
+            if op == ct.Operator.OP_CONJ and not complex_:
+                op = int(ct.Operator.OP_IDENTITY)  # the conjugate of a real operand is itself
+            if op in CONTRACTION_OPERATORS:
+                ops[i] = op
+                continue
+            modes, strides = problem.inputs[i], problem.strides[i]
+            shape = [problem.extents[m] for m in modes]
+            dst = desc(modes, dense_strides(shape, natural_perm(strides)))
+            if compute is None:  # the permutation computes in the operands' own precision (float32 for halves)
+                compute = ct.compute_descriptor(DEFAULT_COMPUTE[dtype])
+            a = _Apply(self.handle, ins[i], dst, op, compute, self._owned)
+            nbytes = max(1, math.prod(shape)) * _ITEMSIZE[dtype]
+            a.buffer = allocate(self.allocator, nbytes, stream)
+            self._buffers.append(a.buffer)
+            self.nbytes += nbytes
+            self.applied.append((i, a))
+            ins[i] = dst
+            ops[i] = int(ct.Operator.OP_IDENTITY)
+            if log.isEnabledFor(logging.INFO):
+                log.info("cuTENSOR contracts operands only with OP_IDENTITY or OP_CONJ: %s of operand %s is "
+                         "applied first by a cuTENSOR permutation into a %s buffer the plan keeps",
+                         ct.Operator(op).name, "abc"[i] if i < 3 else i, format_bytes(nbytes))
+        return ops
 
     def _ensure_workspace(self, stream) -> None:
         if self.workspace is None and self.workspace_size:
@@ -283,10 +351,14 @@ class ContractionCUTENSOR:
             adapter(self.package).copy_into(result, addend.obj)  # cuTENSOR reads C with D's strides
         if addend is None:
             beta = 0.0
+        h = self.handle
+        if self.applied:  # op(A) into the plan's buffers, on the same stream as the contraction that reads them
+            inputs = list(inputs)
+            for i, a in self.applied:
+                inputs[i] = a.run(h, inputs[i], stream)
         self._ensure_workspace(stream)
         ws = self.workspace.device_ptr if self.workspace is not None else 0
         size = self.workspace_size if self.workspace is not None else 0
-        h = self.handle
         if self.mode == "binary":
             c = self.contracts[0]
             c.set_scalars(alpha, beta)
