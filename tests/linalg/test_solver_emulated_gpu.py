@@ -70,23 +70,34 @@ class FakeSolverLibs:
 
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
-        """The pivot kernel of the batched engine, in NumPy (one 'thread' per system)."""
+        """The pivot kernels in NumPy: the narrow one reads the diagonals, the wide one checks every entry of the
+        part ``part`` of each factor too; both count the flagged systems as the CUDA source does (its logic is
+        checked against this on the CPU by test_solver_pivot_kernel.py)."""
         assert name[:-1] in ("cumath_solver_pivots_", "cumath_solver_pivots_wide_") and name[-1] in "sdcz"
-        assert arg_types == "PqiiP"
+        assert arg_types == "PqiiPiidPP"
         wide = "wide" in name
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
 
         class Kernel:
-            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, out):
-                assert (grid == count and block == 256) if wide else (grid * block >= count and shared == 0)
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, info, part, power, eps, out,
+                       flagged):
+                assert (grid == count and block == 256) if wide else (grid * block >= 32 * count and block == 128)
                 fake.calls.append(name)
                 res = from_pointer(out, (count, 2), (2, 1), "float64")
-                assert fake.is_device(out, 16 * count)
+                assert fake.is_device(out, 16 * count) and fake.is_device(flagged, 8)
+                infos = fake._device_ints(info, count, "int32")
+                counter = fake._device_ints(flagged, 1, "uint64")
                 for p, ptr in enumerate(fake._pointers(aptrs, count)):
-                    d = np.abs(np.diagonal(_mat(ptr, n, n, lda, dtype)))
-                    res[p] = (d.min(), d.max()) if np.all(np.isfinite(d)) else (np.nan, np.nan)
+                    m = _mat(ptr, n, n, lda, dtype)
+                    d = np.abs(np.diagonal(m))
+                    seen = (m if part == 0 else np.tril(m) if part == 1 else np.triu(m)) if wide else d
+                    ok = bool(np.all(np.isfinite(seen)))
+                    res[p] = (d.min(), d.max()) if ok else (np.nan, np.nan)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        ratio = (d.min() / d.max()) ** power
+                    counter[0] += int(not ok or not ratio >= eps or infos[p] != 0)
 
         return Kernel()
 
