@@ -70,36 +70,50 @@ class FakeSolverLibs:
 
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
-        """The pivot kernels in NumPy: the narrow one reads the diagonals, the wide one checks every entry of the
-        part ``part`` of each factor too; both count the flagged systems as the CUDA source does (its logic is
-        checked against this on the CPU by test_solver_pivot_kernel.py)."""
-        assert name[:-1] in ("cumath_solver_pivots_", "cumath_solver_pivots_wide_") and name[-1] in "sdcz"
-        assert arg_types == "PqiiPiidPP"
-        wide = "wide" in name
+        """The pivot kernels in NumPy: the narrow one and the wide one read the diagonals, the scan checks every
+        entry of the part ``part`` of each factor; the pivot kernels count the flagged systems as the CUDA source
+        does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
+        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_")
+        assert name[:-1] in kinds and name[-1] in "sdcz"
+        scan, wide = "finite" in name, "wide" in name
+        assert arg_types == ("PqiiiP" if scan else "PqiiPPidPP")
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
 
+        def matrices(aptrs, count, n, lda):
+            return [_mat(ptr, n, n, lda, dtype) for ptr in fake._pointers(aptrs, count)]
+
+        class Scan:
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, part, bad):
+                assert grid[0] == count and 1 <= grid[1] <= max(1, n) and block == 256
+                fake.calls.append(name)
+                flags = fake._device_ints(bad, count, "int32")
+                for p, m in enumerate(matrices(aptrs, count, n, lda)):
+                    seen = m if part == 0 else np.tril(m) if part == 1 else np.triu(m)
+                    if not np.all(np.isfinite(seen)):
+                        flags[p] = 1
+
         class Kernel:
-            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, info, part, power, eps, out,
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, info, bad, power, eps, out,
                        flagged):
                 assert (grid == count and block == 256) if wide else (grid * block >= 32 * count and block == 128)
+                assert bool(bad) == wide
                 fake.calls.append(name)
                 res = from_pointer(out, (count, 2), (2, 1), "float64")
                 assert fake.is_device(out, 16 * count) and fake.is_device(flagged, 8)
                 infos = fake._device_ints(info, count, "int32")
                 counter = fake._device_ints(flagged, 1, "uint64")
-                for p, ptr in enumerate(fake._pointers(aptrs, count)):
-                    m = _mat(ptr, n, n, lda, dtype)
+                flags = fake._device_ints(bad, count, "int32") if wide else np.zeros(count, np.int32)
+                for p, m in enumerate(matrices(aptrs, count, n, lda)):
                     d = np.abs(np.diagonal(m))
-                    seen = (m if part == 0 else np.tril(m) if part == 1 else np.triu(m)) if wide else d
-                    ok = bool(np.all(np.isfinite(seen)))
+                    ok = bool(np.all(np.isfinite(d))) and not flags[p]
                     res[p] = (d.min(), d.max()) if ok else (np.nan, np.nan)
                     with np.errstate(divide="ignore", invalid="ignore"):
                         ratio = (d.min() / d.max()) ** power
                     counter[0] += int(not ok or not ratio >= eps or infos[p] != 0)
 
-        return Kernel()
+        return Scan() if scan else Kernel()
 
     # ----------------------------------------------------------------------------------- handles
     def live(self, handle):
@@ -291,7 +305,8 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_")) for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_"))
+                   for n in used), used
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -420,7 +435,9 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     a[0, 2, 2] = np.nan
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
-    assert ("cumath_solver_pivots_d" if method == "batched" else "cumath_solver_pivots_wide_d") in emulated.calls
+    wanted = ({"cumath_solver_pivots_d"} if method == "batched"
+              else {"cumath_solver_finite_d", "cumath_solver_pivots_wide_d"})
+    assert wanted <= set(emulated.calls)
 
 
 def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):

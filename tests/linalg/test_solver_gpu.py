@@ -191,15 +191,20 @@ def _nonfinite_in_factors(a) -> str:
     """Where cuSOLVER's LU of ``a`` (the single-system engine, column-major, in place) holds NaN or inf."""
     cp = _cupy()
     f = cp.asarray(np.asfortranarray(a))
+    status = "info 0"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IllConditionedWarning)
         with DirectSolver(f, cp.ones(a.shape[0]), options={"inplace_a": True, "batch_method": "loop"}) as s:
             s.plan()
-            s.factorize()
+            try:
+                s.factorize()
+            except SingularMatrixError as exc:
+                status = f"cuSOLVER's info {exc.info}"
     lu = cp.asnumpy(f)
     where = np.argwhere(~np.isfinite(lu))
     diag = int(np.sum(where[:, 0] == where[:, 1]))
-    return f"{len(where)} non-finite entries in the factors ({diag} on U's diagonal), first {where[:4].tolist()}"
+    return (f"{status}; {len(where)} non-finite entries in the factors ({diag} on U's diagonal), first "
+            f"{where[:4].tolist()}")
 
 
 @pytest.mark.parametrize("n", [257, 1031])
@@ -218,7 +223,10 @@ def test_pivots_of_large_gpu_systems(n):
     a[n - 2, n - 2] = np.nan
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        direct_solver(cp.asarray(a), cp.ones(n))
+        try:
+            direct_solver(cp.asarray(a), cp.ones(n))
+        except SingularMatrixError as exc:
+            pytest.fail(f"cuSOLVER reported the NaN as a zero pivot ({exc}); {_nonfinite_in_factors(a)}")
     messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
     assert any("non-finite pivots" in m for m in messages), f"{messages}; {_nonfinite_in_factors(a)}"
 
@@ -227,12 +235,15 @@ def test_pivots_of_large_gpu_systems(n):
 @pytest.mark.parametrize("n", [6, 32, 257, 1031])
 def test_pivot_kernels_on_the_gpu(wide, n):
     """The kernels alone on factors written by hand (no library in between): magnitudes, NaN and inf on the
-    diagonal at thread 0, the last thread and past the block's 256 threads, and (wide kernel) off it."""
+    diagonal at thread 0, the last thread and past the block's 256 threads, and (the single-system engine's
+    scan and wide kernel) off it."""
     cp = _cupy()
     from cumath.linalg._solver._backends import _pivots
 
-    kernel = _pivots.pivot_kernel("float64", cp.cuda.Device().id, wide=wide)
-    assert kernel is not None, "the pivot kernel did not build (see the log)"
+    device_id = cp.cuda.Device().id
+    kernel = _pivots.pivot_kernel("float64", device_id, wide=wide)
+    scan = _pivots.pivot_kernel("float64", device_id, scan=True)
+    assert kernel is not None and scan is not None, "the pivot kernels did not build (see the log)"
     rng = np.random.default_rng(n)
     count = 3 if wide else 5
     ld = n + 2
@@ -241,10 +252,18 @@ def test_pivot_kernels_on_the_gpu(wide, n):
         store = cp.zeros((count, n, ld))  # store[p, j, i]: column-major with leading dimension ld
         store[:, :, :n] = cp.asarray(np.swapaxes(mats, 1, 2))
         ptrs = cp.asarray(np.array([store[p].data.ptr for p in range(count)], np.uint64))
-        info, out, flagged = cp.asarray(np.asarray(infos, np.int32)), cp.full((count, 2), -1.0), cp.zeros(1, cp.uint64)
-        grid, block = (count, _pivots.WIDE) if wide else (-(-count // 4), _pivots.NARROW_BLOCK)
-        kernel.launch(grid, block, 0, cp.cuda.get_current_stream().ptr, ptrs.data.ptr, ld, n, count, info.data.ptr, 0,
-                      power, float(np.finfo(np.float64).eps), out.data.ptr, flagged.data.ptr)
+        info = cp.asarray(np.asarray(infos, np.int32))
+        out, flagged, bad = cp.full((count, 2), -1.0), cp.zeros(1, cp.uint64), cp.zeros(count, cp.int32)
+        stream = cp.cuda.get_current_stream().ptr
+        if wide:
+            scan.launch(_pivots.scan_grid(n, count), _pivots.WIDE, 0, stream, ptrs.data.ptr, ld, n, count, 0,
+                        bad.data.ptr)
+            grid, block = count, _pivots.WIDE
+        else:
+            grid, block = -(-count // 4), _pivots.NARROW_BLOCK
+        kernel.launch(grid, block, 0, stream, ptrs.data.ptr, ld, n, count, info.data.ptr,
+                      bad.data.ptr if wide else 0, power, float(np.finfo(np.float64).eps), out.data.ptr,
+                      flagged.data.ptr)
         return cp.asnumpy(out), int(flagged.get()[0])
 
     mats = rng.standard_normal((count, n, n)) + n * np.eye(n)

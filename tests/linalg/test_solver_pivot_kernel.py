@@ -3,8 +3,8 @@ C++ for the CPU and run there: a small shim gives each block of the launch real 
 barrier, warp shuffles an exchange through memory, ``__shared__`` one static array per block, ``atomicAdd`` an
 atomic), so the kernels' own code, reductions across threads included, is checked against NumPy without a GPU:
 the smallest and largest pivot magnitudes, NaN and inf anywhere they are read (on thread 0, on the last thread,
-past the 256 threads of the wide kernel's block), the counter of flagged systems, the early return of the warps
-past the batch. Skipped without a C++20 compiler."""
+past the 256 threads of the wide kernel's block, off the diagonal for the scan of the single-system engine), the
+counter of flagged systems, the early return of the warps past the batch. Skipped without a C++20 compiler."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ SHIM = r"""
 using std::fabs; using std::fmin; using std::fmax; using std::hypot;
 struct cumath_dim3 { unsigned x = 0, y = 0, z = 0; };
 static thread_local cumath_dim3 threadIdx, blockIdx;
-static cumath_dim3 blockDim;
+static cumath_dim3 blockDim, gridDim;
 static std::barrier<>* cumath_bar;
 #define __global__
 #define __device__
@@ -56,28 +56,48 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m)
 """
 
 LAUNCHER = r"""
-typedef void (*cumath_fn)(const void* const*, long long, int, int, const int*, int, int, double, double*,
-                          unsigned long long*);
-extern "C" void cumath_launch(void* fn, int grid, int block, const void* const* a, long long lda, int n, int count,
-                              const int* info, int part, int power, double eps, double* out,
-                              unsigned long long* flagged)
+typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const int*, int, double,
+                                 double*, unsigned long long*);
+typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, int*);
+struct cumath_args {
+    const void* const* a; long long lda; int n, count; const int* info; const int* bad; int power; double eps;
+    double* out; unsigned long long* flagged; int part; int* scan_bad;
+};
+// every block of the grid in turn, each with its threads running at once
+extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
 {
     blockDim.x = block;
-    for (int b = 0; b < grid; ++b) {
-        std::barrier<> bar(block);
-        cumath_bar = &bar;
-        std::vector<std::thread> threads;
-        for (int t = 0; t < block; ++t)
-            threads.emplace_back([=, &bar] {
-                threadIdx.x = t;
-                blockIdx.x = b;
-                ((cumath_fn)fn)(a, lda, n, count, info, part, power, eps, out, flagged);
-                bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
-            });
-        for (auto& th : threads) th.join();
-    }
+    gridDim.x = gx;
+    gridDim.y = gy;
+    for (int by = 0; by < gy; ++by)
+        for (int bx = 0; bx < gx; ++bx) {
+            std::barrier<> bar(block);
+            cumath_bar = &bar;
+            std::vector<std::thread> threads;
+            for (int t = 0; t < block; ++t)
+                threads.emplace_back([=, &bar] {
+                    threadIdx.x = t;
+                    blockIdx.x = bx;
+                    blockIdx.y = by;
+                    if (scan)
+                        ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->scan_bad);
+                    else
+                        ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps,
+                                               x->out, x->flagged);
+                    bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
+                });
+            for (auto& th : threads) th.join();
+        }
 }
 """
+
+
+class _Args(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_void_p), ("lda", ctypes.c_longlong), ("n", ctypes.c_int), ("count", ctypes.c_int),
+                ("info", ctypes.c_void_p), ("bad", ctypes.c_void_p), ("power", ctypes.c_int),
+                ("eps", ctypes.c_double), ("out", ctypes.c_void_p), ("flagged", ctypes.c_void_p),
+                ("part", ctypes.c_int), ("scan_bad", ctypes.c_void_p)]
+
 
 _DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 
@@ -99,8 +119,9 @@ def lib(tmp_path_factory):
     return ctypes.CDLL(str(so))
 
 
-def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None):
-    """Run a kernel on the column-major matrices ``mats`` (count, n, n); (out (count, 2), flagged count)."""
+def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None, scan_blocks=None):
+    """Run the kernels of an engine on the column-major matrices ``mats`` (count, n, n) as PivotCheck.run does
+    (wide: the finiteness scan, then the wide pivot kernel); (out (count, 2), flagged count)."""
     count, n = mats.shape[0], mats.shape[1]
     lda = n if lda is None else lda
     store = np.zeros((count, n, lda), _DTYPES[suffix])  # store[p, j, i]: column j, row i (column-major, ld lda)
@@ -109,16 +130,20 @@ def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None):
     info = np.zeros(count, np.int32) if infos is None else np.asarray(infos, np.int32)
     out = np.full((count, 2), -1.0)
     flagged = np.zeros(1, np.uint64)
-    name = ("cumath_solver_pivots_wide_" if wide else "cumath_solver_pivots_") + suffix
-    fn = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    bad = np.zeros(count, np.int32)
+    args = _Args(ptrs.ctypes.data, lda, n, count, info.ctypes.data, bad.ctypes.data if wide else None, power,
+                 float(np.finfo(_DTYPES[suffix]).eps), out.ctypes.data, flagged.ctypes.data, part, bad.ctypes.data)
+
+    def run(kind, scan, gx, gy, block):
+        fn = ctypes.cast(getattr(lib, "cumath_solver_" + kind + suffix), ctypes.c_void_p).value
+        lib.cumath_launch(ctypes.c_void_p(fn), int(scan), gx, gy, block, ctypes.byref(args))
+
     if wide:
-        grid, block = count, _pivots.WIDE
+        gx, gy = _pivots.scan_grid(n, count)
+        run("finite_", True, gx, gy if scan_blocks is None else scan_blocks, _pivots.WIDE)
+        run("pivots_wide_", False, count, 1, _pivots.WIDE)
     else:
-        grid, block = -(-count // (_pivots.NARROW_BLOCK // 32)), _pivots.NARROW_BLOCK
-    eps = float(np.finfo(_DTYPES[suffix]).eps)
-    lib.cumath_launch(ctypes.c_void_p(fn), grid, block, ctypes.c_void_p(ptrs.ctypes.data), ctypes.c_longlong(lda),
-                      n, count, ctypes.c_void_p(info.ctypes.data), part, power, ctypes.c_double(eps),
-                      ctypes.c_void_p(out.ctypes.data), ctypes.c_void_p(flagged.ctypes.data))
+        run("pivots_", False, -(-count // (_pivots.NARROW_BLOCK // 32)), 1, _pivots.NARROW_BLOCK)
     return out, int(flagged[0])
 
 
@@ -139,7 +164,7 @@ def expected(mats):
 def test_wide_kernel_on_sound_factors(lib, n, suffix):
     rng = np.random.default_rng(n)
     mats = good(rng, 2, n, _DTYPES[suffix])
-    out, flagged = launch(lib, suffix, mats, wide=True, lda=n + 3)
+    out, flagged = launch(lib, suffix, mats, wide=True, lda=n + 3, scan_blocks=min(n, 5))
     np.testing.assert_allclose(out, expected(mats), rtol=1e-6)
     assert flagged == 0
 
@@ -155,7 +180,7 @@ def test_wide_kernel_sees_non_finite_entries_anywhere(lib, n, value):
     for i, j in sorted(places):
         mats = good(rng, 3, n, np.float64)
         mats[1, i, j] = value
-        out, flagged = launch(lib, "d", mats, wide=True)
+        out, flagged = launch(lib, "d", mats, wide=True, scan_blocks=3)
         assert flagged == 1, (i, j)
         assert np.isnan(out[1]).all(), (i, j)
         np.testing.assert_allclose(out[[0, 2]], expected(mats)[[0, 2]], rtol=1e-12)
@@ -166,9 +191,21 @@ def test_wide_kernel_reads_the_triangle_of_a_cholesky_factor(lib):
     n = 300
     mats = good(rng, 1, n, np.float32)
     mats[0, 3, n - 2] = np.nan  # above the diagonal: not part of a lower factor
-    assert launch(lib, "s", mats, wide=True, part=_pivots.PART["L"], power=2)[1] == 0
-    assert launch(lib, "s", mats, wide=True, part=_pivots.PART["U"], power=2)[1] == 1
-    assert launch(lib, "s", mats, wide=True, part=_pivots.PART["lu"])[1] == 1
+    for part, flagged in (("L", 0), ("U", 1), ("lu", 1)):
+        assert launch(lib, "s", mats, wide=True, part=_pivots.PART[part], power=2, scan_blocks=7)[1] == flagged
+
+
+def test_wide_check_with_the_scan_grid_of_the_engine(lib):
+    """The scan's grid as the engine launches it (a block per column here: 40 columns, 2 systems)."""
+    assert _pivots.scan_grid(40, 2) == (2, 40) and _pivots.scan_grid(8192, 1) == (1, 1024)
+    assert _pivots.scan_grid(3, 5000) == (5000, 1)
+    rng = np.random.default_rng(40)
+    mats = good(rng, 2, 40, np.float64)
+    assert launch(lib, "d", mats, wide=True)[1] == 0
+    for i, j in ((39, 38), (0, 39), (17, 3)):
+        bad = mats.copy()
+        bad[0, i, j] = np.nan
+        assert launch(lib, "d", bad, wide=True)[1] == 1
 
 
 @pytest.mark.parametrize("wide", [False, True])
@@ -177,16 +214,17 @@ def test_kernels_flag_tiny_pivots_and_failed_factorizations(lib, wide):
     n = 270 if wide else 9
     mats = good(rng, 6, n, np.float64)
     mats[2, n - 1, n - 1] = 1e-20 * n  # lo / hi about 1e-20 (the order-1e-16 precision)
-    out, flagged = launch(lib, "d", mats, wide=wide)
+    kw = {"wide": wide, "scan_blocks": 2} if wide else {"wide": wide}
+    out, flagged = launch(lib, "d", mats, **kw)
     assert flagged == 1
     np.testing.assert_allclose(out, expected(mats), rtol=1e-12)
     mats[2, n - 1, n - 1] = 1e-9 * n  # squared (Cholesky): 1e-18, below the precision; LU: 1e-9, above it
-    assert launch(lib, "d", mats, wide=wide)[1] == 0
-    assert launch(lib, "d", mats, wide=wide, power=2)[1] == 1
+    assert launch(lib, "d", mats, **kw)[1] == 0
+    assert launch(lib, "d", mats, power=2, **kw)[1] == 1
     mats[4, 0, 0] = 0.0  # hi == 0 for no system, but lo == 0: the ratio 0 is flagged
-    assert launch(lib, "d", mats, wide=wide, power=2)[1] == 2
+    assert launch(lib, "d", mats, power=2, **kw)[1] == 2
     infos = [0, 0, 0, 3, 0, -1]
-    assert launch(lib, "d", good(rng, 6, n, np.float64), wide=wide, infos=infos)[1] == 2
+    assert launch(lib, "d", good(rng, 6, n, np.float64), infos=infos, **kw)[1] == 2
 
 
 @pytest.mark.parametrize("count", [1, 4, 5, 11])

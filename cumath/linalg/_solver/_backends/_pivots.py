@@ -7,10 +7,13 @@ and the per-system magnitudes only when it is not 0. Compiled by NVRTC once and 
 - ``cumath_solver_pivots_<t>`` (batches of small systems): one warp per system reads its diagonal, reduced with
   warp shuffles. Only the diagonal is read (a full pass over 16,384 factors of order 32 would cost about a tenth
   of the factorization): a NaN that the factorization keeps off the diagonal is not seen.
-- ``cumath_solver_pivots_wide_<t>`` (single systems, large ones): one block of ``WIDE`` threads per system reads
-  its diagonal and every entry of the factor (``part``: the whole matrix for LU, the lower or upper triangle for
-  Cholesky), coalesced down the columns. Where a NaN lands depends on how the library pivots (NaN compares false,
-  so a pivot search by magnitude may pass over it and move it into L): the diagonal alone misses it.
+- ``cumath_solver_finite_<t>`` then ``cumath_solver_pivots_wide_<t>`` (single systems, large ones): the scan
+  checks every entry of each factor (``part``: the whole matrix for LU, the lower or upper triangle for
+  Cholesky) for NaN and inf with many blocks per system, coalesced down the columns; then one block of ``WIDE``
+  threads per system reduces its diagonal. Where a NaN of ``a`` lands depends on how the library pivots (NaN
+  compares false, so a pivot search by magnitude may pass over it and move it into L): the diagonal alone can
+  miss it. The scan reads the factor once (an order-8192 float64 factor: 512 MiB, about 0.15 ms on an H200,
+  ~1% of its factorization).
 
 Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the diagonals.
 """
@@ -24,7 +27,8 @@ import numpy as np
 from ...._core import cuda
 from ...._core.kernels import get_kernel
 
-__all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "PART", "PivotCheck", "pivot_kernel"]
+__all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
+           "pivot_kernel", "scan_grid"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +68,7 @@ __device__ __forceinline__ void cumath_verdict(int p, double lo, double hi, bool
 // Batches of small systems: one warp per matrix (blockDim.x a multiple of 32), the diagonal only.
 template <typename T>
 __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, const int* info,
-                                              int part, int power, double eps, double* out,
-                                              unsigned long long* flagged)
+                                              int power, double eps, double* out, unsigned long long* flagged)
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;  // (the whole warp)
@@ -87,13 +90,33 @@ __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, 
     if (lane == 0) cumath_verdict(p, lo, hi, bad != 0, info, power, eps, out, flagged);
 }
 
-// Large matrices: one block of CUMATH_WIDE threads per matrix; the diagonal for the magnitudes, and every entry
-// of the part the factorization wrote (part 0: all of it, 1: the lower triangle, 2: the upper) for finiteness.
+// Large matrices, finiteness: block (p, y) of a grid (count, ny) checks the columns y, y + ny, ... of matrix p,
+// rows down each column (coalesced), over the part the factorization wrote (part 0: all of it, 1: the lower
+// triangle, 2: the upper), and sets bad[p] when an entry is NaN or inf. Many blocks per matrix: one block alone
+// reads a few hundred MB/s of an order-8192 factor at the bandwidth of one SM.
 #define CUMATH_WIDE 256
 template <typename T>
+__device__ __forceinline__ void cumath_finite_scan(const T* const* a, long long lda, int n, int count, int part,
+                                                   int* bad)
+{
+    const int p = blockIdx.x, t = threadIdx.x;
+    if (p >= count) return;
+    const T* m = a[p];
+    int found = 0;
+    for (int j = blockIdx.y; j < n; j += gridDim.y) {
+        const T* col = m + (long long)j * lda;
+        const int first = part == 1 ? j : 0, last = part == 2 ? j + 1 : n;
+        for (int i = first + t; i < last; i += blockDim.x) found |= !cumath_finite(col[i]);
+    }
+    if (found) bad[p] = 1;  // (every writer stores the same value)
+}
+
+// Large matrices, pivots: one block of CUMATH_WIDE threads per matrix reduces its diagonal, then judges it with
+// bad[p] from the scan above (null: the diagonal alone).
+template <typename T>
 __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long lda, int n, int count,
-                                                   const int* info, int part, int power, double eps, double* out,
-                                                   unsigned long long* flagged)
+                                                   const int* info, const int* bad, int power, double eps,
+                                                   double* out, unsigned long long* flagged)
 {
     __shared__ double lo_s[CUMATH_WIDE], hi_s[CUMATH_WIDE];
     __shared__ int bad_s[CUMATH_WIDE];
@@ -101,18 +124,15 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
     if (p >= count) return;  // (the whole block)
     const T* m = a[p];
     double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
-    int bad = 0;
+    int nonfinite = 0;
     for (int i = t; i < n; i += CUMATH_WIDE) {
-        const double g = cumath_mag(m[(long long)i * (lda + 1)]);
+        const T v = m[(long long)i * (lda + 1)];
+        nonfinite |= !cumath_finite(v);
+        const double g = cumath_mag(v);
         lo = fmin(lo, g);
         hi = fmax(hi, g);
     }
-    for (int j = 0; j < n; ++j) {
-        const T* col = m + (long long)j * lda;
-        const int first = part == 1 ? j : 0, last = part == 2 ? j + 1 : n;
-        for (int i = first + t; i < last; i += CUMATH_WIDE) bad |= !cumath_finite(col[i]);
-    }
-    lo_s[t] = lo; hi_s[t] = hi; bad_s[t] = bad;
+    lo_s[t] = lo; hi_s[t] = hi; bad_s[t] = nonfinite;
     __syncthreads();
     for (int s = CUMATH_WIDE / 2; s > 0; s >>= 1) {
         if (t < s) {
@@ -122,75 +142,97 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
         }
         __syncthreads();
     }
-    if (t == 0) cumath_verdict(p, lo_s[0], hi_s[0], bad_s[0] != 0, info, power, eps, out, flagged);
+    if (t == 0)
+        cumath_verdict(p, lo_s[0], hi_s[0], bad_s[0] != 0 || (bad != 0 && bad[p] != 0), info, power, eps, out,
+                       flagged);
 }
 
-#define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, int part, \
+#define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, const int* bad, \
     int power, double eps, double* out, unsigned long long* flagged
 #define CUMATH_PIVOTS(suffix, T) \
     extern "C" __global__ void cumath_solver_pivots_##suffix(CUMATH_PIVOT_ARGS(T)) \
-    { cumath_pivots<T>(a, lda, n, count, info, part, power, eps, out, flagged); } \
+    { cumath_pivots<T>(a, lda, n, count, info, power, eps, out, flagged); } \
     extern "C" __global__ void cumath_solver_pivots_wide_##suffix(CUMATH_PIVOT_ARGS(T)) \
-    { cumath_pivots_wide<T>(a, lda, n, count, info, part, power, eps, out, flagged); }
+    { cumath_pivots_wide<T>(a, lda, n, count, info, bad, power, eps, out, flagged); } \
+    extern "C" __global__ void cumath_solver_finite_##suffix(const T* const* a, long long lda, int n, int count, \
+                                                            int part, int* bad) \
+    { cumath_finite_scan<T>(a, lda, n, count, part, bad); }
 CUMATH_PIVOTS(s, float)
 CUMATH_PIVOTS(d, double)
 CUMATH_PIVOTS(c, cumath_c32)
 CUMATH_PIVOTS(z, cumath_c64)
 """
 
-ARG_TYPES = "PqiiPiidPP"  # a, lda, n, count, info, part, power, eps, out, flagged
-PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the wide kernel checks: LU's whole matrix, a triangle
+ARG_TYPES = "PqiiPPidPP"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, out,
+#                          flagged
+SCAN_ARG_TYPES = "PqiiiP"  # a, lda, n, count, part, bad
+PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the scan checks: LU's whole matrix, a triangle
+SCAN_BLOCKS = 1024  # blocks of the finiteness scan in all (at least one per matrix, at most one per column)
 WIDE = 256  # threads per matrix of the wide kernel (CUMATH_WIDE)
 NARROW_BLOCK = 128  # threads per block of the narrow kernel: 4 systems (a warp each)
 
-_unavailable: list = []  # why the kernel could not be had (logged once)
+_unavailable: list = []  # why the kernels could not be had (logged once)
 
-def pivot_kernel(dtype: str, device_id: int, wide: bool = False):
-    """The pivot kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): one warp per
-    matrix (launched with blocks of ``NARROW_BLOCK`` threads), or (``wide``) one block of ``WIDE`` threads per
-    matrix, launched with one block per matrix."""
+
+def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False):
+    """A kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): the pivots, one warp per
+    matrix (launched with blocks of ``NARROW_BLOCK`` threads) or (``wide``) one block of ``WIDE`` threads per
+    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks)."""
     if _unavailable:
         return None
-    name = ("cumath_solver_pivots_wide_" if wide else "cumath_solver_pivots_") + _PREFIX[dtype].lower()
+    kind = "finite_" if scan else "pivots_wide_" if wide else "pivots_"
+    name = "cumath_solver_" + kind + _PREFIX[dtype].lower()
     try:
-        return get_kernel(PIVOTS_SOURCE, name, ARG_TYPES, device_id=device_id)
+        return get_kernel(PIVOTS_SOURCE, name, SCAN_ARG_TYPES if scan else ARG_TYPES, device_id=device_id)
     except Exception as exc:  # noqa: BLE001 - the check is optional; the solve is not
         _unavailable.append(exc)
         logger.warning("the pivot check of GPU solves is off: its kernel could not be built (%s)", exc)
         return None
 
 
+def scan_grid(n: int, count: int) -> tuple:
+    """The grid of the finiteness scan: (count, ny), SCAN_BLOCKS blocks in all where the columns allow."""
+    return count, max(1, min(n, -(-SCAN_BLOCKS // max(1, count)), 65535))
+
+
 class PivotCheck:
     """The check of one engine's factorizations on the GPU: the device output of the pivot kernel (two doubles
-    per system) and its counter of flagged systems, with their host copies. ``run`` launches the kernel on
-    the factors of ``a_ptrs`` and reads the counter with one wait; only when it is not 0 does it copy the
-    ``info`` array and the magnitudes too (a second wait, on the failure path alone)."""
+    per system), its counter of flagged systems and (``wide``) the finiteness scan's flag per system, with their
+    host copies. ``run`` launches the kernel(s) on the factors of ``a_ptrs`` and reads the counter with one
+    wait; only when it is not 0 does it copy the ``info`` array and the magnitudes too (a second wait, on the
+    failure path alone)."""
 
     def __init__(self, mem, geom, part: int, wide: bool):
         self.geom, self.part, self.wide = geom, part, wide
         self.power = 2 if geom.kind == "cholesky" else 1  # the pivots of a = L L^H are the squares of L's diagonal
         self.eps = float(np.finfo(geom.dtype).eps)
         self._out = mem.get(16 * geom.count)
-        self._flagged = mem.get(8)
+        self._flags_bytes = 8 + (4 * geom.count if wide else 0)  # the counter, then the scan's flags
+        self._flagged = mem.get(self._flags_bytes)
         self._host_flagged = np.zeros(1, np.uint64)
         self.host_pivots = np.zeros((geom.count, 2), np.float64)
-        self._kernel = None
+        self._kernels = None
 
     def kernel(self, device_id: int):
-        """The kernel (None without NVRTC: logged once)."""
-        if self._kernel is None:
-            self._kernel = pivot_kernel(self.geom.dtype, device_id, wide=self.wide)
-        return self._kernel
+        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it."""
+        if self._kernels is None:
+            main = pivot_kernel(self.geom.dtype, device_id, wide=self.wide)
+            scan = pivot_kernel(self.geom.dtype, device_id, scan=True) if self.wide and main is not None else None
+            self._kernels = (main if scan is not None or not self.wide else None, scan)
+        return self._kernels[0]
 
     def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
         """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
         g = self.geom
-        cuda.memset(self._flagged, 0, 8, stream)
+        cuda.memset(self._flagged, 0, self._flags_bytes, stream)
         if self.wide:
+            bad = self._flagged + 8
+            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
+                                    bad)
             grid, block = g.count, WIDE
         else:
-            grid, block = -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK
-        kernel.launch(grid, block, 0, stream, a_ptrs, lda, g.n, g.count, info, self.part, self.power, self.eps,
+            bad, grid, block = 0, -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK
+        kernel.launch(grid, block, 0, stream, a_ptrs, lda, g.n, g.count, info, bad, self.power, self.eps,
                       self._out, self._flagged)
         cuda.copy(self._host_flagged.ctypes.data, self._flagged, 8, cuda.D2H, stream, "solver check")
         cuda.synchronize(stream)

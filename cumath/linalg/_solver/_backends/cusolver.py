@@ -4,10 +4,10 @@
 The workspace (from the ``_bufferSize`` query for the plan's n and leading dimension) is shared by the systems,
 which run one after another on the stream. Pivots (int64), the factorizations' ``info`` (one int per system) and
 the solves' ``info`` live in device memory from the plan's allocator; ``read_back`` copies the factorizations'
-``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the wide
-pivot kernel (``_pivots``: a block per system) reads the diagonals and checks every entry of the factors for
-NaN and inf on the GPU, judges them with the ``info`` array, and only its 8-byte counter of flagged systems
-comes back unless one is flagged (a strided copy of n single elements per system is many small transfers: slow
+``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the
+finiteness scan and the wide pivot kernel (``_pivots``: many blocks per system, then a block per system) check
+every entry of the factors for NaN and inf, reduce the diagonals and judge them with the ``info`` array on the
+GPU, and only an 8-byte counter of flagged systems comes back unless one is flagged (a strided copy of n single elements per system is many small transfers: slow
 for large n); without the kernel (no NVRTC) the ``info`` array and the diagonals are copied.
 """
 
