@@ -253,18 +253,18 @@ def test_pivot_kernels_on_the_gpu(wide, n):
         store[:, :, :n] = cp.asarray(np.swapaxes(mats, 1, 2))
         ptrs = cp.asarray(np.array([store[p].data.ptr for p in range(count)], np.uint64))
         info = cp.asarray(np.asarray(infos, np.int32))
-        out, flagged, bad = cp.full((count, 2), -1.0), cp.zeros(1, cp.uint64), cp.zeros(count, cp.int32)
-        stream = cp.cuda.get_current_stream().ptr
+        out, flagged, bad = cp.full((count, 2), -1.0), cp.zeros(1, cp.uint64), cp.zeros(count, cp.uint64)
+        stream, epoch = cp.cuda.get_current_stream().ptr, 7
         if wide:
-            scan.launch(_pivots.scan_grid(n, count), _pivots.WIDE, 0, stream, ptrs.data.ptr, ld, n, count, 0,
+            scan.launch(_pivots.scan_grid(n, count), _pivots.WIDE, 0, stream, ptrs.data.ptr, ld, n, count, 0, epoch,
                         bad.data.ptr)
             grid, block = count, _pivots.WIDE
         else:
             grid, block = -(-count // 4), _pivots.NARROW_BLOCK
         kernel.launch(grid, block, 0, stream, ptrs.data.ptr, ld, n, count, info.data.ptr,
-                      bad.data.ptr if wide else 0, power, float(np.finfo(np.float64).eps), out.data.ptr,
+                      bad.data.ptr if wide else 0, power, float(np.finfo(np.float64).eps), epoch, out.data.ptr,
                       flagged.data.ptr)
-        return cp.asnumpy(out), int(flagged.get()[0])
+        return cp.asnumpy(out), int(flagged.get()[0] == epoch)
 
     mats = rng.standard_normal((count, n, n)) + n * np.eye(n)
     d = np.abs(np.diagonal(mats, axis1=1, axis2=2))

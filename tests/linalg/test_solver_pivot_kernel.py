@@ -56,12 +56,14 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m)
 """
 
 LAUNCHER = r"""
-typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const int*, int, double,
-                                 double*, unsigned long long*);
-typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, int*);
+typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
+                                 int, double, unsigned long long, double*, unsigned long long*);
+typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
+                               unsigned long long*);
 struct cumath_args {
-    const void* const* a; long long lda; int n, count; const int* info; const int* bad; int power; double eps;
-    double* out; unsigned long long* flagged; int part; int* scan_bad;
+    const void* const* a; long long lda; int n, count; const int* info; const unsigned long long* bad; int power;
+    double eps; unsigned long long epoch; double* out; unsigned long long* flagged; int part;
+    unsigned long long* scan_bad;
 };
 // every block of the grid in turn, each with its threads running at once
 extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
@@ -80,10 +82,10 @@ extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, con
                     blockIdx.x = bx;
                     blockIdx.y = by;
                     if (scan)
-                        ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->scan_bad);
+                        ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
                     else
                         ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps,
-                                               x->out, x->flagged);
+                                               x->epoch, x->out, x->flagged);
                     bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
                 });
             for (auto& th : threads) th.join();
@@ -95,8 +97,8 @@ extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, con
 class _Args(ctypes.Structure):
     _fields_ = [("a", ctypes.c_void_p), ("lda", ctypes.c_longlong), ("n", ctypes.c_int), ("count", ctypes.c_int),
                 ("info", ctypes.c_void_p), ("bad", ctypes.c_void_p), ("power", ctypes.c_int),
-                ("eps", ctypes.c_double), ("out", ctypes.c_void_p), ("flagged", ctypes.c_void_p),
-                ("part", ctypes.c_int), ("scan_bad", ctypes.c_void_p)]
+                ("eps", ctypes.c_double), ("epoch", ctypes.c_ulonglong), ("out", ctypes.c_void_p),
+                ("flagged", ctypes.c_void_p), ("part", ctypes.c_int), ("scan_bad", ctypes.c_void_p)]
 
 
 _DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
@@ -119,20 +121,30 @@ def lib(tmp_path_factory):
     return ctypes.CDLL(str(so))
 
 
-def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None, scan_blocks=None):
+class State:
+    """The device words of one engine's checks, kept from one check to the next as PivotCheck keeps them (zeroed
+    once): the verdict and the scan's flags, and the epoch of the last check."""
+
+    def __init__(self, count):
+        self.flagged, self.bad, self.epoch = np.zeros(1, np.uint64), np.zeros(count, np.uint64), 0
+
+
+def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None, scan_blocks=None, state=None):
     """Run the kernels of an engine on the column-major matrices ``mats`` (count, n, n) as PivotCheck.run does
-    (wide: the finiteness scan, then the wide pivot kernel); (out (count, 2), flagged count)."""
+    (wide: the finiteness scan, then the wide pivot kernel); (out (count, 2), whether a system was flagged)."""
     count, n = mats.shape[0], mats.shape[1]
     lda = n if lda is None else lda
+    state = State(count) if state is None else state
+    state.epoch += 1
     store = np.zeros((count, n, lda), _DTYPES[suffix])  # store[p, j, i]: column j, row i (column-major, ld lda)
     store[:, :, :n] = np.swapaxes(mats, 1, 2)
     ptrs = np.array([store[p].ctypes.data for p in range(count)], np.uint64)
     info = np.zeros(count, np.int32) if infos is None else np.asarray(infos, np.int32)
     out = np.full((count, 2), -1.0)
-    flagged = np.zeros(1, np.uint64)
-    bad = np.zeros(count, np.int32)
-    args = _Args(ptrs.ctypes.data, lda, n, count, info.ctypes.data, bad.ctypes.data if wide else None, power,
-                 float(np.finfo(_DTYPES[suffix]).eps), out.ctypes.data, flagged.ctypes.data, part, bad.ctypes.data)
+    bad = state.bad.ctypes.data
+    args = _Args(ptrs.ctypes.data, lda, n, count, info.ctypes.data, bad if wide else None, power,
+                 float(np.finfo(_DTYPES[suffix]).eps), state.epoch, out.ctypes.data, state.flagged.ctypes.data, part,
+                 bad)
 
     def run(kind, scan, gx, gy, block):
         fn = ctypes.cast(getattr(lib, "cumath_solver_" + kind + suffix), ctypes.c_void_p).value
@@ -144,7 +156,7 @@ def launch(lib, suffix, mats, *, wide, part=0, power=1, infos=None, lda=None, sc
         run("pivots_wide_", False, count, 1, _pivots.WIDE)
     else:
         run("pivots_", False, -(-count // (_pivots.NARROW_BLOCK // 32)), 1, _pivots.NARROW_BLOCK)
-    return out, int(flagged[0])
+    return out, int(state.flagged[0] == state.epoch)
 
 
 def good(rng, count, n, dtype):
@@ -221,10 +233,33 @@ def test_kernels_flag_tiny_pivots_and_failed_factorizations(lib, wide):
     mats[2, n - 1, n - 1] = 1e-9 * n  # squared (Cholesky): 1e-18, below the precision; LU: 1e-9, above it
     assert launch(lib, "d", mats, **kw)[1] == 0
     assert launch(lib, "d", mats, power=2, **kw)[1] == 1
-    mats[4, 0, 0] = 0.0  # hi == 0 for no system, but lo == 0: the ratio 0 is flagged
-    assert launch(lib, "d", mats, power=2, **kw)[1] == 2
-    infos = [0, 0, 0, 3, 0, -1]
-    assert launch(lib, "d", good(rng, 6, n, np.float64), infos=infos, **kw)[1] == 2
+    mats[2, n - 1, n - 1] = n
+    mats[4, 0, 0] = 0.0  # lo == 0: the ratio 0 is flagged
+    assert launch(lib, "d", mats, **kw)[1] == 1
+    mats[4, 0, 0] = n
+    assert launch(lib, "d", mats, **kw)[1] == 0
+    assert launch(lib, "d", mats, infos=[0, 0, 0, 3, 0, 0], **kw)[1] == 1
+    assert launch(lib, "d", mats, infos=[-1, 0, 0, 0, 0, 0], **kw)[1] == 1
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_check_does_not_read_the_flags_of_the_last_one(lib, wide):
+    """Nothing is cleared between checks: each has an epoch of its own, and the flags of an earlier one (the
+    verdict word, the scan's per-system flags) do not count for it."""
+    rng = np.random.default_rng(5)
+    n = 40
+    mats = good(rng, 3, n, np.float64)
+    bad = mats.copy()
+    bad[1, n - 1, 0] = np.nan  # below the diagonal: the scan's flag (wide); the narrow kernel does not read it
+    bad[2, 3, 3] = np.inf
+    state = State(3)
+    kw = {"wide": wide, "scan_blocks": 3} if wide else {"wide": wide}
+    out, flagged = launch(lib, "d", bad, state=state, **kw)
+    assert flagged == 1 and np.isnan(out[2]).all() and np.isnan(out[1]).all() == wide
+    for _ in range(2):
+        out, flagged = launch(lib, "d", mats, state=state, **kw)
+        assert flagged == 0 and np.isfinite(out).all()
+    assert state.epoch == 3 and state.flagged[0] == 1
 
 
 @pytest.mark.parametrize("count", [1, 4, 5, 11])

@@ -1,8 +1,8 @@
 """The pivot kernels of the GPU engines of the dense direct solver: per factor of a batch (given by a device array
 of pointers), the smallest and largest magnitude of its diagonal, and on the GPU the verdict the host would
-otherwise compute from them: a device counter of the systems that failed (``info`` not 0), are numerically
-singular or hold non-finite values. The host reads that counter alone (8 bytes) and fetches the ``info`` array
-and the per-system magnitudes only when it is not 0. Compiled by NVRTC once and cached on disk.
+otherwise compute from them: a device word that says whether a system failed (``info`` not 0), is numerically
+singular or holds non-finite values. The host reads that word alone (8 bytes) and fetches the ``info`` array and
+the per-system magnitudes only when it flags something. Compiled by NVRTC once and cached on disk.
 
 - ``cumath_solver_pivots_<t>`` (batches of small systems): one warp per system reads its diagonal, reduced with
   warp shuffles. Only the diagonal is read (a full pass over 16,384 factors of order 32 would cost about a tenth
@@ -37,8 +37,9 @@ _PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 PIVOTS_SOURCE = r"""
 // Per matrix p of a batch (an array of device pointers, leading dimension lda, column-major): out[2 p] and
 // out[2 p + 1] are the smallest and largest magnitude of its diagonal, both NaN when an entry it reads is not
-// finite. *flagged grows by one for every system whose info[p] is not 0, whose ratio (lo / hi)^power is not at
-// least eps (a NaN ratio included: hi == 0) or that holds a non-finite entry. Every comparison is written so
+// finite. *flagged becomes epoch (a number the host gives each check: nothing needs clearing between checks)
+// when a system's info[p] is not 0, its ratio (lo / hi)^power is not at least eps (a NaN ratio included:
+// hi == 0) or it holds a non-finite entry. Every comparison is written so
 // that NaN fails it: fmin/fmax drop NaN, so finiteness is tracked apart from the magnitudes.
 struct cumath_c32 { float x, y; };
 struct cumath_c64 { double x, y; };
@@ -55,20 +56,22 @@ __device__ __forceinline__ bool cumath_finite(cumath_c32 v) { return v.x - v.x =
 __device__ __forceinline__ bool cumath_finite(cumath_c64 v) { return v.x - v.x == 0.0 && v.y - v.y == 0.0; }
 
 __device__ __forceinline__ void cumath_verdict(int p, double lo, double hi, bool bad, const int* info, int power,
-                                               double eps, double* out, unsigned long long* flagged)
+                                               double eps, unsigned long long epoch, double* out,
+                                               unsigned long long* flagged)
 {
     const double nan = __longlong_as_double(0x7ff8000000000000LL);
     out[2 * p] = bad ? nan : lo;
     out[2 * p + 1] = bad ? nan : hi;
     double r = lo / hi;
     if (power == 2) r = r * r;
-    if (bad || !(r >= eps) || info[p] != 0) atomicAdd(flagged, 1ULL);
+    if (bad || !(r >= eps) || info[p] != 0) *flagged = epoch;  // (every writer stores the same value)
 }
 
 // Batches of small systems: one warp per matrix (blockDim.x a multiple of 32), the diagonal only.
 template <typename T>
 __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, const int* info,
-                                              int power, double eps, double* out, unsigned long long* flagged)
+                                              int power, double eps, unsigned long long epoch, double* out,
+                                              unsigned long long* flagged)
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;  // (the whole warp)
@@ -87,17 +90,17 @@ __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, 
         hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, s));
         bad |= __shfl_xor_sync(0xffffffffu, bad, s);
     }
-    if (lane == 0) cumath_verdict(p, lo, hi, bad != 0, info, power, eps, out, flagged);
+    if (lane == 0) cumath_verdict(p, lo, hi, bad != 0, info, power, eps, epoch, out, flagged);
 }
 
 // Large matrices, finiteness: block (p, y) of a grid (count, ny) checks the columns y, y + ny, ... of matrix p,
 // rows down each column (coalesced), over the part the factorization wrote (part 0: all of it, 1: the lower
-// triangle, 2: the upper), and sets bad[p] when an entry is NaN or inf. Many blocks per matrix: one block alone
-// reads a few hundred MB/s of an order-8192 factor at the bandwidth of one SM.
+// triangle, 2: the upper), and sets bad[p] to epoch when an entry is NaN or inf. Many blocks per matrix: one
+// block alone would read an order-8192 factor at the bandwidth of one SM.
 #define CUMATH_WIDE 256
 template <typename T>
 __device__ __forceinline__ void cumath_finite_scan(const T* const* a, long long lda, int n, int count, int part,
-                                                   int* bad)
+                                                   unsigned long long epoch, unsigned long long* bad)
 {
     const int p = blockIdx.x, t = threadIdx.x;
     if (p >= count) return;
@@ -108,15 +111,16 @@ __device__ __forceinline__ void cumath_finite_scan(const T* const* a, long long 
         const int first = part == 1 ? j : 0, last = part == 2 ? j + 1 : n;
         for (int i = first + t; i < last; i += blockDim.x) found |= !cumath_finite(col[i]);
     }
-    if (found) bad[p] = 1;  // (every writer stores the same value)
+    if (found) bad[p] = epoch;  // (every writer stores the same value)
 }
 
 // Large matrices, pivots: one block of CUMATH_WIDE threads per matrix reduces its diagonal, then judges it with
-// bad[p] from the scan above (null: the diagonal alone).
+// bad[p] == epoch from the scan above (null: the diagonal alone).
 template <typename T>
 __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long lda, int n, int count,
-                                                   const int* info, const int* bad, int power, double eps,
-                                                   double* out, unsigned long long* flagged)
+                                                   const int* info, const unsigned long long* bad, int power,
+                                                   double eps, unsigned long long epoch, double* out,
+                                                   unsigned long long* flagged)
 {
     __shared__ double lo_s[CUMATH_WIDE], hi_s[CUMATH_WIDE];
     __shared__ int bad_s[CUMATH_WIDE];
@@ -143,29 +147,31 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
         __syncthreads();
     }
     if (t == 0)
-        cumath_verdict(p, lo_s[0], hi_s[0], bad_s[0] != 0 || (bad != 0 && bad[p] != 0), info, power, eps, out,
-                       flagged);
+        cumath_verdict(p, lo_s[0], hi_s[0], bad_s[0] != 0 || (bad != 0 && bad[p] == epoch), info, power, eps,
+                       epoch, out, flagged);
 }
 
-#define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, const int* bad, \
-    int power, double eps, double* out, unsigned long long* flagged
+#define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, \
+    const unsigned long long* bad, int power, double eps, unsigned long long epoch, double* out, \
+    unsigned long long* flagged
 #define CUMATH_PIVOTS(suffix, T) \
     extern "C" __global__ void cumath_solver_pivots_##suffix(CUMATH_PIVOT_ARGS(T)) \
-    { cumath_pivots<T>(a, lda, n, count, info, power, eps, out, flagged); } \
+    { cumath_pivots<T>(a, lda, n, count, info, power, eps, epoch, out, flagged); } \
     extern "C" __global__ void cumath_solver_pivots_wide_##suffix(CUMATH_PIVOT_ARGS(T)) \
-    { cumath_pivots_wide<T>(a, lda, n, count, info, bad, power, eps, out, flagged); } \
+    { cumath_pivots_wide<T>(a, lda, n, count, info, bad, power, eps, epoch, out, flagged); } \
     extern "C" __global__ void cumath_solver_finite_##suffix(const T* const* a, long long lda, int n, int count, \
-                                                            int part, int* bad) \
-    { cumath_finite_scan<T>(a, lda, n, count, part, bad); }
+                                                            int part, unsigned long long epoch, \
+                                                            unsigned long long* bad) \
+    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); }
 CUMATH_PIVOTS(s, float)
 CUMATH_PIVOTS(d, double)
 CUMATH_PIVOTS(c, cumath_c32)
 CUMATH_PIVOTS(z, cumath_c64)
 """
 
-ARG_TYPES = "PqiiPPidPP"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, out,
-#                          flagged
-SCAN_ARG_TYPES = "PqiiiP"  # a, lda, n, count, part, bad
+ARG_TYPES = "PqiiPPidQPP"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, epoch,
+#                           out, flagged
+SCAN_ARG_TYPES = "PqiiiQP"  # a, lda, n, count, part, epoch, bad
 PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the scan checks: LU's whole matrix, a triangle
 SCAN_BLOCKS = 1024  # blocks of the finiteness scan in all (at least one per matrix, at most one per column)
 WIDE = 256  # threads per matrix of the wide kernel (CUMATH_WIDE)
@@ -197,9 +203,10 @@ def scan_grid(n: int, count: int) -> tuple:
 
 class PivotCheck:
     """The check of one engine's factorizations on the GPU: the device output of the pivot kernel (two doubles
-    per system), its counter of flagged systems and (``wide``) the finiteness scan's flag per system, with their
-    host copies. ``run`` launches the kernel(s) on the factors of ``a_ptrs`` and reads the counter with one
-    wait; only when it is not 0 does it copy the ``info`` array and the magnitudes too (a second wait, on the
+    per system), its verdict word and (``wide``) the finiteness scan's flag per system, with their host copies.
+    Each check has an epoch of its own (1, 2, ...) that the kernels store where they flag something, so nothing
+    is cleared between checks. ``run`` launches the kernel(s) on the factors of ``a_ptrs`` and reads the verdict
+    with one wait; only when it is not 0 does it copy the ``info`` array and the magnitudes too (a second wait, on the
     failure path alone)."""
 
     def __init__(self, mem, geom, part: int, wide: bool):
@@ -207,8 +214,11 @@ class PivotCheck:
         self.power = 2 if geom.kind == "cholesky" else 1  # the pivots of a = L L^H are the squares of L's diagonal
         self.eps = float(np.finfo(geom.dtype).eps)
         self._out = mem.get(16 * geom.count)
-        self._flags_bytes = 8 + (4 * geom.count if wide else 0)  # the counter, then the scan's flags
-        self._flagged = mem.get(self._flags_bytes)
+        nbytes = 8 * (1 + (geom.count if wide else 0))  # the verdict, then the scan's flags (epochs, all 64-bit)
+        self._flagged = mem.get(nbytes)
+        cuda.memset(self._flagged, 0, nbytes, mem.stream)  # once: each check compares with its own epoch
+        cuda.synchronize(mem.stream)  # (before a check on another stream)
+        self._epoch = 0
         self._host_flagged = np.zeros(1, np.uint64)
         self.host_pivots = np.zeros((geom.count, 2), np.float64)
         self._kernels = None
@@ -224,19 +234,19 @@ class PivotCheck:
     def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
         """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
         g = self.geom
-        cuda.memset(self._flagged, 0, self._flags_bytes, stream)
+        self._epoch = epoch = self._epoch + 1
         if self.wide:
             bad = self._flagged + 8
             self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
-                                    bad)
+                                    epoch, bad)
             grid, block = g.count, WIDE
         else:
             bad, grid, block = 0, -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK
-        kernel.launch(grid, block, 0, stream, a_ptrs, lda, g.n, g.count, info, bad, self.power, self.eps,
+        kernel.launch(grid, block, 0, stream, a_ptrs, lda, g.n, g.count, info, bad, self.power, self.eps, epoch,
                       self._out, self._flagged)
         cuda.copy(self._host_flagged.ctypes.data, self._flagged, 8, cuda.D2H, stream, "solver check")
         cuda.synchronize(stream)
-        if not self._host_flagged[0]:
+        if int(self._host_flagged[0]) != epoch:
             return None, None
         cuda.copy(host_infos.ctypes.data, info, host_infos.nbytes, cuda.D2H, stream, "solver info")
         cuda.copy(self.host_pivots.ctypes.data, self._out, self.host_pivots.nbytes, cuda.D2H, stream,

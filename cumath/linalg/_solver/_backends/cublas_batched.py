@@ -14,9 +14,9 @@ between them with one device-to-device copy instead of building and uploading th
 
 32-bit integers: n, the leading dimensions and the batch size must be below 2^31. ``read_back`` runs a small
 kernel of cumath's own (``_pivots``: one warp per system, the smallest and largest magnitude of its factor's
-diagonal, judged on the GPU with the factorizations' ``info``) and waits once for an 8-byte counter of flagged
-systems; the ``info`` array and the magnitudes come back only when it is not 0. When the kernel cannot be had
-(no NVRTC), batches are solved without the IllConditionedWarning check (the ``info`` array is copied).
+diagonal, judged on the GPU with the factorizations' ``info``) and waits once for an 8-byte verdict word; the
+``info`` array and the magnitudes come back only when it flags a system. When the kernel cannot be had (no
+NVRTC), batches are solved without the IllConditionedWarning check (the ``info`` array is copied).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class BatchedEngine:
     def read_back(self, a_base: int, pivots: bool = True) -> tuple:
         """The factorizations' ``info`` and, per system, the smallest and largest magnitude of its factor's
         diagonal: the pivot kernel (on the pointers of ``a_base``) judges them on the GPU and one wait reads its
-        counter of flagged systems; (None, None) when it is 0 (nothing to raise or warn about), else both arrays
+        verdict word; (None, None) when it flags nothing (nothing to raise or warn about), else both arrays
         (a second wait). Without the kernel: the ``info`` array and no magnitudes."""
         stream = self._h.stream
         kernel = self._check.kernel(self.device_id) if pivots else None

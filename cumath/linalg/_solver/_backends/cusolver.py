@@ -7,7 +7,7 @@ the solves' ``info`` live in device memory from the plan's allocator; ``read_bac
 ``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the
 finiteness scan and the wide pivot kernel (``_pivots``: many blocks per system, then a block per system) check
 every entry of the factors for NaN and inf, reduce the diagonals and judge them with the ``info`` array on the
-GPU, and only an 8-byte counter of flagged systems comes back unless one is flagged (a strided copy of n single
+GPU, and only an 8-byte verdict word comes back unless a system is flagged (a strided copy of n single
 elements per system is many small transfers: slow for large n); without the kernel (no NVRTC) the ``info``
 array and the diagonals are copied.
 """
