@@ -37,7 +37,6 @@ __all__ = ["BatchedEngine", "create"]
 logger = logging.getLogger(__name__)
 
 _INT32 = (1 << 31) - 1
-_BLOCK = 128
 _POINTER_SETS = 4  # device copies of pointer arrays kept per operand, by base address
 
 
