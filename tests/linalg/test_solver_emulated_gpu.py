@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -70,25 +71,51 @@ class FakeSolverLibs:
 
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
-        """The pivot kernel of the batched engine, in NumPy (one 'thread' per system)."""
-        assert name[:-1] in ("cumath_solver_pivots_", "cumath_solver_pivots_wide_") and name[-1] in "sdcz"
-        assert arg_types == "PqiiP"
-        wide = "wide" in name
+        """The pivot kernels in NumPy: the narrow one and the wide one read the diagonals, the scan checks every
+        entry of the part ``part`` of each factor; where a system is flagged they store the check's epoch as the
+        CUDA source does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
+        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_")
+        assert name[:-1] in kinds and name[-1] in "sdcz"
+        scan, wide = "finite" in name, "wide" in name
+        assert arg_types == ("PqiiiQP" if scan else "PqiiPPidQPP")
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
 
+        def matrices(aptrs, count, n, lda):
+            return [_mat(ptr, n, n, lda, dtype) for ptr in fake._pointers(aptrs, count)]
+
+        class Scan:
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, part, epoch, bad):
+                assert grid[0] == count and 1 <= grid[1] <= max(1, n) and block == 256
+                fake.calls.append(name)
+                flags = fake._device_ints(bad, count, "uint64")
+                for p, m in enumerate(matrices(aptrs, count, n, lda)):
+                    seen = m if part == 0 else np.tril(m) if part == 1 else np.triu(m)
+                    if not np.all(np.isfinite(seen)):
+                        flags[p] = epoch
+
         class Kernel:
-            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, out):
-                assert (grid == count and block == 256) if wide else (grid * block >= count and shared == 0)
+            def launch(self, grid, block, shared, stream, aptrs, lda, n, count, info, bad, power, eps, epoch, out,
+                       flagged):
+                assert (grid == count and block == 256) if wide else (grid * block >= 32 * count and block == 128)
+                assert bool(bad) == wide
                 fake.calls.append(name)
                 res = from_pointer(out, (count, 2), (2, 1), "float64")
-                assert fake.is_device(out, 16 * count)
-                for p, ptr in enumerate(fake._pointers(aptrs, count)):
-                    d = np.abs(np.diagonal(_mat(ptr, n, n, lda, dtype)))
-                    res[p] = (d.min(), d.max()) if np.all(np.isfinite(d)) else (np.nan, np.nan)
+                assert fake.is_device(out, 16 * count) and fake.is_device(flagged, 8)
+                infos = fake._device_ints(info, count, "int32")
+                verdict = fake._device_ints(flagged, 1, "uint64")
+                flags = fake._device_ints(bad, count, "uint64") if wide else np.zeros(count, np.uint64)
+                for p, m in enumerate(matrices(aptrs, count, n, lda)):
+                    d = np.abs(np.diagonal(m))
+                    ok = bool(np.all(np.isfinite(d))) and flags[p] != epoch
+                    res[p] = (d.min(), d.max()) if ok else (np.nan, np.nan)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        ratio = (d.min() / d.max()) ** power
+                    if not ok or not ratio >= eps or infos[p] != 0:
+                        verdict[0] = epoch
 
-        return Kernel()
+        return Scan() if scan else Kernel()
 
     # ----------------------------------------------------------------------------------- handles
     def live(self, handle):
@@ -280,7 +307,8 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_")) for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_"))
+                   for n in used), used
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -409,7 +437,39 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     a[0, 2, 2] = np.nan
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
-    assert ("cumath_solver_pivots_d" if method == "batched" else "cumath_solver_pivots_wide_d") in emulated.calls
+    wanted = ({"cumath_solver_pivots_d"} if method == "batched"
+              else {"cumath_solver_finite_d", "cumath_solver_pivots_wide_d"})
+    assert wanted <= set(emulated.calls)
+
+
+@pytest.mark.parametrize("method", ["loop", "batched"])
+def test_a_sound_factorization_reads_back_eight_bytes(emulated, method):
+    """The pivot kernel judges the systems on the device: a factorization with nothing to raise or warn about
+    copies the 8-byte verdict alone and waits once; the info array and the magnitudes come back (a second wait)
+    only for a flagged system."""
+    a0, b0, ref = system((6,), 7, 1, "float64")
+    with DirectSolver(device(a0), device(b0), options=_opts("lu", method)) as s:
+        s.plan()
+        s.factorize()
+        del emulated.copies[:], emulated.cuda.syncs[:]
+        s.factorize()
+        assert [c for c in emulated.copies if c.startswith("solver")] == ["solver check"]
+        assert len(emulated.cuda.syncs) == 1
+        assert_solves(ref, s.solve(), b0, "float64")
+        bad = a0.copy()
+        bad[4] = near_singular(7)
+        s.reset_operands(a=device(bad))
+        del emulated.copies[:], emulated.cuda.syncs[:]
+        with pytest.warns(IllConditionedWarning, match=r"a\[4\] is numerically singular"):
+            s.factorize()
+        assert {"solver check", "solver info", "solver pivots"} <= set(emulated.copies)
+        assert len(emulated.cuda.syncs) == 2
+        s.reset_operands(a=device(a0))  # sound again: the flags of the last check are not read as this one's
+        del emulated.copies[:], emulated.cuda.syncs[:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            s.factorize()
+        assert [c for c in emulated.copies if c.startswith("solver")] == ["solver check"]
 
 
 def test_batches_solve_without_the_pivot_kernel(emulated, monkeypatch, caplog):

@@ -10,6 +10,7 @@ GPU). Run on a GPU machine with::
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -186,11 +187,30 @@ def test_ill_conditioned_gpu_system_warns(method):
         direct_solver(cp.asarray(a), cp.ones((2, 6)), options={"batch_method": method})
 
 
+def _nonfinite_in_factors(a) -> str:
+    """Where cuSOLVER's LU of ``a`` (the single-system engine, column-major, in place) holds NaN or inf."""
+    cp = _cupy()
+    f = cp.asarray(np.asfortranarray(a))
+    status = "info 0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IllConditionedWarning)
+        with DirectSolver(f, cp.ones(a.shape[0]), options={"inplace_a": True, "batch_method": "loop"}) as s:
+            s.plan()
+            try:
+                s.factorize()
+            except SingularMatrixError as exc:
+                status = f"cuSOLVER's info {exc.info}"
+    lu = cp.asnumpy(f)
+    where = np.argwhere(~np.isfinite(lu))
+    diag = int(np.sum(where[:, 0] == where[:, 1]))
+    return (f"{status}; {len(where)} non-finite entries in the factors ({diag} on U's diagonal), first "
+            f"{where[:4].tolist()}")
+
+
 @pytest.mark.parametrize("n", [257, 1031])
 def test_pivots_of_large_gpu_systems(n):
-    """The wide pivot kernel (a block per system) on orders past its 256 threads."""
-    import warnings
-
+    """The wide pivot kernel (a block per system) on orders past its 256 threads, after cuSOLVER's LU: a NaN of
+    a lands wherever cuSOLVER's pivoting puts it (on U's diagonal or in L), and the kernel checks every entry."""
     cp = _cupy()
     rng = np.random.default_rng(n)
     a = rng.standard_normal((n, n)) + n * np.eye(n)
@@ -201,8 +221,66 @@ def test_pivots_of_large_gpu_systems(n):
     with pytest.warns(IllConditionedWarning, match="numerically singular"):
         direct_solver(cp.asarray(near_singular(n)), cp.ones(n))
     a[n - 2, n - 2] = np.nan
-    with pytest.warns(IllConditionedWarning, match="non-finite pivots"):
-        direct_solver(cp.asarray(a), cp.ones(n))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            direct_solver(cp.asarray(a), cp.ones(n))
+        except SingularMatrixError as exc:
+            pytest.fail(f"cuSOLVER reported the NaN as a zero pivot ({exc}); {_nonfinite_in_factors(a)}")
+    messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+    assert any("non-finite pivots" in m for m in messages), f"{messages}; {_nonfinite_in_factors(a)}"
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("n", [6, 32, 257, 1031])
+def test_pivot_kernels_on_the_gpu(wide, n):
+    """The kernels alone on factors written by hand (no library in between): magnitudes, NaN and inf on the
+    diagonal at thread 0, the last thread and past the block's 256 threads, and (the single-system engine's
+    scan and wide kernel) off it."""
+    cp = _cupy()
+    from cumath.linalg._solver._backends import _pivots
+
+    device_id = cp.cuda.Device().id
+    kernel = _pivots.pivot_kernel("float64", device_id, wide=wide)
+    scan = _pivots.pivot_kernel("float64", device_id, scan=True)
+    assert kernel is not None and scan is not None, "the pivot kernels did not build (see the log)"
+    rng = np.random.default_rng(n)
+    count = 3 if wide else 5
+    ld = n + 2
+
+    def run(mats, infos=(0,) * count, power=1):
+        store = cp.zeros((count, n, ld))  # store[p, j, i]: column-major with leading dimension ld
+        store[:, :, :n] = cp.asarray(np.swapaxes(mats, 1, 2))
+        ptrs = cp.asarray(np.array([store[p].data.ptr for p in range(count)], np.uint64))
+        info = cp.asarray(np.asarray(infos, np.int32))
+        out, flagged, bad = cp.full((count, 2), -1.0), cp.zeros(1, cp.uint64), cp.zeros(count, cp.uint64)
+        stream, epoch = cp.cuda.get_current_stream().ptr, 7
+        if wide:
+            scan.launch(_pivots.scan_grid(n, count), _pivots.WIDE, 0, stream, ptrs.data.ptr, ld, n, count, 0, epoch,
+                        bad.data.ptr)
+            grid, block = count, _pivots.WIDE
+        else:
+            grid, block = -(-count // 4), _pivots.NARROW_BLOCK
+        kernel.launch(grid, block, 0, stream, ptrs.data.ptr, ld, n, count, info.data.ptr,
+                      bad.data.ptr if wide else 0, power, float(np.finfo(np.float64).eps), epoch, out.data.ptr,
+                      flagged.data.ptr)
+        return cp.asnumpy(out), int(flagged.get()[0] == epoch)
+
+    mats = rng.standard_normal((count, n, n)) + n * np.eye(n)
+    d = np.abs(np.diagonal(mats, axis1=1, axis2=2))
+    out, flagged = run(mats)
+    np.testing.assert_allclose(out, np.stack([d.min(1), d.max(1)], 1), rtol=1e-14)
+    assert flagged == 0
+    assert run(mats, infos=(0,) * (count - 1) + (2,))[1] == 1
+    places = [(i, i) for i in sorted({0, n - 2, n - 1, 255, 256} & set(range(n)))]
+    if wide:
+        places += [(n - 1, n - 2), (0, n - 1)]
+    for value in (np.nan, np.inf):
+        for i, j in places:
+            bad = mats.copy()
+            bad[1, i, j] = value
+            out, flagged = run(bad)
+            assert flagged == 1 and np.isnan(out[1]).all(), (value, i, j)
 
 
 def test_the_callers_cusolver_handle():

@@ -127,7 +127,8 @@ class _SameSpace:
         copy the factors into a for inplace_a through the buffer."""
         engine = self.engine
         infos, pivots = engine.read_back(base)
-        check_infos(infos, self.geom, engine.factor_routine, engine.error_class, self.problem)
+        if infos is not None:  # (None: a GPU engine judged every system fine on the device)
+            check_infos(infos, self.geom, engine.factor_routine, engine.error_class, self.problem)
         if pivots is not None:
             msg = ill_conditioned(pivots, self.geom, self.problem)
             if msg is not None:

@@ -9,7 +9,8 @@ a status on the GPU, where a non-zero status is passed to ``engine.failed``). Th
 themselves, so a cached stateless call reaches the library within the frame budget. Programs are cached per
 address: plans that work in buffers of their own build them once. After a factorization ``read_back(a_base)``
 gives the ``info`` of every system and the magnitudes of the factors' diagonals (one row per system; None where
-the engine cannot read them cheaply), with one synchronisation on the GPU.
+the engine cannot read them cheaply), with one synchronisation on the GPU; a GPU engine whose pivot kernel judged
+every system fine on the device gives (None, None).
 """
 
 from __future__ import annotations

@@ -1,26 +1,49 @@
-"""The pivot kernels of the GPU engines of the dense direct solver: the smallest and largest magnitude of the
-diagonal of each factor of a batch (given by a device array of pointers), compiled by NVRTC once and cached on
-disk. One thread per matrix for batches of small systems; one block of ``WIDE`` threads per matrix for large
-ones. Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the
-diagonals.
+"""The pivot kernels of the GPU engines of the dense direct solver: per factor of a batch (given by a device array
+of pointers), the smallest and largest magnitude of its diagonal, and on the GPU the verdict the host would
+otherwise compute from them: a device word that says whether a system failed (``info`` not 0), is numerically
+singular or holds non-finite values. The host reads that word alone (8 bytes) and fetches the ``info`` array and
+the per-system magnitudes only when it flags something. Compiled by NVRTC once and cached on disk.
+
+- ``cumath_solver_pivots_<t>`` (batches of small systems): one warp per system reads its diagonal, reduced with
+  warp shuffles. Only the diagonal is read (a full pass over 16,384 factors of order 32 would cost about a tenth
+  of the factorization): a NaN that the factorization keeps off the diagonal is not seen.
+- ``cumath_solver_finite_<t>`` then ``cumath_solver_pivots_wide_<t>`` (single systems, large ones): the scan
+  checks every entry of each factor (``part``: the whole matrix for LU, the lower or upper triangle for
+  Cholesky) for NaN and inf with many blocks per system, coalesced down the columns; then one block of ``WIDE``
+  threads per system reduces its diagonal. Where a NaN of ``a`` lands depends on how the library pivots (NaN
+  compares false, so a pivot search by magnitude may pass over it and move it into L): the diagonal alone can
+  miss it. The scan reads the factor once (an order-8192 float64 factor: 512 MiB, about 0.15 ms on an H200,
+  ~1% of its factorization).
+
+Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the diagonals.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 
+import numpy as np
+
+from ...._bindings import cudart
+from ...._core import cuda
+from ...._core.frameworks.numpy import from_pointer
 from ...._core.kernels import get_kernel
 
-__all__ = ["PIVOTS_SOURCE", "WIDE", "pivot_kernel"]
+__all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
+           "pivot_kernel", "scan_grid"]
 
 logger = logging.getLogger(__name__)
 
 _PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 
 PIVOTS_SOURCE = r"""
-// The smallest and largest magnitude of the diagonal of each matrix of a batch (given by an array of device
-// pointers, leading dimension lda): out[2 p] and out[2 p + 1] for matrix p, both NaN when a diagonal element is
-// not finite. One thread per matrix: the diagonals of a batch of small systems are a few values each.
+// Per matrix p of a batch (an array of device pointers, leading dimension lda, column-major): out[2 p] and
+// out[2 p + 1] are the smallest and largest magnitude of its diagonal, both NaN when an entry it reads is not
+// finite. *flagged becomes epoch (a number the host gives each check: nothing needs clearing between checks)
+// when a system's info[p] is not 0, its ratio (lo / hi)^power is not at least eps (a NaN ratio included:
+// hi == 0) or it holds a non-finite entry. Every comparison is written so
+// that NaN fails it: fmin/fmax drop NaN, so finiteness is tracked apart from the magnitudes.
 struct cumath_c32 { float x, y; };
 struct cumath_c64 { double x, y; };
 
@@ -29,44 +52,94 @@ __device__ __forceinline__ double cumath_mag(double v) { return fabs(v); }
 __device__ __forceinline__ double cumath_mag(cumath_c32 v) { return hypot((double)v.x, (double)v.y); }
 __device__ __forceinline__ double cumath_mag(cumath_c64 v) { return hypot(v.x, v.y); }
 
-template <typename T>
-__device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, double* out)
+// x - x is 0 for finite x only (inf - inf and NaN - NaN are NaN, and NaN == 0 is false)
+__device__ __forceinline__ bool cumath_finite(float v) { return v - v == 0.0f; }
+__device__ __forceinline__ bool cumath_finite(double v) { return v - v == 0.0; }
+__device__ __forceinline__ bool cumath_finite(cumath_c32 v) { return v.x - v.x == 0.0f && v.y - v.y == 0.0f; }
+__device__ __forceinline__ bool cumath_finite(cumath_c64 v) { return v.x - v.x == 0.0 && v.y - v.y == 0.0; }
+
+__device__ __forceinline__ void cumath_verdict(int p, double lo, double hi, bool bad, const int* info, int power,
+                                               double eps, unsigned long long epoch, double* out,
+                                               unsigned long long* flagged)
 {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= count) return;
-    const T* m = a[p];
-    double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
-    bool finite = true;
-    for (int i = 0; i < n; ++i) {
-        const double v = cumath_mag(m[(long long)i * (lda + 1)]);
-        finite = finite && (v - v == 0.0);
-        lo = fmin(lo, v);
-        hi = fmax(hi, v);
-    }
     const double nan = __longlong_as_double(0x7ff8000000000000LL);
-    out[2 * p] = finite ? lo : nan;
-    out[2 * p + 1] = finite ? hi : nan;
+    out[2 * p] = bad ? nan : lo;
+    out[2 * p + 1] = bad ? nan : hi;
+    double r = lo / hi;
+    if (power == 2) r = r * r;
+    if (bad || !(r >= eps) || info[p] != 0) *flagged = epoch;  // (every writer stores the same value)
 }
 
-// The same for large matrices: one block of WIDE threads per matrix, striding its diagonal, then a reduction.
+// Batches of small systems: one warp per matrix (blockDim.x a multiple of 32), the diagonal only.
+template <typename T>
+__device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, const int* info,
+                                              int power, double eps, unsigned long long epoch, double* out,
+                                              unsigned long long* flagged)
+{
+    const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (p >= count) return;  // (the whole warp)
+    const T* m = a[p];
+    double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
+    int bad = 0;
+    for (int i = lane; i < n; i += 32) {
+        const T v = m[(long long)i * (lda + 1)];
+        bad |= !cumath_finite(v);
+        const double g = cumath_mag(v);
+        lo = fmin(lo, g);
+        hi = fmax(hi, g);
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+        lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, s));
+        hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, s));
+        bad |= __shfl_xor_sync(0xffffffffu, bad, s);
+    }
+    if (lane == 0) cumath_verdict(p, lo, hi, bad != 0, info, power, eps, epoch, out, flagged);
+}
+
+// Large matrices, finiteness: block (p, y) of a grid (count, ny) checks the columns y, y + ny, ... of matrix p,
+// rows down each column (coalesced), over the part the factorization wrote (part 0: all of it, 1: the lower
+// triangle, 2: the upper), and sets bad[p] to epoch when an entry is NaN or inf. Many blocks per matrix: one
+// block alone would read an order-8192 factor at the bandwidth of one SM.
 #define CUMATH_WIDE 256
 template <typename T>
-__device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long lda, int n, int count, double* out)
+__device__ __forceinline__ void cumath_finite_scan(const T* const* a, long long lda, int n, int count, int part,
+                                                   unsigned long long epoch, unsigned long long* bad)
+{
+    const int p = blockIdx.x, t = threadIdx.x;
+    if (p >= count) return;
+    const T* m = a[p];
+    int found = 0;
+    for (int j = blockIdx.y; j < n; j += gridDim.y) {
+        const T* col = m + (long long)j * lda;
+        const int first = part == 1 ? j : 0, last = part == 2 ? j + 1 : n;
+        for (int i = first + t; i < last; i += blockDim.x) found |= !cumath_finite(col[i]);
+    }
+    if (found) bad[p] = epoch;  // (every writer stores the same value)
+}
+
+// Large matrices, pivots: one block of CUMATH_WIDE threads per matrix reduces its diagonal, then judges it with
+// bad[p] == epoch from the scan above (null: the diagonal alone).
+template <typename T>
+__device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long lda, int n, int count,
+                                                   const int* info, const unsigned long long* bad, int power,
+                                                   double eps, unsigned long long epoch, double* out,
+                                                   unsigned long long* flagged)
 {
     __shared__ double lo_s[CUMATH_WIDE], hi_s[CUMATH_WIDE];
     __shared__ int bad_s[CUMATH_WIDE];
     const int p = blockIdx.x, t = threadIdx.x;
-    if (p >= count) return;
+    if (p >= count) return;  // (the whole block)
     const T* m = a[p];
     double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
-    int bad = 0;
+    int nonfinite = 0;
     for (int i = t; i < n; i += CUMATH_WIDE) {
-        const double v = cumath_mag(m[(long long)i * (lda + 1)]);
-        bad |= !(v - v == 0.0);
-        lo = fmin(lo, v);
-        hi = fmax(hi, v);
+        const T v = m[(long long)i * (lda + 1)];
+        nonfinite |= !cumath_finite(v);
+        const double g = cumath_mag(v);
+        lo = fmin(lo, g);
+        hi = fmax(hi, g);
     }
-    lo_s[t] = lo; hi_s[t] = hi; bad_s[t] = bad;
+    lo_s[t] = lo; hi_s[t] = hi; bad_s[t] = nonfinite;
     __syncthreads();
     for (int s = CUMATH_WIDE / 2; s > 0; s >>= 1) {
         if (t < s) {
@@ -76,39 +149,132 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
         }
         __syncthreads();
     }
-    if (t == 0) {
-        const double nan = __longlong_as_double(0x7ff8000000000000LL);
-        out[2 * p] = bad_s[0] ? nan : lo_s[0];
-        out[2 * p + 1] = bad_s[0] ? nan : hi_s[0];
-    }
+    if (t == 0)
+        cumath_verdict(p, lo_s[0], hi_s[0], bad_s[0] != 0 || (bad != 0 && bad[p] == epoch), info, power, eps,
+                       epoch, out, flagged);
 }
 
+#define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, \
+    const unsigned long long* bad, int power, double eps, unsigned long long epoch, double* out, \
+    unsigned long long* flagged
 #define CUMATH_PIVOTS(suffix, T) \
-    extern "C" __global__ void cumath_solver_pivots_##suffix(const T* const* a, long long lda, int n, int count, \
-                                                            double* out) { cumath_pivots<T>(a, lda, n, count, out); } \
-    extern "C" __global__ void cumath_solver_pivots_wide_##suffix(const T* const* a, long long lda, int n, \
-                                                                 int count, double* out) \
-    { cumath_pivots_wide<T>(a, lda, n, count, out); }
+    extern "C" __global__ void cumath_solver_pivots_##suffix(CUMATH_PIVOT_ARGS(T)) \
+    { cumath_pivots<T>(a, lda, n, count, info, power, eps, epoch, out, flagged); } \
+    extern "C" __global__ void cumath_solver_pivots_wide_##suffix(CUMATH_PIVOT_ARGS(T)) \
+    { cumath_pivots_wide<T>(a, lda, n, count, info, bad, power, eps, epoch, out, flagged); } \
+    extern "C" __global__ void cumath_solver_finite_##suffix(const T* const* a, long long lda, int n, int count, \
+                                                            int part, unsigned long long epoch, \
+                                                            unsigned long long* bad) \
+    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); }
 CUMATH_PIVOTS(s, float)
 CUMATH_PIVOTS(d, double)
 CUMATH_PIVOTS(c, cumath_c32)
 CUMATH_PIVOTS(z, cumath_c64)
 """
 
-_unavailable: list = []  # why the kernel could not be had (logged once)
-
+ARG_TYPES = "PqiiPPidQPP"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, epoch,
+#                           out, flagged
+SCAN_ARG_TYPES = "PqiiiQP"  # a, lda, n, count, part, epoch, bad
+PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the scan checks: LU's whole matrix, a triangle
+SCAN_BLOCKS = 1024  # blocks of the finiteness scan in all (at least one per matrix, at most one per column)
 WIDE = 256  # threads per matrix of the wide kernel (CUMATH_WIDE)
+NARROW_BLOCK = 128  # threads per block of the narrow kernel: 4 systems (a warp each)
+
+_unavailable: list = []  # why the kernels could not be had (logged once)
 
 
-def pivot_kernel(dtype: str, device_id: int, wide: bool = False):
-    """The pivot kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): one thread per
-    matrix, or (``wide``) one block of ``WIDE`` threads per matrix, launched with one block per matrix."""
+def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False):
+    """A kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): the pivots, one warp per
+    matrix (launched with blocks of ``NARROW_BLOCK`` threads) or (``wide``) one block of ``WIDE`` threads per
+    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks)."""
     if _unavailable:
         return None
-    name = ("cumath_solver_pivots_wide_" if wide else "cumath_solver_pivots_") + _PREFIX[dtype].lower()
+    kind = "finite_" if scan else "pivots_wide_" if wide else "pivots_"
+    name = "cumath_solver_" + kind + _PREFIX[dtype].lower()
     try:
-        return get_kernel(PIVOTS_SOURCE, name, "PqiiP", device_id=device_id)
+        return get_kernel(PIVOTS_SOURCE, name, SCAN_ARG_TYPES if scan else ARG_TYPES, device_id=device_id)
     except Exception as exc:  # noqa: BLE001 - the check is optional; the solve is not
         _unavailable.append(exc)
         logger.warning("the pivot check of GPU solves is off: its kernel could not be built (%s)", exc)
         return None
+
+
+def _free_host(ptr: int) -> None:
+    try:
+        cudart.cudaFreeHost(ptr)
+    except Exception:  # interpreter shutdown, context gone
+        pass
+
+
+def _pinned_word(owner):
+    """An 8-byte word of page-locked host memory that lives as long as ``owner`` (a device-to-host copy into it
+    needs no staging through the driver's buffer); a NumPy word where it cannot be had."""
+    try:
+        ptr = cudart.cudaMallocHost(8)
+    except Exception:  # noqa: BLE001 - no CUDA runtime (the CPU emulation): pageable memory works too
+        ptr = 0
+    if not ptr:
+        return np.zeros(1, np.uint64)
+    weakref.finalize(owner, _free_host, ptr)
+    word = from_pointer(ptr, (1,), (1,), "uint64")
+    word[0] = 0
+    return word
+
+
+def scan_grid(n: int, count: int) -> tuple:
+    """The grid of the finiteness scan: (count, ny), SCAN_BLOCKS blocks in all where the columns allow."""
+    return count, max(1, min(n, -(-SCAN_BLOCKS // max(1, count)), 65535))
+
+
+class PivotCheck:
+    """The check of one engine's factorizations on the GPU: the device output of the pivot kernel (two doubles
+    per system), its verdict word and (``wide``) the finiteness scan's flag per system, with their host copies.
+    Each check has an epoch of its own (1, 2, ...) that the kernels store where they flag something, so nothing
+    is cleared between checks. ``run`` launches the kernel(s) on the factors of ``a_ptrs`` and reads the verdict
+    with one wait; only when it is not 0 does it copy the ``info`` array and the magnitudes too (a second wait, on the
+    failure path alone)."""
+
+    def __init__(self, mem, geom, part: int, wide: bool):
+        self.geom, self.part, self.wide = geom, part, wide
+        self.power = 2 if geom.kind == "cholesky" else 1  # the pivots of a = L L^H are the squares of L's diagonal
+        self.eps = float(np.finfo(geom.dtype).eps)
+        self._out = mem.get(16 * geom.count)
+        nbytes = 8 * (1 + (geom.count if wide else 0))  # the verdict, then the scan's flags (epochs, all 64-bit)
+        self._flagged = mem.get(nbytes)
+        cuda.memset(self._flagged, 0, nbytes, mem.stream)  # once: each check compares with its own epoch
+        cuda.synchronize(mem.stream)  # (before a check on another stream)
+        self._epoch = 0
+        self._host_flagged = _pinned_word(self)
+        self.host_pivots = np.zeros((geom.count, 2), np.float64)
+        self._kernels = None
+
+    def kernel(self, device_id: int):
+        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it."""
+        if self._kernels is None:
+            main = pivot_kernel(self.geom.dtype, device_id, wide=self.wide)
+            scan = pivot_kernel(self.geom.dtype, device_id, scan=True) if self.wide and main is not None else None
+            self._kernels = (main if scan is not None or not self.wide else None, scan)
+        return self._kernels[0]
+
+    def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
+        """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
+        g = self.geom
+        self._epoch = epoch = self._epoch + 1
+        if self.wide:
+            bad = self._flagged + 8
+            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
+                                    epoch, bad)
+            grid, block = g.count, WIDE
+        else:
+            bad, grid, block = 0, -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK
+        kernel.launch(grid, block, 0, stream, a_ptrs, lda, g.n, g.count, info, bad, self.power, self.eps, epoch,
+                      self._out, self._flagged)
+        cuda.copy(self._host_flagged.ctypes.data, self._flagged, 8, cuda.D2H, stream, "solver check")
+        cuda.synchronize(stream)
+        if int(self._host_flagged[0]) != epoch:
+            return None, None
+        cuda.copy(host_infos.ctypes.data, info, host_infos.nbytes, cuda.D2H, stream, "solver info")
+        cuda.copy(self.host_pivots.ctypes.data, self._out, self.host_pivots.nbytes, cuda.D2H, stream,
+                  "solver pivots")
+        cuda.synchronize(stream)
+        return host_infos, self.host_pivots

@@ -13,9 +13,10 @@ between them with one device-to-device copy instead of building and uploading th
   the pointers of its column.
 
 32-bit integers: n, the leading dimensions and the batch size must be below 2^31. ``read_back`` runs a small
-kernel of cumath's own (``_pivots``: one thread per system, the smallest and largest magnitude of its factor's
-diagonal, compiled by NVRTC once and cached on disk) and copies its output and the factorizations' ``info`` back with one
-wait. When the kernel cannot be had (no NVRTC), batches are solved without the IllConditionedWarning check.
+kernel of cumath's own (``_pivots``: one warp per system, the smallest and largest magnitude of its factor's
+diagonal, judged on the GPU with the factorizations' ``info``) and waits once for an 8-byte verdict word; the
+``info`` array and the magnitudes come back only when it flags a system. When the kernel cannot be had (no
+NVRTC), batches are solved without the IllConditionedWarning check (the ``info`` array is copied).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ...._bindings import cublas, cusolver
 from ...._core import cuda
 from ....errors import CUBLASError, CUSOLVERError
 from ..._backends.cublas import CublasHandle
-from ._pivots import _PREFIX, pivot_kernel
+from ._pivots import _PREFIX, PART, PivotCheck
 from .cusolver import _FILL, _OP, SolverHandle, _Buffers
 
 __all__ = ["BatchedEngine", "create"]
@@ -36,7 +37,6 @@ __all__ = ["BatchedEngine", "create"]
 logger = logging.getLogger(__name__)
 
 _INT32 = (1 << 31) - 1
-_BLOCK = 128
 _POINTER_SETS = 4  # device copies of pointer arrays kept per operand, by base address
 
 
@@ -90,9 +90,7 @@ class BatchedEngine:
         self._sinfo = self._mem.get(4)  # potrsBatched's d_info (device)
         self._host_sinfo = np.zeros(1, np.int32)  # getrsBatched's info (host)
         self._host_infos = np.zeros(count, np.int32)
-        self._pivot_out = self._mem.get(16 * count)
-        self._host_pivots = np.zeros((count, 2), np.float64)
-        self._kernel = None
+        self._check = PivotCheck(self._mem, g, PART["lu"] if self.lu else PART[self.problems.factor.uplo], False)
         # pointer arrays: a's matrices; b's (LU: one array; Cholesky: one per right-hand side column)
         columns = 1 if self.lu else k
         self._a_ptrs = self._mem.get(8 * count)
@@ -162,24 +160,18 @@ class BatchedEngine:
     # ------------------------------------------------------------------------------------------ status
     def read_back(self, a_base: int, pivots: bool = True) -> tuple:
         """The factorizations' ``info`` and, per system, the smallest and largest magnitude of its factor's
-        diagonal (the pivot kernel, on the pointers of ``a_base``), copied to the host with one wait."""
+        diagonal: the pivot kernel (on the pointers of ``a_base``) judges them on the GPU and one wait reads its
+        verdict word; (None, None) when it flags nothing (nothing to raise or warn about), else both arrays
+        (a second wait). Without the kernel: the ``info`` array and no magnitudes."""
         stream = self._h.stream
-        kernel = self._pivot_kernel() if pivots else None
+        kernel = self._check.kernel(self.device_id) if pivots else None
         if kernel is not None:
             self._upload("a", a_base)
-            g = self.geom
-            kernel.launch(-(-g.count // _BLOCK), _BLOCK, 0, stream, self._a_ptrs, self.problems.factor.ld, g.n,
-                          g.count, self._pivot_out)
-            cuda.copy(self._host_pivots.ctypes.data, self._pivot_out, self._host_pivots.nbytes, cuda.D2H, stream,
-                      "solver pivots")
+            return self._check.run(kernel, stream, self._a_ptrs, self.problems.factor.ld, self._info,
+                                   self._host_infos)
         cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream, "solver info")
         cuda.synchronize(stream)
-        return self._host_infos, (self._host_pivots if kernel is not None else None)
-
-    def _pivot_kernel(self):
-        if self._kernel is None:
-            self._kernel = pivot_kernel(self.geom.dtype, self.device_id)
-        return self._kernel
+        return self._host_infos, None
 
     def failed(self, status: int, fn) -> None:
         detail = f"{getattr(fn, '__name__', fn)} of a batch of {self.geom.count} systems of order {self.geom.n}"

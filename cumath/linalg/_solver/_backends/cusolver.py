@@ -4,9 +4,12 @@
 The workspace (from the ``_bufferSize`` query for the plan's n and leading dimension) is shared by the systems,
 which run one after another on the stream. Pivots (int64), the factorizations' ``info`` (one int per system) and
 the solves' ``info`` live in device memory from the plan's allocator; ``read_back`` copies the factorizations'
-``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the batched
-engine's pivot kernel (its wide form: a block per system) reads the diagonals on the GPU (a strided copy of n single elements per system is many
-small transfers: slow for large n); without the kernel (no NVRTC) the diagonals are copied.
+``info`` and the smallest and largest magnitude of each factor's diagonal to the host and waits once: the
+finiteness scan and the wide pivot kernel (``_pivots``: many blocks per system, then a block per system) check
+every entry of the factors for NaN and inf, reduce the diagonals and judge them with the ``info`` array on the
+GPU, and only an 8-byte verdict word comes back unless a system is flagged (a strided copy of n single
+elements per system is many small transfers: slow for large n); without the kernel (no NVRTC) the ``info``
+array and the diagonals are copied.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ...._core.cuda import set_device
 from ....errors import CUSOLVERError
 from ....memory import allocate
 from . import ProgramCache
-from ._pivots import WIDE, pivot_kernel
+from ._pivots import PART, PivotCheck
 
 __all__ = ["SolverHandle", "CusolverEngine", "DATA_TYPES", "create"]
 
@@ -135,9 +138,7 @@ class CusolverEngine(ProgramCache):
         self._ipiv = self._mem.get(8 * count * max(1, n)) if self.lu else 0
         self._host_infos = np.zeros(count, np.int32)
         self._host_diag = None  # without the pivot kernel: the diagonals, copied
-        self._kernel = None
-        self._pivot_out = self._mem.get(16 * count)
-        self._host_pivots = np.zeros((count, 2), np.float64)
+        self._check = PivotCheck(self._mem, g, PART["lu"] if self.lu else PART[f.uplo], True)
         self._a_ptrs = self._mem.get(8 * count)
         self._a_ptrs_base = None
         self._a_ptrs_host = np.zeros(count, np.uint64)
@@ -184,22 +185,22 @@ class CusolverEngine(ProgramCache):
 
     # ------------------------------------------------------------------------------------------ status
     def read_back(self, a_base: int, pivots: bool = True) -> tuple:
-        """The factorizations' ``info`` and the factors' diagonals, copied to the host with one wait."""
+        """The factorizations' ``info`` and the magnitudes of the factors' diagonals: judged on the GPU by the
+        wide pivot kernel, (None, None) when nothing is to be raised or warned about (one wait for 8 bytes);
+        without the kernel, the ``info`` array and the diagonals, copied with one wait."""
         stream = self._h.stream
         g, ld = self.geom, self.problems.factor.ld
-        cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
-                  "solver info")
-        kernel = self._pivot_kernel() if pivots else None
+        kernel = self._check.kernel(self.device_id) if pivots else None
         if kernel is not None:
             if a_base != self._a_ptrs_base:
                 np.add(np.asarray(self._a_off, np.int64), a_base, out=self._a_ptrs_host, casting="unsafe")
                 cuda.copy(self._a_ptrs, self._a_ptrs_host.ctypes.data, self._a_ptrs_host.nbytes, cuda.H2D, stream,
                           "solver pointer array")
                 self._a_ptrs_base = a_base
-            kernel.launch(g.count, WIDE, 0, stream, self._a_ptrs, ld, g.n, g.count, self._pivot_out)
-            cuda.copy(self._host_pivots.ctypes.data, self._pivot_out, self._host_pivots.nbytes, cuda.D2H, stream,
-                      "solver pivots")
-        elif pivots:
+            return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos)
+        cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
+                  "solver info")
+        if pivots:
             if self._host_diag is None:
                 self._host_diag = np.zeros((g.count, max(1, g.n)), g.dtype)
             item = self._host_diag.itemsize
@@ -208,14 +209,7 @@ class CusolverEngine(ProgramCache):
             for i, off in enumerate(self._a_off):
                 cudart.cudaMemcpy2DAsync(dst + i * row, item, a_base + off, (ld + 1) * item, item, g.n, _D2H, stream)
         cuda.synchronize(stream)
-        if kernel is not None:
-            return self._host_infos, self._host_pivots
         return self._host_infos, (np.abs(self._host_diag[:, :g.n]) if pivots else None)
-
-    def _pivot_kernel(self):
-        if self._kernel is None:
-            self._kernel = pivot_kernel(self.geom.dtype, self.device_id, wide=True)
-        return self._kernel
 
     def failed(self, status: int, fn) -> None:
         cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")
