@@ -9,12 +9,13 @@ import importlib
 
 __all__ = ["advanced", "ust", "matmul", "Matmul", "MatmulOptions", "ComputeType", "matmul_matrix_qualifiers_dtype",
            "compile_matmul_prolog", "compile_matmul_epilog", "compile_matmul_add", "compile_matmul_atomic_add",
-           "compile_matmul_mul"]
+           "compile_matmul_mul", "ExecutionCPU", "ExecutionCUDA"]
 
 _FROM = {"matmul": "._matmul", "Matmul": "._matmul", "MatmulOptions": "._matmul", "ComputeType": "._matmul",
          "matmul_matrix_qualifiers_dtype": "._matmul", "compile_matmul_prolog": "._matmul._compile",
          "compile_matmul_epilog": "._matmul._compile", "compile_matmul_add": "._matmul._compile",
-         "compile_matmul_atomic_add": "._matmul._compile", "compile_matmul_mul": "._matmul._compile"}
+         "compile_matmul_atomic_add": "._matmul._compile", "compile_matmul_mul": "._matmul._compile",
+         "ExecutionCPU": ".._core.execution", "ExecutionCUDA": ".._core.execution"}
 
 
 def __getattr__(name):
