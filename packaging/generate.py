@@ -48,6 +48,7 @@ CONDA_NAMES = {
     "jax": ["jax"],
     "mpi4py": ["mpi4py"],
     "openmpi": ["openmpi"],
+    "mpich": ["mpich"],
     "nvidia-cufftmp-cu13": ["libcufftmp"],
     "nvidia-nvshmem-cu13": ["libnvshmem"],
     "nvshmem4py-cu13": ["nvshmem4py"],

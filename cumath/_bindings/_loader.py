@@ -166,7 +166,7 @@ LIBRARIES: dict[str, LibrarySpec] = {
     # The same from NumPy < 2 / SciPy < 1.14 wheels (NumPy 1.24-1.26, SciPy 1.9-1.13): the library is named
     # libopenblas64_p-r0-<hash>.<version>.so (ILP64, symbols cblas_*64_) and libopenblasp-r0-<hash>.<version>.so
     # (LP64, plain symbols).
-    "numpy_openblas64_legacy": LibrarySpec((), "cpu", wheel_globs=("numpy.libs/libopenblas64_p-r0-*.so*",)),
+    "numpy_openblas64_legacy": LibrarySpec((), "numpy", wheel_globs=("numpy.libs/libopenblas64_p-r0-*.so*",)),
     "scipy_openblas_legacy": LibrarySpec((), "cpu", wheel_globs=("scipy.libs/libopenblasp-r0-*.so*",)),
 }
 

@@ -48,6 +48,8 @@ BRINGS = {
     "fftw3_omp": [("cpu", "pyfftw")], "fftw3f_omp": [("cpu", "pyfftw")],
     "mkl_rt": [("mkl", "mkl")],
     "scipy_openblas32": [("cpu", "scipy")],
+    # NumPy < 2 / SciPy < 1.14 wheels bundle OpenBLAS under older names (the lowest NumPy the package declares)
+    "scipy_openblas_legacy": [("cpu", "scipy")],
 }
 
 
