@@ -164,8 +164,9 @@ class HostMirror:
         src = self.array if source is None else source
         perm = tuple(np.argsort([-s for s in src.strides], kind="stable")) if src.ndim else ()
         dense_src = tuple(s // src.itemsize for s in src.strides) == dense_strides(self.shape, perm)
-        t_op_perm = tuple(np.argsort([-s for s in pkg_strides(target)], kind="stable")) if src.ndim else ()
-        if dense_src and t_op_perm == perm and _dense_like(target, perm):
+        t_strides = pkg_strides(target, pkg)
+        t_op_perm = tuple(np.argsort([-s for s in t_strides], kind="stable")) if src.ndim else ()
+        if dense_src and t_op_perm == perm and (t_strides == dense_strides(self.shape, perm) or src.size <= 1):
             if src.nbytes:
                 cuda.copy(pkg.pointer(target), _ptr(src), src.nbytes, cuda.H2D, stream, self.what)
         else:
@@ -179,14 +180,14 @@ class HostMirror:
             cuda.synchronize(stream)
 
 
-def pkg_strides(x) -> tuple:
-    """Element strides of a CuPy array or a PyTorch tensor (or anything with NumPy-style byte strides)."""
+def pkg_strides(x, pkg=None) -> tuple:
+    """Element strides of a GPU array of the package whose adapter is ``pkg``: the adapter's ``array_strides``
+    where it has one (JAX arrays have no strides), else a PyTorch tensor's ``stride()`` or NumPy-style byte
+    strides (CuPy)."""
+    own = getattr(pkg, "array_strides", None)
+    if own is not None:
+        return tuple(own(x))
     stride = getattr(x, "stride", None)
     if callable(stride):  # torch
         return tuple(stride())
     return tuple(s // x.itemsize for s in x.strides)
-
-
-def _dense_like(x, perm) -> bool:
-    shape = tuple(x.shape)
-    return pkg_strides(x) == dense_strides(shape, perm) or math.prod(shape) <= 1

@@ -55,6 +55,8 @@ class FakeSolverLibs:
         self.calls = []
         self.streams = []
         self.params = []
+        self.factored = []  # the address of every matrix cusolverDnXgetrf / Xpotrf factorized
+        self.drops_nan = False  # a library whose factors need not keep a NaN of a (as cuSOLVER's LU was seen to)
         self.created, self.destroyed, self.copies = cuda.created, cuda.destroyed, cuda.copies
 
     # ------------------------------------------------------------------------------------ memory
@@ -141,9 +143,10 @@ class FakeSolverLibs:
         dtype = CUDA_TYPES[dt]
         assert dt == ct and m == n and lda >= max(1, n)
         assert self.is_device(dwork, max(1, dsize)), "the workspace must be in device memory"
+        self.factored.append(A)
         a = _mat(A, n, n, lda, dtype)
         lu, piv, inf = _lapack("getrf", dtype)(a.copy())
-        a[...] = lu
+        a[...] = np.nan_to_num(lu, nan=1.0) if self.drops_nan else lu
         self._device_ints(ipiv, n, "int64")[:] = piv + 1
         self._device_ints(info, 1, "int32")[0] = inf
         return 0
@@ -164,6 +167,7 @@ class FakeSolverLibs:
         self.live(h)
         dtype = CUDA_TYPES[dt]
         assert self.is_device(dwork, max(1, dsize))
+        self.factored.append(A)
         a = _mat(A, n, n, lda, dtype)
         c, inf = _lapack("potrf", dtype)(a.copy(), lower=int(uplo == 0), clean=0)
         a[...] = c
@@ -357,6 +361,91 @@ def test_inplace_on_the_gpu(emulated, method, kind):
             else:
                 low = np.tril(a[i])
                 np.testing.assert_allclose(low @ low.T, ref[i], rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("n", [7, 257])
+def test_consecutive_stateless_gpu_calls_solve_their_own_systems(emulated, layout, n):
+    """A cached plan (one shape, one layout) lent to calls with new matrices factorizes each call's own matrix:
+    a sound one, a numerically singular one, then one with a NaN on its diagonal, whose factors hold it."""
+    rng = np.random.default_rng(n)
+    opts = _opts("lu", "loop")
+    hits = plan_cache.stats()["hits"]
+    good = rng.standard_normal((n, n)) + n * np.eye(n)
+    other = rng.standard_normal((n, n)) + n * np.eye(n)
+    bad = good.copy()
+    bad[n - 2, n - 2] = np.nan
+    ones = np.ones(n)
+    for a in (good, other):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            x = direct_solver(device(with_layout(a, layout)), device(ones.copy()), options=opts)
+        np.testing.assert_allclose(a @ x, ones, rtol=1e-10, atol=1e-10)
+    with pytest.warns(IllConditionedWarning, match="numerically singular"):
+        direct_solver(device(with_layout(near_singular(n), layout)), device(ones.copy()), options=opts)
+    with pytest.warns(IllConditionedWarning, match="non-finite pivots"):
+        direct_solver(device(with_layout(bad, layout)), device(ones.copy()), options=opts)
+    x = direct_solver(device(with_layout(other, layout)), device(ones.copy()), options=opts)
+    np.testing.assert_allclose(other @ x, ones, rtol=1e-10, atol=1e-10)
+    assert plan_cache.stats()["hits"] - hits == 4  # one plan, lent to every later call
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_nan_the_factorization_drops_is_still_reported(emulated, inplace):
+    """The single-system engine scans the matrices before the factorization too: a library whose factors do not
+    keep a NaN of a (a pivot search that passes over it) cannot hide it; a sound matrix after it is not flagged."""
+    emulated.drops_nan = True
+    n = 257
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    bad = a.copy()
+    bad[n - 2, n - 2] = np.nan
+    opts = _opts("lu", "loop", inplace_a=inplace)
+    for m, flagged in ((a, False), (bad, True), (a, False)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            x = direct_solver(device(np.asfortranarray(m)), device(np.ones(n)), options=opts)
+        messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+        assert any("non-finite pivots" in msg for msg in messages) == flagged, messages
+        if not flagged:
+            np.testing.assert_allclose(a @ x, np.ones(n), rtol=1e-10, atol=1e-10)
+    assert "cumath_solver_finite_d" in emulated.calls
+
+
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_inplace_a_factorizes_the_callers_memory(emulated, kind):
+    """With inplace_a and a column-major a, the library factorizes a's own memory (no staging copy): each new
+    a of a reused plan is factorized where it is, and a NaN in it stays in its factors."""
+    n = 257
+    rng = np.random.default_rng(3)
+    opts = _opts(kind, "loop", inplace_a=True)
+    mats = []
+    for k in range(3):
+        m = rng.standard_normal((n, n))
+        m = m @ m.T + n * np.eye(n) if kind == "cholesky" else m + n * np.eye(n)
+        mats.append(np.asfortranarray(m))
+    mats[2][n - 2, n - 2] = np.nan
+    keep = [m.copy() for m in mats]
+    with DirectSolver(device(mats[0]), device(np.ones(n)), options=opts) as s:
+        s.plan()
+        for k, m in enumerate(mats):
+            if k:
+                s.reset_operands(a=device(m))
+            before = len(emulated.factored)
+            if k == 2:
+                with pytest.warns(IllConditionedWarning, match="non-finite pivots"):
+                    s.factorize()
+            else:
+                s.factorize()
+            assert emulated.factored[before:] == [m.__array_interface__["data"][0]]
+            if kind == "lu":
+                np.testing.assert_array_equal(m, sl.dgetrf(keep[k])[0])
+            else:
+                np.testing.assert_array_equal(np.tril(m), np.tril(sl.dpotrf(keep[k], lower=1, clean=0)[0]))
+            if k < 2:
+                x = s.solve()
+                np.testing.assert_allclose(keep[k] @ x, np.ones(n), rtol=1e-10, atol=1e-10)
+    assert int(np.sum(~np.isfinite(mats[2]))) >= 1
 
 
 def test_singular_system_of_a_gpu_batch(emulated):

@@ -191,6 +191,7 @@ def _nonfinite_in_factors(a) -> str:
     """Where cuSOLVER's LU of ``a`` (the single-system engine, column-major, in place) holds NaN or inf."""
     cp = _cupy()
     f = cp.asarray(np.asfortranarray(a))
+    given = int(cp.count_nonzero(~cp.isfinite(f)))  # what the library was handed
     status = "info 0"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IllConditionedWarning)
@@ -203,7 +204,7 @@ def _nonfinite_in_factors(a) -> str:
     lu = cp.asnumpy(f)
     where = np.argwhere(~np.isfinite(lu))
     diag = int(np.sum(where[:, 0] == where[:, 1]))
-    return (f"{status}; {len(where)} non-finite entries in the factors ({diag} on U's diagonal), first "
+    return (f"{status}; {given} non-finite entries given, {len(where)} in the factors ({diag} on U's diagonal), first "
             f"{where[:4].tolist()}")
 
 

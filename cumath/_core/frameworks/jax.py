@@ -72,19 +72,24 @@ def wrap(x, name: str = "operand") -> Operand:
     device_id, _ = _device_id(x)
     x.block_until_ready()
     shape = tuple(x.shape)
+    ptr = x.unsafe_buffer_pointer() if math.prod(shape) else 0
+    return Operand(x, ptr, shape, array_strides(x), dname, device_id, "jax", True)
+
+
+def array_strides(x) -> tuple:
+    """The element strides of a JAX array's memory (its ``format``'s layout; row-major without one). JAX arrays
+    have no ``strides``: the staging copies (``_core/executors.py``) ask the adapter for them."""
+    shape = tuple(x.shape)
     layout = getattr(getattr(x, "format", None), "layout", None)
     m2m = getattr(layout, "major_to_minor", None)
-    if m2m is not None and tuple(m2m) != tuple(range(len(shape))):
-        strides = [0] * len(shape)
-        n = 1
-        for axis in reversed(tuple(m2m)):
-            strides[axis] = n
-            n *= shape[axis]
-        strides = tuple(strides)
-    else:
-        strides = _row_major(shape)
-    ptr = x.unsafe_buffer_pointer() if math.prod(shape) else 0
-    return Operand(x, ptr, shape, strides, dname, device_id, "jax", True)
+    if m2m is None or tuple(m2m) == tuple(range(len(shape))):
+        return _row_major(shape)
+    strides = [0] * len(shape)
+    n = 1
+    for axis in reversed(tuple(m2m)):
+        strides[axis] = n
+        n *= shape[axis]
+    return tuple(strides)
 
 
 _DEVICES: dict = {}

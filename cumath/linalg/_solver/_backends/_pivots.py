@@ -13,7 +13,8 @@ the per-system magnitudes only when it flags something. Compiled by NVRTC once a
   threads per system reduces its diagonal. Where a NaN of ``a`` lands depends on how the library pivots (NaN
   compares false, so a pivot search by magnitude may pass over it and move it into L): the diagonal alone can
   miss it. The scan reads the factor once (an order-8192 float64 factor: 512 MiB, about 0.15 ms on an H200,
-  ~1% of its factorization).
+  ~1% of its factorization). The single-system engine runs the scan on the matrices before the factorization
+  too, with the same epoch: a library need not keep a NaN of ``a`` in its factors at all.
 
 Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the diagonals.
 """
@@ -244,6 +245,7 @@ class PivotCheck:
         cuda.memset(self._flagged, 0, nbytes, mem.stream)  # once: each check compares with its own epoch
         cuda.synchronize(mem.stream)  # (before a check on another stream)
         self._epoch = 0
+        self._scanned = False  # scan_input ran for the check to come (and took its epoch)
         self._host_flagged = _pinned_word(self)
         self.host_pivots = np.zeros((geom.count, 2), np.float64)
         self._kernels = None
@@ -256,10 +258,24 @@ class PivotCheck:
             self._kernels = (main if scan is not None or not self.wide else None, scan)
         return self._kernels[0]
 
+    def scan_input(self, stream: int, a_ptrs: int, lda: int) -> None:
+        """Before the factorization: the finiteness scan of the matrices themselves (all of each, or the triangle
+        the library reads), flagging with the epoch of the next ``run``. A library need not keep a NaN of ``a``
+        in its factors (a pivot search that passes over NaN, or an update that does not read it, can drop it),
+        so the check of the factors alone can miss it; the scan of both sees every non-finite input."""
+        g = self.geom
+        self._epoch += 1  # (a check left behind by a failed call never lends its flags to the next one)
+        self._scanned = True
+        self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
+                                self._epoch, self._flagged + 8)
+
     def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
         """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
         g = self.geom
-        self._epoch = epoch = self._epoch + 1
+        if not self._scanned:
+            self._epoch += 1
+        self._scanned = False
+        epoch = self._epoch
         if self.wide:
             bad = self._flagged + 8
             self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,

@@ -159,7 +159,7 @@ class CusolverEngine(ProgramCache):
         g, f = self.geom, self.problems.factor
         h, params, dt, n = self._h.value, self._h.params, self._dt, g.n
         work = (self._work, self._work_bytes, self._host_work.ctypes.data, self._host_bytes)
-        calls = []
+        calls = [(self._scan_input, (base,))] if self._check.kernel(self.device_id) is not None else []
         for i, off in enumerate(self._a_off):
             info = self._info + 4 * i
             if self.lu:
@@ -192,11 +192,7 @@ class CusolverEngine(ProgramCache):
         g, ld = self.geom, self.problems.factor.ld
         kernel = self._check.kernel(self.device_id) if pivots else None
         if kernel is not None:
-            if a_base != self._a_ptrs_base:
-                np.add(np.asarray(self._a_off, np.int64), a_base, out=self._a_ptrs_host, casting="unsafe")
-                cuda.copy(self._a_ptrs, self._a_ptrs_host.ctypes.data, self._a_ptrs_host.nbytes, cuda.H2D, stream,
-                          "solver pointer array")
-                self._a_ptrs_base = a_base
+            self._pointers(a_base, stream)
             return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos)
         cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
                   "solver info")
@@ -210,6 +206,23 @@ class CusolverEngine(ProgramCache):
                 cudart.cudaMemcpy2DAsync(dst + i * row, item, a_base + off, (ld + 1) * item, item, g.n, _D2H, stream)
         cuda.synchronize(stream)
         return self._host_infos, (np.abs(self._host_diag[:, :g.n]) if pivots else None)
+
+    def _pointers(self, a_base: int, stream: int) -> None:
+        """The device array of the factors' addresses for the check kernels (uploaded when ``a_base`` changes)."""
+        if a_base != self._a_ptrs_base:
+            np.add(np.asarray(self._a_off, np.int64), a_base, out=self._a_ptrs_host, casting="unsafe")
+            cuda.copy(self._a_ptrs, self._a_ptrs_host.ctypes.data, self._a_ptrs_host.nbytes, cuda.H2D, stream,
+                      "solver pointer array")
+            self._a_ptrs_base = a_base
+
+    def _scan_input(self, a_base: int) -> int:
+        """The first entry of a factorization program: the finiteness scan of the matrices about to be factorized
+        (``PivotCheck.scan_input``), judged with the check that follows the factorization. Returns 0 (a program
+        entry's status)."""
+        stream = self._h.stream
+        self._pointers(a_base, stream)
+        self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld)
+        return 0
 
     def failed(self, status: int, fn) -> None:
         cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")
