@@ -33,6 +33,19 @@ print(json.dumps({"modules": sorted({m.partition(".")[0] for m in sys.modules} &
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"modules": [], "libs": []}
 
 
+def _have_mkl() -> bool:
+    try:
+        from cumath._bindings.mkl_sparse import available
+
+        return bool(available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+needs_mkl = pytest.mark.skipif(not _have_mkl(), reason="oneMKL is not installed (pip install \".[mkl]\")")
+
+
+@needs_mkl
 def test_failure_inside_plan_leaves_no_plan(monkeypatch):
     from cumath.sparse import Matmul
 
@@ -54,6 +67,7 @@ def test_failure_inside_plan_leaves_no_plan(monkeypatch):
     mm.free()
 
 
+@needs_mkl
 def test_free_releases_mkl_handles():
     from cumath.sparse import Matmul
 
