@@ -245,14 +245,7 @@ class FakeCudss:
             dense = np.zeros((n, n), dtype=m["dtype"])
             rows = np.repeat(np.arange(n), np.diff(indptr))
             np.add.at(dense, (rows, indices), values)
-            mt, mv = m["mtype"], m["mview"]
-            if mt != C.MatrixType.GENERAL and mv != C.MatrixViewType.FULL:
-                tri = np.triu(dense) if mv == C.MatrixViewType.UPPER else np.tril(dense)
-                strict = tri - np.diag(np.diag(tri))
-                herm = mt in (C.MatrixType.HERMITIAN, C.MatrixType.HPD) or (
-                    mt == C.MatrixType.SPD and np.iscomplexobj(dense))
-                dense = tri + (strict.conj().T if herm else strict.T)
-            out.append(dense)
+            out.append(_as_cudss_reads(dense, m["mtype"], m["mview"]))
         assert len(out) == count
         return out
 
@@ -293,7 +286,8 @@ class FakeCudss:
                 if deficit:  # singular even so: pivots perturbed by any pivoting
                     npiv += deficit
                     f = f + scale * np.eye(m.shape[0])
-                if A["mtype"] in (C.MatrixType.SPD, C.MatrixType.HPD):
+                # an LL^T of complex SPD (symmetric) values has no Hermitian check to fail: it solves A = A^T
+                if A["mtype"] == C.MatrixType.HPD or (A["mtype"] == C.MatrixType.SPD and not np.iscomplexobj(m)):
                     try:
                         np.linalg.cholesky(m.astype(np.complex128))
                         if np.abs(m - m.conj().T).max() > 1e-6 * np.abs(m).max():
@@ -340,6 +334,24 @@ class FakeCudss:
         assert nbytes == value.nbytes, f"{param.name}: {nbytes} bytes asked, cuDSS has {value.nbytes}"
         ctypes.memmove(ptr, value.ctypes.data, value.nbytes)
         return value.nbytes
+
+
+def _as_cudss_reads(dense, mt, mv):
+    """The matrix cuDSS factorizes from the CSR ``dense`` of type ``mt`` and view ``mv``. cuDSS reads CSR as
+    CSR (no transposition: a Hermitian matrix is not conjugated). SYMMETRIC and SPD mean A = A^T for complex
+    values too (the triangle is mirrored without conjugation; a Hermitian matrix needs HERMITIAN or HPD), and a
+    FULL view of those two types is read through its upper triangle: the H200 run of a complex Hermitian
+    positive definite system given as SPD gave conjugate solutions for the FULL and the LOWER views."""
+    if mt == C.MatrixType.GENERAL:
+        return dense
+    herm = mt in (C.MatrixType.HERMITIAN, C.MatrixType.HPD)
+    if mv == C.MatrixViewType.FULL:
+        if herm:
+            return dense
+        mv = C.MatrixViewType.UPPER
+    tri = np.triu(dense) if mv == C.MatrixViewType.UPPER else np.tril(dense)
+    strict = tri - np.diag(np.diag(tri))
+    return tri + (strict.conj().T if herm else strict.T)
 
 
 class _no_pivot_lu:
