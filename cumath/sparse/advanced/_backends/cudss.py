@@ -273,6 +273,7 @@ class CudssSolver:
                 # factorization do not touch it, so the right-hand side's stands in for it
                 cudss.cudssExecute(self.handle, phase, objs.config, objs.data, self.A, self.X or self.B, self.B)
             objs.record(stream)
+            h.queued(stream)
 
     def analyse(self, stream) -> None:
         self._execute(stream, cudss.Phase.ANALYSIS)
