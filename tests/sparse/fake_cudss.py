@@ -51,7 +51,11 @@ class FakeCudss:
         self.current_device = 0
         self.dead_streams = set()
         self.pending = set()  # streams with queued work nobody waited for
-        self.events = {}  # event -> the stream it was last recorded on
+        self.events = {}  # event -> (stream, work count of that stream) when last recorded
+        self.work = {}  # stream -> how many cudssExecute were queued on it
+        self.waits = {}  # (stream, other) -> work count of ``other`` that ``stream`` waits for (cudaStreamWaitEvent)
+        self.last_work = {}  # handle -> (stream, work count) of the last cudssExecute through it
+        self.done = {}  # stream -> work count known to be complete (synchronized)
         self.exiting = False
         self.violations = []
 
@@ -84,11 +88,25 @@ class FakeCudss:
 
     def event_record(self, event, stream):
         assert event in self.events, "recording a destroyed event"
-        self.events[event] = stream
+        self.events[event] = (stream, self.work.get(stream, 0))
+
+    def stream_wait_event(self, stream, event):
+        assert event in self.events, "waiting for a destroyed event"
+        assert stream not in self.dead_streams, "a destroyed stream made to wait"
+        recorded = self.events[event]
+        if recorded is not None:
+            other, n = recorded
+            key = (stream, other)
+            self.waits[key] = max(self.waits.get(key, 0), n)
 
     def event_synchronize(self, event):
         assert event in self.events, "waiting for a destroyed event"
-        self.pending.discard(self.events[event])
+        recorded = self.events[event]
+        if recorded is not None:
+            stream, n = recorded
+            self.done[stream] = max(self.done.get(stream, 0), n)
+            if n >= self.work.get(stream, 0):
+                self.pending.discard(stream)
 
     def event_destroy(self, event):
         assert event in self.events, "destroying a destroyed event"
@@ -96,6 +114,11 @@ class FakeCudss:
 
     def synchronize(self, stream):
         self.pending.discard(stream)
+        self.done[stream] = self.work.get(stream, 0)
+
+    def running(self, stream, n) -> bool:
+        """Whether the ``n``-th work queued on ``stream`` may still run (nobody waited for it)."""
+        return self.done.get(stream, 0) < n
 
     # ------------------------------------------------------------------------------------------- objects
     def _new(self, table, value) -> int:
@@ -118,8 +141,8 @@ class FakeCudss:
             self._violation(f"handle {handle:#x} destroyed before {len(made)} data object(s) made from it")
         if len(self.handles) == 1 and (self.matrices or self.configs):
             self._violation("the last handle destroyed before the matrix and config objects")
-        if self.streams.get(handle) in self.pending:
-            self._violation("a handle destroyed while work on its stream was not waited for")
+        if handle in self.last_work and self.running(*self.last_work[handle]):
+            self._violation("a handle destroyed while work queued through it was not waited for")
         del self.handles[handle]
         self.destroyed.append(("handle", handle))
 
@@ -166,7 +189,7 @@ class FakeCudss:
         if d["handle"] != handle:
             self._violation("a data object destroyed through another handle than its own")
         self._destroying("a data object", handle)
-        if d.get("stream") in self.pending:
+        if "work" in d and self.running(d["stream"], d["work"]):
             self._violation("a data object destroyed while work on its stream was not waited for")
         del self.datas[data]
         self.destroyed.append(("data", data))
@@ -245,14 +268,7 @@ class FakeCudss:
             dense = np.zeros((n, n), dtype=m["dtype"])
             rows = np.repeat(np.arange(n), np.diff(indptr))
             np.add.at(dense, (rows, indices), values)
-            mt, mv = m["mtype"], m["mview"]
-            if mt != C.MatrixType.GENERAL and mv != C.MatrixViewType.FULL:
-                tri = np.triu(dense) if mv == C.MatrixViewType.UPPER else np.tril(dense)
-                strict = tri - np.diag(np.diag(tri))
-                herm = mt in (C.MatrixType.HERMITIAN, C.MatrixType.HPD) or (
-                    mt == C.MatrixType.SPD and np.iscomplexobj(dense))
-                dense = tri + (strict.conj().T if herm else strict.T)
-            out.append(dense)
+            out.append(_as_cudss_reads(dense, m["mtype"], m["mview"]))
         assert len(out) == count
         return out
 
@@ -270,7 +286,14 @@ class FakeCudss:
         stream = self.streams.get(handle, 0)
         assert stream not in self.dead_streams, "work queued on a destroyed stream"
         assert self.handles[handle]["device"] == self.current_device, "cuDSS called with another GPU current"
-        d["stream"] = stream
+        last = self.last_work.get(handle)
+        if last is not None and last[0] != stream and self.running(*last) and \
+                self.waits.get((stream, last[0]), 0) < last[1]:
+            self._violation(f"work queued through handle {handle:#x} on stream {stream:#x} while its work on stream "
+                            f"{last[0]:#x} may still run (one handle's data objects share its workspace)")
+        self.work[stream] = n = self.work.get(stream, 0) + 1
+        self.last_work[handle] = (stream, n)
+        d["stream"], d["work"] = stream, n
         self.pending.add(stream)
         A = self._live(self.matrices, a, "matrix")
         self.calls.append((C.Phase(phase).name, cfg))
@@ -293,7 +316,8 @@ class FakeCudss:
                 if deficit:  # singular even so: pivots perturbed by any pivoting
                     npiv += deficit
                     f = f + scale * np.eye(m.shape[0])
-                if A["mtype"] in (C.MatrixType.SPD, C.MatrixType.HPD):
+                # an LL^T of complex SPD (symmetric) values has no Hermitian check to fail: it solves A = A^T
+                if A["mtype"] == C.MatrixType.HPD or (A["mtype"] == C.MatrixType.SPD and not np.iscomplexobj(m)):
                     try:
                         np.linalg.cholesky(m.astype(np.complex128))
                         if np.abs(m - m.conj().T).max() > 1e-6 * np.abs(m).max():
@@ -340,6 +364,24 @@ class FakeCudss:
         assert nbytes == value.nbytes, f"{param.name}: {nbytes} bytes asked, cuDSS has {value.nbytes}"
         ctypes.memmove(ptr, value.ctypes.data, value.nbytes)
         return value.nbytes
+
+
+def _as_cudss_reads(dense, mt, mv):
+    """The matrix cuDSS factorizes from the CSR ``dense`` of type ``mt`` and view ``mv``. cuDSS reads CSR as
+    CSR (no transposition: a Hermitian matrix is not conjugated). SYMMETRIC and SPD mean A = A^T for complex
+    values too (the triangle is mirrored without conjugation; a Hermitian matrix needs HERMITIAN or HPD), and a
+    FULL view of those two types is read through its upper triangle: the H200 run of a complex Hermitian
+    positive definite system given as SPD gave conjugate solutions for the FULL and the LOWER views."""
+    if mt == C.MatrixType.GENERAL:
+        return dense
+    herm = mt in (C.MatrixType.HERMITIAN, C.MatrixType.HPD)
+    if mv == C.MatrixViewType.FULL:
+        if herm:
+            return dense
+        mv = C.MatrixViewType.UPPER
+    tri = np.triu(dense) if mv == C.MatrixViewType.UPPER else np.tril(dense)
+    strict = tri - np.diag(np.diag(tri))
+    return tri + (strict.conj().T if herm else strict.T)
 
 
 class _no_pivot_lu:
@@ -399,8 +441,8 @@ def install(monkeypatch, fake: FakeCudss) -> None:
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
     monkeypatch.setattr(cuda, "set_device", fake.set_device)
     monkeypatch.setattr(lifetime, "current_device", fake.get_device)
-    for name in ("event_create", "event_record", "event_synchronize", "event_destroy"):
-        monkeypatch.setattr(lifetime, name, getattr(fake, name))
+    for name in ("event_create", "event_record", "event_synchronize", "event_destroy", "stream_wait_event"):
+        monkeypatch.setattr(lifetime, name, getattr(fake, name), raising=False)
     monkeypatch.setattr(backend, "find_library", lambda name: "/nonexistent/libcudss.so.1")
 
 

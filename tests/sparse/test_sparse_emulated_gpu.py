@@ -81,6 +81,19 @@ def test_column_major_copies_of_device_right_hand_sides(emulated, caplog):
     assert "column-major copy" not in caplog.text
 
 
+@pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector", "negative_vector"])
+def test_device_right_hand_side_layouts(emulated, layout):
+    n = 17
+    full = system(n, "float64", seed=2)
+    base = rng(1).standard_normal((n, 6))
+    b = {"C": np.ascontiguousarray(base[:, :3]), "F": np.asfortranarray(base[:, :3]), "vector": base[:, 0].copy(),
+         "strided_vector": base[:, 1], "negative_vector": base[::-1, 2]}[layout]
+    keep = b.copy()
+    x = S.direct_solver(device_csr(full), device(b), options=_opts(emulated))
+    assert_solution(x, full, keep, "float64")
+    np.testing.assert_array_equal(b, keep)  # the caller's b is not written
+
+
 def test_int64_indices_are_converted_once(emulated, caplog):
     n = 15
     full = system(n, "float32", seed=3)

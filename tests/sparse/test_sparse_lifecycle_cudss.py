@@ -305,3 +305,51 @@ def test_a_collection_inside_another_solvers_calls_destroys_nothing(emulated, mo
     assert_solution(x, *other._keep, "float64")
     other.free()
     assert not emulated.violations
+
+
+def test_solvers_on_many_streams_share_a_handle_in_order(emulated, monkeypatch):
+    """Thirty solvers on thirty streams share this thread's handle: the work of each is ordered after the work
+    queued through the handle on another stream (the fake flags overlapping work); twenty freed in random order,
+    the handles released, the others moved to the default stream with a new b still solve right."""
+    import contextlib
+
+    from cumath._core.frameworks import numpy as numpy_adapter
+
+    monkeypatch.setattr(numpy_adapter, "stream_context", lambda device, stream: contextlib.nullcontext(),
+                        raising=False)
+    order = random.Random(3)
+    n = 31
+    full = system(n, "float64", seed=4)
+    a = device_csr(full)
+    bh = np.random.default_rng(1).standard_normal(n)
+    solvers = []
+    for i in range(30):
+        s = S.DirectSolver(a, device(bh), stream=1000 + i, options={"allocator": HostAllocator(emulated)})
+        s.plan()
+        s.factorize()
+        assert_solution(s.solve(), full, bh, "float64")
+        solvers.append(s)
+    assert not emulated.violations, emulated.violations[:2]
+    assert any(w for w in emulated.waits)  # the streams were ordered through events, not synchronized
+    order.shuffle(solvers)
+    for k, s in enumerate(solvers[:20]):
+        if k % 3 == 0:
+            s.free()
+        elif k % 3 == 1:
+            with s:
+                pass
+        if order.random() < 0.4:
+            gc.collect()
+    del solvers[:20], s
+    gc.collect()
+    lifetime.release_shared_handles()
+    for s in solvers:
+        b2 = bh * 2
+        s.reset_operands(b=device(b2), stream=0)
+        assert_solution(s.solve(), full, 2 * bh, "float64")
+    assert not emulated.violations, emulated.violations[:2]
+    for s in solvers:
+        s.free()
+    lifetime.release_shared_handles()
+    assert not emulated.handles and not emulated.events
+    assert not emulated.violations, emulated.violations[:2]

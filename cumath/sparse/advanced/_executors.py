@@ -430,7 +430,7 @@ class CudssExecutor:
         self.solver.set_b(items, stream)
 
     def _column_major_copy(self, k: int, op: Operand) -> Operand:
-        perm = result_perm(op.ndim)
+        perm = result_perm(op.ndim) or tuple(range(op.ndim))  # a (strided) vector: a contiguous one
         if self.mode == "hybrid":
             dst = host_array(op.shape, op.dtype, perm)
             np.copyto(dst, from_pointer(op.ptr, op.shape, op.strides, op.dtype))

@@ -46,6 +46,7 @@ event_create = cudart.cudaEventCreateWithFlags
 event_record = cudart.cudaEventRecord
 event_synchronize = cudart.cudaEventSynchronize
 event_destroy = cudart.cudaEventDestroy
+stream_wait_event = cudart.cudaStreamWaitEvent
 
 
 class Handle:
@@ -60,6 +61,8 @@ class Handle:
         self.threading = None  # (path asked for, loaded or not) once tried
         self.jit = False
         self.stream = None
+        self.last = 0  # event recorded behind the last work queued through this handle (on any stream)
+        self.last_stream = None  # the stream it was recorded on
         self.busy = 0  # depth of use() in the thread busy_thread
         self.busy_thread = None
 
@@ -82,10 +85,28 @@ class Handle:
         return bool(self.busy) and self.busy_thread == threading.get_ident()
 
     def set_stream(self, stream: int) -> None:
-        """Point the handle at ``stream`` (with its lock held)."""
+        """Point the handle at ``stream`` (with its lock held), ordered after the work queued through the handle
+        on another stream: the data objects of one handle share its workspace and internal library handles, so
+        the work of two solvers on two streams (or of one solver moved to another stream) must not overlap."""
+        if self.last and self.last_stream != stream:
+            stream_wait_event(stream, self.last)
         if stream != self.stream or not self.own:  # the caller's handle may have been given another meanwhile
             cudss.cudssSetStream(self.handle, stream)
             self.stream = stream
+
+    def queued(self, stream: int) -> None:
+        """Mark the end of the work just queued through the handle on ``stream`` (the next stream waits for it)."""
+        if not self.last:
+            self.last = event_create(cudart.cudaEventDisableTiming)
+        event_record(self.last, stream)
+        self.last_stream = stream
+
+    def drop_event(self) -> None:
+        """Wait for and destroy the handle's event (before the handle is destroyed)."""
+        if self.last:
+            event_synchronize(self.last)
+            event_destroy(self.last)
+            self.last, self.last_stream = 0, None
 
 
 _exiting = False
@@ -194,6 +215,10 @@ def destroy(objs: Objects) -> None:
         with h, on_device(h.device_id):
             if objs.event:
                 event_synchronize(objs.event)  # the solver's kernels have finished
+            if h.last and h.last_stream:  # and the default stream waits for other solvers' work on the handle
+                stream_wait_event(0, h.last)
+            if not h.own:
+                h.drop_event()  # a caller's handle is wrapped per solver
             if h.stream:
                 cudss.cudssSetStream(h.handle, 0)  # the caller's stream may be destroyed by now
                 h.stream = 0
@@ -251,6 +276,7 @@ def release_shared_handles() -> None:
     for _, h in idle:
         try:
             with h, on_device(h.device_id):
+                h.drop_event()
                 if h.stream:
                     cudss.cudssSetStream(h.handle, 0)
                 cudss.cudssDestroy(h.handle)

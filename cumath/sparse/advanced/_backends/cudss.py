@@ -42,7 +42,7 @@ from .._options import DirectSolverMatrixType as MT
 from . import _cudss_lifetime as _lifetime
 from ._cudss_lifetime import Objects, acquire, bury, caller_handle, destroy, drain, on_device, release_shared_handles
 
-__all__ = ["CudssSolver", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
+__all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,15 @@ def bundled_threading_layer() -> str | None:
     return found[0] if found else None
 
 
+def cudss_matrix_type(mtype, dtype: str):
+    """cuDSS's matrix type for cumath's ``mtype`` of ``dtype`` values. cumath's SPD of complex values is Hermitian
+    positive definite (as PARDISO, SuperLU and the residual check read it), while cuDSS's SPD means A = A^T
+    (complex symmetric, its triangle mirrored without conjugation): complex SPD is handed over as HPD."""
+    if mtype == MT.SPD and dtype.startswith("complex"):
+        return MT.HPD
+    return mtype
+
+
 class CudssSolver:
     """cuDSS's objects for one problem of ``count`` systems (``sizes``, ``nnz`` per system) of ``dtype``.
 
@@ -82,6 +91,7 @@ class CudssSolver:
                  threads, allocator, settings, log):
         self.count, self.sizes, self.nnz, self.dtype = count, tuple(sizes), tuple(nnz), dtype
         self.mtype, self.view, self.device_id, self.allocator = mtype, view, device_id, allocator
+        self.cudss_mtype = cudss_matrix_type(mtype, dtype)
         self.settings, self.log = settings, log or logger
         self.batch = count > 1
         drain()
@@ -197,7 +207,7 @@ class CudssSolver:
                 return
             n = self.sizes[0]
             self.A = cudss.cudssMatrixCreateCsr(n, n, self.nnz[0], indptr, 0, indices, values, _R_32I, _R_32I, vt,
-                                                self.mtype, self.view, cudss.IndexBase.ZERO)
+                                                self.cudss_mtype, self.view, cudss.IndexBase.ZERO)
             self._matrices.append(self.A)
             return
         rows = self._device_pointers("row offsets", [s[0] for s in systems], stream)
@@ -210,7 +220,7 @@ class CudssSolver:
         self._nnz = np.asarray(self.nnz, dtype=np.int32)
         self.A = cudss.cudssMatrixCreateBatchCsr(self.count, self._sizes.ctypes.data, self._sizes.ctypes.data,
                                                  self._nnz.ctypes.data, rows, 0, cols, vals, _R_32I, _R_32I, vt,
-                                                 self.mtype, self.view, cudss.IndexBase.ZERO)
+                                                 self.cudss_mtype, self.view, cudss.IndexBase.ZERO)
         self._matrices.append(self.A)
 
     def _dense(self, attr: str, items, stream) -> None:
@@ -263,6 +273,7 @@ class CudssSolver:
                 # factorization do not touch it, so the right-hand side's stands in for it
                 cudss.cudssExecute(self.handle, phase, objs.config, objs.data, self.A, self.X or self.B, self.B)
             objs.record(stream)
+            h.queued(stream)
 
     def analyse(self, stream) -> None:
         self._execute(stream, cudss.Phase.ANALYSIS)
