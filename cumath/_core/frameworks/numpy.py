@@ -21,6 +21,11 @@ _FIELDS = numpy_fields_reader()
 
 
 def wrap(x) -> Operand:
+    if isinstance(x, np.generic):
+        # a NumPy scalar is not an array: its "data" attribute is no address to read (the value's bits would be
+        # taken as one); it is read as a 0-d array of its own, which nothing may write into
+        x = np.array(x)
+        x.flags.writeable = False
     dt = x.dtype
     name = _NAMES.get(dt)
     if name is None:
