@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.operand import Operand, wrap_operand
-from ._operand import CSR, INDEX_DTYPES, host_arrays
+from ._operand import CSR, INDEX_DTYPES, SparseOperand, host_arrays
 
 __all__ = ["SparseMatrix", "wrap_sparse_matrix", "csr_gather", "FORMATS"]
 
@@ -29,7 +29,7 @@ _TORCH_LAYOUTS = {"torch.sparse_coo": "coo", "torch.sparse_csr": "csr", "torch.s
                   "torch.sparse_bsr": "bsr", "torch.sparse_bsc": "bsc"}
 
 
-class SparseMatrix:
+class SparseMatrix(SparseOperand):
     """A sparse matrix in one of :data:`FORMATS`, read from a package's arrays (no copy).
 
     ``index`` maps component names to Operands (``indptr``/``indices`` for the compressed formats, ``row``/
@@ -51,18 +51,6 @@ class SparseMatrix:
         self.dtype = values.dtype
         self.index_dtype = next(iter(index.values())).dtype
         self.strides = tuple(o.strides for o in index.values()) + (values.strides,)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def on_gpu(self) -> bool:
-        return self.device_id is not None
-
-    @property
-    def readonly(self) -> bool:
-        return False
 
     @property
     def signature(self) -> tuple:

@@ -23,7 +23,7 @@ import zlib
 
 from .._core.operand import Operand, wrap_operand
 
-__all__ = ["CSR", "wrap_sparse", "wrap_sparse_operands", "is_sparse", "pattern_fingerprint", "host_arrays",
+__all__ = ["SparseOperand", "CSR", "wrap_sparse", "wrap_sparse_operands", "is_sparse", "pattern_fingerprint", "host_arrays",
            "SPARSE_PACKAGES", "INDEX_DTYPES"]
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,26 @@ _ALLOWED = ("a scipy.sparse.csr_matrix or csr_array, a cupyx.scipy.sparse.csr_ma
             "tensor (torch.sparse_csr_tensor)")
 
 
-class CSR:
+class SparseOperand:
+    """What every sparse operand answers like a dense :class:`~cumath._core.operand.Operand` does (its
+    subclasses set ``shape`` and ``device_id``)."""
+
+    __slots__ = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device_id is not None
+
+    @property
+    def readonly(self) -> bool:
+        return False
+
+
+class CSR(SparseOperand):
     """A sparse matrix (or a batch of them) in compressed sparse row format, read from a package's arrays.
 
     ``shape`` is ``(*batch_shape, n, m)``; ``indptr``, ``indices`` and ``values`` are Operands of shape
@@ -65,18 +84,6 @@ class CSR:
     @property
     def n(self) -> int:
         return self.shape[-2]
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def on_gpu(self) -> bool:
-        return self.device_id is not None
-
-    @property
-    def readonly(self) -> bool:
-        return False
 
     @property
     def signature(self) -> tuple:

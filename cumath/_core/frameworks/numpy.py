@@ -21,11 +21,6 @@ _FIELDS = numpy_fields_reader()
 
 
 def wrap(x) -> Operand:
-    if isinstance(x, np.generic):
-        # a NumPy scalar is not an array: its "data" attribute is no address to read (the value's bits would be
-        # taken as one); it is read as a 0-d array of its own, which nothing may write into
-        x = np.array(x)
-        x.flags.writeable = False
     dt = x.dtype
     name = _NAMES.get(dt)
     if name is None:
@@ -34,6 +29,11 @@ def wrap(x) -> Operand:
         got = _FIELDS(x, dt.itemsize)
         if got is not None:
             return Operand(x, got[0], got[1], got[2], name, None, "numpy", got[3])
+    if isinstance(x, np.generic):
+        # a NumPy scalar is not an array: its "data" attribute is no address to read (the value's bits would be
+        # taken as one); it is read as a 0-d array of its own, which nothing may write into
+        x = np.array(x)
+        x.flags.writeable = False
     return Operand(x, pointer(x), x.shape, element_strides(x.strides, dt.itemsize), name, None, "numpy",
                    not x.flags.writeable)
 
