@@ -24,7 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Distribution", "ProcessGrid", "Slab", "Box", "BlockCyclic", "BlockNonCyclic", "balanced_range"]
+__all__ = ["Distribution", "ProcessGrid", "Slab", "Box", "BlockCyclic", "BlockNonCyclic", "balanced_range",
+           "Redistribute", "redistribute"]
+
+
+def __getattr__(name):
+    # Redistribute is built on this module (the exchange plans read the distributions): it is imported on first
+    # access, so that `from cumath.distributed.distribution import Redistribute` works without an import circle.
+    if name in ("Redistribute", "redistribute"):
+        from . import _redistribute_op
+
+        return getattr(_redistribute_op, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def balanced_range(n: int, rank: int, nranks: int) -> range:
