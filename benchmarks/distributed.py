@@ -4,7 +4,8 @@ and data (mpi4py-fft for the FFT) and against the single-process cumath call (ma
 Cases (``--list``):
   cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in (cumath, FFTW_MEASURE per-rank plans) against
                       mpi4py-fft's PFFT (FFTW_MEASURE) on the same slab decomposition (forward, output in the
-                      other slab, as cumath with redistribute=False; cumath with redistribute=True too)
+                      other slab, as cumath with redistribute=False; cumath with redistribute=True too, with
+                      engine 'auto' and each CPU engine: MKL Cluster DFT and per-rank plans + transposes)
   cpu/matmul-2048     2048^2 float64 matmul on a 1 x P block-cyclic grid (ScaLAPACK p?gemm), against
                       single-process cumath.linalg.matmul on rank 0 with all the process's threads
   cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
@@ -88,12 +89,8 @@ def worker(case: str, rounds: int) -> dict:
         x = (rng.standard_normal((len(ix[0]), n, n)) + 1j * rng.standard_normal((len(ix[0]), n, n)))
         from cumath.distributed.fft import FFT
 
-        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
-        f_keep.plan()
-        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
-        f_back.plan()
-        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
-        rows["cumath redistribute=True"] = _timed(comm, f_back.execute, rounds, 3)
+        # mpi4py-fft first: MKL's LP64 layer, loaded globally for the Cluster DFT and ScaLAPACK, exports FFTW3
+        # wrappers that would take the place of FFTW in mpi4py-fft's calls not yet bound (its plans then fail)
         try:
             from mpi4py_fft import PFFT, newDistArray
 
@@ -104,6 +101,17 @@ def worker(case: str, rounds: int) -> dict:
             rows["mpi4py-fft PFFT forward"] = _timed(comm, lambda: pf.forward(u, uh, normalize=False), rounds, 3)
         except ImportError:
             rows["mpi4py-fft PFFT forward"] = None
+        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
+        f_keep.plan()
+        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
+        f_back.plan()
+        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
+        rows[f"cumath redistribute=True (auto: {f_back.engine})"] = _timed(comm, f_back.execute, rounds, 3)
+        for engine in ("mkl", "transposes"):  # both CPU engines, Slab.X in and out
+            f = FFT(x, distribution=Slab.X, options={"engine": engine, "planning_effort": "measure"})
+            f.plan()
+            rows[f"cumath engine={engine} redistribute=True"] = _timed(comm, f.execute, rounds, 3)
+            f.free()
         f_keep.free()
         f_back.free()
     elif case in ("cpu/matmul-2048", "cpu/solve-2048"):

@@ -1,7 +1,8 @@
 """The distributed FFT: a stateful operation over the ranks of the process group.
 
-CPU engine: per-rank FFTs by single-process cumath (FFTW/MKL plans, cached) on the axes each rank holds whole,
-and all-to-all transposes between the layouts of the plan (``_traits.plan_steps``). The input and the result
+CPU engines: per-rank FFTs by single-process cumath (FFTW/MKL plans, cached) on the axes each rank holds whole,
+and all-to-all transposes between the layouts of the plan (``_traits.plan_steps``); or oneMKL's Cluster DFT
+(``_cdft``) for C2C transforms, with moves into and out of its row partition where the pieces differ. The input and the result
 are this rank's pieces: a Slab (uneven pieces allowed) or this rank's Box (``distribution=[input_box,
 output_box]``).
 """
@@ -20,6 +21,7 @@ from .._context import require_context
 from .._operands import gather_layout, host_view, target_indices, wrap_result
 from .._redistribute import plan_exchange
 from ..distribution import Box, Slab, SlabPartition
+from . import _cdft
 from ._options import FFTDirection, check_options
 from ._traits import Local, Move, candidate_layouts, plan_steps, problem
 
@@ -88,6 +90,8 @@ class FFT(Stateful):
         self.fft_type = self.geometry.fft_type
         self.global_result_shape = self.geometry.out_shape
         self._steps = None
+        self._cluster = None
+        self.engine = None
         self.result_distribution = None
 
     def _decomposition(self) -> str:
@@ -101,6 +105,11 @@ class FFT(Stateful):
         """Work out the local transforms and the transposes (collective for Box output: gathers the boxes)."""
         group, shape, ndim = self._group, self.global_shape, len(self.global_shape)
         self._group.agree("FFT.plan")
+        self._free_cluster()
+        self.engine = self._choose_engine()
+        if self.engine == "mkl":
+            self._plan_cluster()
+            return
         layouts = candidate_layouts(ndim, group.nranks, self._decomposition())
         whole = {a for a in range(ndim)
                  if all(len(ix[a]) == shape[a] or math.prod(len(i) for i in ix) == 0 for ix in self._src)}
@@ -136,6 +145,44 @@ class FFT(Stateful):
         if logger.isEnabledFor(logging.INFO):
             logger.info("distributed FFT %s %s on %d ranks (%s): %s; result %s", self.fft_type, shape, group.nranks,
                         self._decomposition(), " ".join(_describe(s) for s in steps), self.result_distribution)
+
+    def _choose_engine(self) -> str:
+        group, shape = self._group, self.global_shape
+        choice = self.options.engine
+        reason = _cdft.unsupported_reason(group, shape, self.geometry.in_dtype, self.fft_type)
+        if choice == "mkl":
+            if reason is not None:
+                raise ValueError(f"engine='mkl': the MKL Cluster DFT cannot run this FFT: {reason}; use "
+                                 "engine='transposes' (or 'auto')")
+            return "mkl"
+        if choice == "transposes" or reason is not None or group.nranks == 1:
+            return "transposes"
+        # auto: the Cluster DFT where it measured faster, Slab.X pieces in and nothing to move
+        slab_x = isinstance(self._in_dist, Slab) and self._in_dist.axis == 0
+        balanced = all(len(ix[0]) == len(Slab.X.indices(shape, r, group.nranks)[0])
+                       for r, ix in enumerate(self._src))
+        if not (_cdft.AUTO and slab_x and balanced):
+            return "transposes"
+        return "mkl" if all(group.allgather(_cdft.available())) else "transposes"
+
+    def _plan_cluster(self) -> None:
+        group, shape = self._group, self.global_shape
+        self._cluster = cluster = _cdft.ClusterDFT(group, shape, self.geometry.in_dtype)
+        rows = [cluster.partition.indices(shape, r, group.nranks) for r in range(group.nranks)]
+        steps = [] if _same(self._src, rows) else [("move", plan_exchange(self._src, rows, group.rank))]
+        steps.append(("cluster", cluster))
+        final = self._final_indices(rows, shape)
+        if not _same(rows, final):
+            steps.append(("move", plan_exchange(rows, final, group.rank)))
+        self._steps = steps
+        self._planned = True
+        logger.info("distributed FFT %s %s on %d ranks: MKL Cluster DFT, %d move(s); result %s", self.fft_type,
+                    shape, group.nranks, len(steps) - 1, self.result_distribution)
+
+    def _free_cluster(self) -> None:
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.free()
 
     def _ctx_local_ranks(self) -> int:
         return self._ctx.resource("local_ranks", lambda: _local_ranks(self._group), lambda _: None)
@@ -188,6 +235,9 @@ class FFT(Stateful):
             if entry[0] == "move":
                 x = entry[1].execute(self._group, np.ascontiguousarray(x))
                 continue
+            if entry[0] == "cluster":
+                x = entry[1].execute(x, direction == "forward")
+                continue
             _, step, empty, out_local = entry
             if empty:
                 dt = self.geometry.out_dtype if step.kind == "C2R" else (
@@ -219,6 +269,7 @@ class FFT(Stateful):
     def _release(self) -> None:
         self._steps = None
         self._arr = None
+        self._free_cluster()
 
 
 def _local_ranks(group) -> int:
