@@ -142,6 +142,11 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
     # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
     "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
+    # NVSHMEM's host library (cumath.distributed on GPUs) and cuFFTMp, a cuFFT of its own that links it: cuFFTMp
+    # is kept local and deep-bound so that its cuFFT entry points and the single-GPU libcufft's never mix.
+    "nvshmem_host": LibrarySpec(("libnvshmem_host.so.3",), "cu13-distributed", pathfinder="nvshmem_host"),
+    "cufftMp": LibrarySpec(("libcufftMp.so.12",), "cu13-distributed", deepbind=True, wheel_globs=(
+        "nvidia/cufftmp/cu13/lib/libcufftMp.so.12", "nvidia/cufftmp/lib/libcufftMp.so.12")),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
