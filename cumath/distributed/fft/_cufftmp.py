@@ -29,7 +29,7 @@ import numpy as np
 
 from .._nvshmem import bring_up_nvshmem
 
-__all__ = ["CuFFTMpPlan", "device_operand_info"]
+__all__ = ["CuFFTMpPlan", "device_operand_info", "stored_shapes", "native_slabs"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,24 @@ def _pointer(x) -> int:
     if hasattr(x, "data_ptr") and callable(x.data_ptr):
         return int(x.data_ptr())
     return int(x.data.ptr)
+
+
+def stored_shapes(fft_type: str, native: bool, global_shape, in_local, out_local) -> tuple:
+    """(input, result) local arrays as cuFFTMp lays them out in the buffer: native R2C / C2R pad the real side's
+    last axis to ``2 * m`` reals, ``m`` the complex side's length (single-GPU in-place cuFFT's layout)."""
+    in_local, out_local = tuple(in_local), tuple(out_local)
+    if native and fft_type in ("R2C", "C2R"):
+        m = global_shape[-1] // 2 + 1 if fft_type == "R2C" else in_local[-1]
+        if fft_type == "R2C":
+            return in_local[:-1] + (2 * m,), out_local
+        return in_local, out_local[:-1] + (2 * m,)
+    return in_local, out_local
+
+
+def native_slabs(nranks: int, fft_type: str, slab, balanced: bool, redistribute: bool) -> bool:
+    """Whether a plan runs as cuFFTMp's native slabs (else as boxes): on one rank always (both slabs are the
+    whole array); on many, C2C from balanced X or Y slabs to the other slab (``redistribute=False``)."""
+    return nranks == 1 or (fft_type == "C2C" and slab in (0, 1) and balanced and not redistribute)
 
 
 def _c_strides(shape) -> tuple:
@@ -94,7 +112,8 @@ class CuFFTMpPlan:
         self.native, self.in_slab = native, in_slab
         self.in_local = tuple(u - lo for lo, u in zip(*in_box))
         self.out_local = tuple(u - lo for lo, u in zip(*out_box))
-        self.in_stored, self.out_stored = self._stored_shapes()
+        self.in_stored, self.out_stored = stored_shapes(self.fft_type, native, self.shape, self.in_local,
+                                                        self.out_local)
         nbytes = max(math.prod(self.in_stored) * self.in_dtype.itemsize,
                      math.prod(self.out_stored) * self.out_dtype.itemsize)
         self.nbytes = nbytes
@@ -104,15 +123,6 @@ class CuFFTMpPlan:
         logger.info("cuFFTMp %s %s on %d rank(s): %s, local %s -> %s, symmetric work buffer %d bytes",
                     self.fft_type, self.shape, self._group.nranks,
                     "native slabs" if native else "boxes", self.in_local, self.out_local, nbytes)
-
-    def _stored_shapes(self):
-        """The local arrays as cuFFTMp lays them out in the buffer (padded last axis for native R2C / C2R)."""
-        if self.native and self.fft_type in ("R2C", "C2R"):
-            half = self.shape[-1] // 2 + 1 if self.fft_type == "R2C" else self.in_local[-1]
-            real = (self.in_local if self.fft_type == "R2C" else self.out_local)[:-1] + (2 * half,)
-            cplx = (self.out_local if self.fft_type == "R2C" else self.in_local)
-            return (real, cplx) if self.fft_type == "R2C" else (cplx, real)
-        return self.in_local, self.out_local
 
     def _cufft_type(self) -> int:
         t = self._mp.cufftType

@@ -206,7 +206,7 @@ class FFT(Stateful):
         slab = self._in_dist.axis if isinstance(self._in_dist, Slab) and self._in_dist.axis < 2 else None
         balanced = slab is not None and all(
             _same([ix], [Slab(slab).indices(shape, r, group.nranks)]) for r, ix in enumerate(self._src))
-        native = group.nranks == 1 or (self.fft_type == "C2C" and balanced and not self.options.redistribute)
+        native = _cufftmp.native_slabs(group.nranks, self.fft_type, slab, balanced, self.options.redistribute)
         self._release_gpu()
         self._gpu_plan = _cufftmp.CuFFTMpPlan(self._ctx, shape, self.geometry, in_box, out_box, native,
                                               slab or 0)
