@@ -27,7 +27,7 @@ import enum
 from ctypes import POINTER, byref, c_int, c_longlong, c_size_t, c_void_p
 
 from ..errors import LibraryNotFoundError
-from ._loader import LazyFunctions
+from ._loader import LazyFunctions, load_library
 from .cufft import check, cufftType
 
 __all__ = ["CommType", "SubFormat", "cufftType", "available", "create", "destroy", "attach_comm_none",
@@ -71,6 +71,12 @@ TABLE = {
 _L = LazyFunctions("cufftMp", TABLE)
 
 
+def _preload() -> None:
+    # libcufftMp links libnvshmem_host.so.3 by soname: load cumath's copy first, so that cuFFTMp runs over the
+    # very NVSHMEM that cumath.distributed initialized (and not a second copy found through its RPATH).
+    load_library("nvshmem_host")
+
+
 def _ok(status: int, what: str) -> None:
     if status:
         check(status, f"{what} (cuFFTMp)")
@@ -79,6 +85,7 @@ def _ok(status: int, what: str) -> None:
 def available() -> bool:
     """Whether libcufftMp can be loaded (loads it, and with it libnvshmem_host)."""
     try:
+        _preload()
         return _L.has("cufftMpAttachComm")
     except (OSError, LibraryNotFoundError):
         return False
@@ -91,6 +98,7 @@ def version() -> int:
 
 
 def create() -> int:
+    _preload()
     h = c_int()
     _ok(_L.cufftCreate(byref(h)), "cufftCreate")
     return h.value

@@ -93,7 +93,7 @@ class CuFFTMpPlan:
     run as native slabs with ``in_slab`` (0: X, 1: Y) the input's slab.
     """
 
-    def __init__(self, ctx, global_shape, geometry, in_box, out_box, native: bool, in_slab: int):
+    def __init__(self, ctx, global_shape, geometry, in_box, out_box, native: bool, in_slab: int, operand=None):
         from ..._bindings import cufftmp
 
         self._mp = cufftmp
@@ -117,9 +117,10 @@ class CuFFTMpPlan:
         nbytes = max(math.prod(self.in_stored) * self.in_dtype.itemsize,
                      math.prod(self.out_stored) * self.out_dtype.itemsize)
         self.nbytes = nbytes
-        self._buffer = self._state.malloc(max(self._group.allgather(nbytes)))  # collective, same size everywhere
+        self._buffer = 0
         self._plans: dict[str, int] = {}
         self._state.plans.add(self)
+        self.ensure_buffer(operand)
         logger.info("cuFFTMp %s %s on %d rank(s): %s, local %s -> %s, symmetric work buffer %d bytes",
                     self.fft_type, self.shape, self._group.nranks,
                     "native slabs" if native else "boxes", self.in_local, self.out_local, nbytes)
@@ -143,7 +144,7 @@ class CuFFTMpPlan:
                 x, y = mp.SubFormat.CUFFT_XT_FORMAT_INPLACE, mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
                 mine, other = (x, y) if self.in_slab == 0 else (y, x)
                 forward, inverse = (mine, other) if direction == "forward" else (other, mine)
-                if self.fft_type == "C2C" and (forward, inverse) != (x, y):
+                if self.fft_type == "C2C" and (forward, inverse) != (x, y) and self._group.nranks > 1:
                     mp.set_subformat_default(plan, forward, inverse)
             else:
                 (li, ui), (lo, uo) = self.in_box, self.out_box
@@ -160,6 +161,13 @@ class CuFFTMpPlan:
             raise
         self._plans[direction] = plan
         return plan
+
+    def ensure_buffer(self, operand) -> None:
+        """Allocate the symmetric work buffer if any rank's operand needs staging (collective: every rank
+        calls it, at plan and at reset_operand)."""
+        need = self._group.allgather(operand is None or not self.symmetric_operand(operand))
+        if any(need) and not self._buffer:
+            self._buffer = self._state.malloc(max(self._group.allgather(self.nbytes)))  # the same size everywhere
 
     def symmetric_operand(self, x) -> bool:
         """Whether ``x`` can be transformed where it lies: a C-contiguous C2C GPU operand that starts a
@@ -187,6 +195,9 @@ class CuFFTMpPlan:
             if self.symmetric_operand(x):
                 self._mp.execute(plan, self._cufft_type(), _pointer(x), cu_direction)
                 return self._state.array(_pointer(x), self.out_local, self.out_dtype, package)
+            if not self._buffer:
+                raise RuntimeError("this operand needs staging but the FFT has no work buffer: give operands that "
+                                   "are not symmetric buffers through reset_operand on every rank (collective)")
             logger.info("cuFFTMp: the %s operand is not a symmetric buffer of this FFT's size: staged through the "
                         "plan's symmetric buffer (%d bytes)", package, self.nbytes)
             work_in = self._state.array(self._buffer, self.in_stored, self.in_dtype, "cupy")

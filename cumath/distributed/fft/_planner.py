@@ -209,7 +209,7 @@ class FFT(Stateful):
         native = _cufftmp.native_slabs(group.nranks, self.fft_type, slab, balanced, self.options.redistribute)
         self._release_gpu()
         self._gpu_plan = _cufftmp.CuFFTMpPlan(self._ctx, shape, self.geometry, in_box, out_box, native,
-                                              slab or 0)
+                                              slab or 0, self._arr)
         self.engine = "cufftmp"
         self._planned = True
 
@@ -252,6 +252,8 @@ class FFT(Stateful):
             raise ValueError(f"reset_operand: the new operand has shape {shape} and dtype {dtype}, the "
                              f"planned one {self._arr_shape()} and {self._dtype}; create a new FFT")
         self._arr, self._package, self._on_device, self._arr_set = arr, package, on_device, True
+        if self._gpu_plan is not None:  # GPU runs: collective, a staging buffer if a rank's operand needs one
+            self._gpu_plan.ensure_buffer(arr)
 
     def _arr_shape(self):
         return tuple(len(ix) for ix in self._src[self._group.rank])
