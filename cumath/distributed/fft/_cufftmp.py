@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .._nvshmem import bring_up_nvshmem
+from ._traits import _c_strides
 
 __all__ = ["CuFFTMpPlan", "device_operand_info", "stored_shapes", "native_slabs"]
 
@@ -76,14 +77,6 @@ def native_slabs(nranks: int, fft_type: str, slab, balanced: bool, redistribute:
     """Whether a plan runs as cuFFTMp's native slabs (else as boxes): on one rank always (both slabs are the
     whole array); on many, C2C from balanced X or Y slabs to the other slab (``redistribute=False``)."""
     return nranks == 1 or (fft_type == "C2C" and slab in (0, 1) and balanced and not redistribute)
-
-
-def _c_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
 
 
 class CuFFTMpPlan:
