@@ -1,5 +1,6 @@
 """The MKL Cluster DFT engine of the distributed FFT (``FFTOptions(engine='mkl')``) against NumPy's float64
-reference, on every rank's piece and gathered on rank 0; its choice by engine='auto' and its error paths."""
+reference: moves around it, awkward operands, its choice by engine='auto' and its error paths. The slab cases
+of both CPU engines are test_fft.py's test_c2c_slab."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cumath.distributed.distribution import Box, Slab, SlabPartition
-from mpi_helpers import TOL, gather0, piece, rel_err
+from mpi_helpers import piece, rel_err
 
 pytestmark = pytest.mark.usefixtures("world")
 
@@ -24,40 +25,6 @@ def _needs_cdft(world):
 def _data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-
-
-# odd, prime, even sizes; at least 4 rows on the first two axes (the 4-rank runs)
-SHAPES = [(7, 5, 6), (11, 13), (4, 9, 7), (5, 4, 17), (16, 8)]
-
-
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("slab", [Slab.X, Slab.Y])
-@pytest.mark.parametrize("redistribute", [True, False])
-@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
-def test_mkl_c2c_slab(world, shape, slab, redistribute, dtype):
-    from cumath.distributed import fft as dfft
-
-    r, p = world.rank, world.nranks
-    G = _data(shape, dtype)
-    x = piece(G, slab, r, p)
-    before = x.copy()
-    ref = np.fft.fftn(G.astype(np.complex128))
-    tol = 10 * TOL[np.dtype(dtype)]
-    with dfft.FFT(x, distribution=slab, options={"redistribute": redistribute, "engine": "mkl"}) as f:
-        f.plan()
-        assert f.engine == "mkl"
-        y = f.execute()
-        out = f.result_distribution
-        assert out == (slab if redistribute else Slab(1 - slab.axis))
-        assert y.dtype == dtype and rel_err(y, piece(ref, out, r, p)) < tol
-        assert not np.shares_memory(y, x) and np.array_equal(x, before)  # the operand is only read
-        f.reset_operand(x * 2)
-        z = f.execute(direction="inverse")
-        inv = np.fft.ifftn(2 * G.astype(np.complex128)) * G.size
-        assert rel_err(z, piece(inv, out, r, p)) < tol
-    full = gather0(world, y, out, shape)
-    if r == 0:
-        assert rel_err(full, ref) < tol
 
 
 def test_mkl_uneven_pieces_and_boxes(world):
