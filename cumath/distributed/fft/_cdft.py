@@ -24,7 +24,7 @@ import logging
 
 import numpy as np
 
-from ..distribution import SlabPartition
+from .._distributions import SlabPartition
 
 __all__ = ["ClusterDFT", "unsupported_reason", "AUTO"]
 

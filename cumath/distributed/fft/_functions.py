@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._operands import wrap_result
-from ..distribution import Box, Slab
+from .._distributions import Box, Slab
 from ._options import FFTOptions, check_options
 from ._planner import FFT
 

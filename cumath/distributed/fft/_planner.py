@@ -21,7 +21,7 @@ from ..._core.lifecycle import Stateful, requires
 from .._context import require_context
 from .._operands import gather_layout, host_view, target_indices, wrap_result
 from .._redistribute import plan_exchange
-from ..distribution import Box, Slab, SlabPartition
+from .._distributions import Box, Slab, SlabPartition
 from . import _cdft, _cufftmp
 from ._options import FFTDirection, check_options
 from ._traits import Local, Move, candidate_layouts, plan_steps, problem
