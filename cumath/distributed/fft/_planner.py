@@ -62,6 +62,19 @@ class FFT(Stateful):
     in the input's slab (``FFTOptions.redistribute=True``), in the other slab (False), or in this rank's output
     box. The inverse is not normalized (as single-process cumath.fft).
 
+    CPU runs (``initialize(None, ...)``): NumPy arrays or PyTorch CPU tensors; the result is a new array and the
+    operand is only read (``FFTOptions.engine`` picks per-rank plans with transposes or MKL's Cluster DFT).
+    GPU runs (``initialize(device_id, ...)``): cuFFTMp over NVSHMEM. A C2C operand that is a symmetric buffer
+    (``allocate_symmetric_memory`` / ``allocate_operand(memory_space='cuda')``) is transformed in place and the
+    result is a view of that buffer, as in nvmath-python; other operands (CuPy arrays, CUDA or CPU tensors,
+    NumPy arrays) are staged through the FFT's own symmetric buffer (logged) and the result is a new array of
+    their package. On GPU runs ``reset_operand`` and ``free`` are collective (every rank calls them).
+
+    Deliberate differences from nvmath-python 1.0: CPU-only runs compute on the CPU (nvmath-python stages host
+    operands to GPUs) and return new arrays; on GPU runs, GPU operands that are not symmetric buffers are
+    accepted (staged) instead of refused; ``FFTOptions`` adds ``engine``, ``decomposition`` and
+    ``planning_effort``.
+
     Example (``mpirun -n 2``)::
 
         cumath.distributed.initialize(None, MPI.COMM_WORLD)
