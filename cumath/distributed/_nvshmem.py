@@ -27,6 +27,7 @@ __all__ = ["bring_up_nvshmem", "tear_down_nvshmem", "nvshmem_state", "NVSHMEMSta
 logger = logging.getLogger(__name__)
 _KEY = "nvshmem"
 _lock = threading.Lock()
+_bring_up_lock = threading.RLock()
 
 
 class _Buffer:
@@ -130,7 +131,12 @@ def bring_up_nvshmem(ctx) -> NVSHMEMState:
     """Initialize NVSHMEM for ``ctx`` (collective; once per context: later calls return the same state)."""
     if ctx.device_id is None:
         raise ValueError("NVSHMEM needs a GPU: initialize cumath.distributed with a device_id")
-    return ctx.resource(_KEY, lambda: NVSHMEMState(ctx), lambda s: s.tear_down())
+    # Not ctx.resource(): initialize() calls this while holding the context module's lock.
+    with _bring_up_lock:
+        entry = ctx._resources.get(_KEY)
+        if entry is None:
+            entry = ctx._resources[_KEY] = (NVSHMEMState(ctx), lambda s: s.tear_down())
+        return entry[0]
 
 
 def nvshmem_state(ctx) -> NVSHMEMState | None:

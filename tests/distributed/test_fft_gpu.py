@@ -27,6 +27,19 @@ def test_cufftmp_one_rank_end_to_end():
     assert "FAIL" not in out.stdout and out.stdout.count("OK ") >= 100, text[-6000:]
 
 
+@pytest.mark.skipif(under_launcher(), reason="a process of its own, not a rank of an mpirun")
+def test_gpu_engine_code_on_host_stand_ins():
+    """The GPU engine's code end to end with CuPy, NVSHMEM and cuFFTMp replaced by host stand-ins (see the
+    script): bring-up inside initialize(), staging, padded R2C/C2R rows, per-direction plans, in-place
+    symmetric operands, reset_operand, free and the leak report at finalize."""
+    env = clean_env(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning",
+                          os.path.join(HERE, "scripts", "fake_gpu_fft.py")], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=ROOT)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-6000:]
+    assert "FAIL" not in out.stdout and out.stdout.count("OK ") >= 40, out.stdout
+
+
 def test_stored_shapes_pad_the_real_side():
     from cumath.distributed.fft._cufftmp import stored_shapes
 
