@@ -278,11 +278,13 @@ def main(argv=None) -> int:
     if exe is None:
         print("no mpiexec: pip install cumath[distributed]")
         return 1
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    flags = [] if "HYDRA" in version.upper() else ["--oversubscribe", "--allow-run-as-root"]  # Open MPI
     rows, status = [], 0
     for case in cases:
         env = dict(os.environ)
         ranks = 1 if case.startswith("gpu/") else args.ranks
-        cmd = [exe, "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--worker", case,
+        cmd = [exe, "-n", str(ranks), *flags, sys.executable, os.path.abspath(__file__), "--worker", case,
                "--rounds", str(rounds)]
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
