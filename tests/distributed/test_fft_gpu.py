@@ -119,3 +119,27 @@ def test_device_operand_info_and_stream_pointer():
     assert _stream_pointer(S()) == 99
     with pytest.raises(TypeError, match="stream must be"):
         _stream_pointer("stream")
+
+
+@pytest.mark.skipif(under_launcher(), reason="a process of its own, not a rank of an mpirun")
+def test_gpu_initialize_errors_name_the_fix():
+    code = """
+import cumath.distributed as d
+try:
+    d.initialize(0)
+except NotImplementedError as e:
+    assert "NCCL engines" in str(e) and "backends=('nvshmem',)" in str(e), str(e)
+from cumath._bindings import nvshmem
+if not nvshmem.available():
+    try:
+        d.initialize(0, backends=("nvshmem",))
+    except RuntimeError as e:
+        assert "libnvshmem_host.so.3" in str(e) and "cu13-distributed" in str(e), str(e)
+    else:
+        raise SystemExit("no error without NVSHMEM")
+    assert d.get_context() is None
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=clean_env(PYTHONPATH=ROOT), cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr

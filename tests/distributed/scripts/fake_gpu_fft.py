@@ -139,11 +139,7 @@ def _execute(plan, fft_type, ptr, direction):
 cufftmp.make_plan = _make_plan
 cufftmp.execute = _execute
 
-# -- the GPU bring-up that initialize() makes with a device_id
 import cumath.distributed as dist  # noqa: E402
-from cumath.distributed import _gpu, _nvshmem  # noqa: E402
-
-_gpu.bring_up = lambda ctx: _nvshmem.bring_up_nvshmem(ctx)
 from mpi4py import MPI  # noqa: E402
 
 from cumath.distributed import fft as dfft  # noqa: E402
