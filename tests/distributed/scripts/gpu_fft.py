@@ -25,10 +25,11 @@ import cumath  # noqa: E402
 import cumath.distributed as dist  # noqa: E402
 from cumath.distributed.distribution import Box, Slab  # noqa: E402
 
-try:
-    dist.initialize(0, MPI.COMM_WORLD, backends=("nvshmem",))
-except NotImplementedError as exc:
-    skip(f"the GPU bring-up of cumath.distributed is not in this tree: {exc}")
+from cumath._bindings import nvshmem  # noqa: E402
+
+if not nvshmem.available():
+    skip("NVSHMEM's host library (libnvshmem_host.so.3, wheel nvidia-nvshmem-cu13) cannot be loaded")
+dist.initialize(0, MPI.COMM_WORLD, backends=("nvshmem",))
 from cumath._bindings import cufftmp  # noqa: E402
 
 if not cufftmp.available():
