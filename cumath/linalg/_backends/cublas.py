@@ -15,6 +15,7 @@ import numpy as np
 from ..._bindings import cublas, cudart
 from ..._core import cuda
 from ..._core.cuda import set_device
+from ..._core.lifecycle import release_quietly
 from ...memory import allocate
 from .._generic.traits import Caps, Ptr
 from . import GemmCall, Scalars
@@ -37,12 +38,6 @@ _ENUMS = {"gemm": (_OP, _OP), "gemm_batched": (_OP, _OP), "symm": (_SIDE, _UPLO)
 _COLUMN = {"A": 0, "B": 1, "D": 2}  # where a gemm pointer comes from in a member's (A, B, D) triple
 
 
-def _destroy(handle):
-    try:
-        cublas.cublasDestroy_v2(handle)
-    except Exception:  # interpreter shutdown, context gone
-        pass
-
 
 class CublasHandle:
     """One cuBLAS handle on GPU ``device_id`` (pointer mode host), bound to one stream at a time; ``free()``
@@ -52,7 +47,7 @@ class CublasHandle:
         set_device(device_id)
         self.device_id = device_id
         self.value = cublas.cublasCreate_v2()
-        self._finalizer = weakref.finalize(self, _destroy, self.value)
+        self._finalizer = weakref.finalize(self, release_quietly, cublas.cublasDestroy_v2, self.value)
         cublas.cublasSetPointerMode_v2(self.value, cublas.cublasPointerMode_t.CUBLAS_POINTER_MODE_HOST)
         cublas.cublasSetStream_v2(self.value, stream)
         self.stream = stream

@@ -35,6 +35,7 @@ from ...._bindings import cudart
 from ...._core import cuda
 from ...._core.frameworks.numpy import from_pointer
 from ...._core.kernels import get_kernel
+from ...._core.lifecycle import release_quietly
 
 __all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
            "pivot_kernel", "scan_grid"]
@@ -214,13 +215,6 @@ def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = Fa
         return None
 
 
-def _free_host(ptr: int) -> None:
-    try:
-        cudart.cudaFreeHost(ptr)
-    except Exception:  # interpreter shutdown, context gone
-        pass
-
-
 def _pinned_word(owner):
     """An 8-byte word of page-locked host memory that lives as long as ``owner`` (a device-to-host copy into it
     needs no staging through the driver's buffer); a NumPy word where it cannot be had."""
@@ -230,7 +224,7 @@ def _pinned_word(owner):
         ptr = 0
     if not ptr:
         return np.zeros(1, np.uint64)
-    weakref.finalize(owner, _free_host, ptr)
+    weakref.finalize(owner, release_quietly, cudart.cudaFreeHost, ptr)
     word = from_pointer(ptr, (1,), (1,), "uint64")
     word[0] = 0
     return word
