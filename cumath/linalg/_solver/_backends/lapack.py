@@ -238,8 +238,8 @@ class LapackEngine(ProgramCache):
         there are none. One sum per view first (finite only when every entry is: a NaN or inf makes it NaN or
         inf), the entry-by-entry check only where a sum is not finite (a non-finite entry, an entry of the other
         triangle, or an overflow of the sum)."""
-        with np.errstate(all="ignore"):
-            sums = [np.sum(f) for f in factors]
+        with np.errstate(all="ignore"):  # einsum's sum reads at about twice np.sum's speed; complex as real pairs
+            sums = [np.einsum("ijk->", f.view(f.real.dtype) if f.dtype.kind == "c" else f) for f in factors]
         if all(np.isfinite(x) for x in sums):
             return None
         n, uplo = self.geom.n, self.problems.factor.uplo
