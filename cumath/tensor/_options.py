@@ -9,6 +9,7 @@ from typing import Literal
 
 import numpy as np
 
+from .._bindings import cutensor as ct
 from .._bindings.cutensor import Operator
 from .._core.options import check_choice
 
@@ -17,35 +18,25 @@ __all__ = ["ContractionOptions", "ContractionAlgo", "ContractionAutotuneMode", "
            "UNARY_OPERATORS", "COMPLEX_OPERATORS", "RESULT_LAYOUTS"]
 
 
-class ContractionAlgo(enum.IntEnum):
-    """cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like kernel."""
-
-    DEFAULT_PATIENT = -6
-    GETT = -4
-    TGETT = -3
-    TTGT = -2
-    DEFAULT = -1
+def _public(values: type, name: str, doc: str) -> type:
+    """The binding's enum ``values`` under its public name (one table of values: the binding's, from the header)."""
+    cls = enum.IntEnum(name, {m.name: m.value for m in values}, module=__name__)
+    cls.__doc__ = doc
+    return cls
 
 
-class ContractionAutotuneMode(enum.IntEnum):
-    """cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each plan of a recurring problem."""
-
-    NONE = 0
-    INCREMENTAL = 1
-
-
-class ContractionJitMode(enum.IntEnum):
-    """cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem (longer planning)."""
-
-    NONE = 0
-    DEFAULT = 1
-
-
-class ContractionCacheMode(enum.IntEnum):
-    """cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's plan cache."""
-
-    NONE = 0
-    PEDANTIC = 1
+ContractionAlgo = _public(
+    ct.Algo, "ContractionAlgo", "cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like "
+    "kernel.")
+ContractionAutotuneMode = _public(
+    ct.AutotuneMode, "ContractionAutotuneMode", "cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each "
+    "plan of a recurring problem.")
+ContractionJitMode = _public(
+    ct.JitMode, "ContractionJitMode", "cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem "
+    "(longer planning).")
+ContractionCacheMode = _public(
+    ct.CacheMode, "ContractionCacheMode", "cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's "
+    "plan cache.")
 
 
 class ComputeDesc(enum.IntEnum):

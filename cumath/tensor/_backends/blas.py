@@ -19,6 +19,7 @@ import numpy as np
 
 from ..._bindings import blas
 from ..._core.frameworks.numpy import from_pointer
+from ..._core.layout import dense_strides
 from ..._core.logging import format_bytes
 from .._options import Operator
 from .._traits import batch_offsets, gemm_geometry
@@ -398,11 +399,8 @@ def _stack(g, view, modes, strides, rows: int, cols: int, ext):
 
 
 def _dense(shape) -> tuple:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+    """C-order strides of ``shape``."""
+    return dense_strides(shape, range(len(shape)))
 
 
 def _dense_offsets(count: int, size: int) -> list:

@@ -278,7 +278,7 @@ class ContractionCUTENSOR:
                                                 log))
                 self.mode = "fused"
             else:
-                t_strides = _dense(tuple(ext[m] for m in t_modes))
+                t_strides = dense_strides(tuple(ext[m] for m in t_modes), range(len(t_modes)))
                 d_t = desc(t_modes, t_strides)
                 first = (ins[s1.x], ins[s1.y], d_t, d_t)
                 self.contracts.append(_Contract(self.handle, first, (ops[s1.x], ops[s1.y]), compute, preference,
@@ -388,10 +388,3 @@ class ContractionCUTENSOR:
         self._buffers = []
         self._finalizer()
 
-
-def _dense(shape) -> tuple:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
