@@ -262,19 +262,31 @@ class _Contraction(Operation):
                               None if ct is None else ct.library_name, p.execution.num_threads, log=self._log)
 
     # ------------------------------------------------------------------------------------------- execution
-    def _new_result(self):
+    def _planned_with(self, executor) -> None:
         op = self._ops[self._INPUTS[0]]
-        return adapter(op.package).empty(self._out_shape, self._dtype, op.device_id, self._result_perm)
+        # the result's allocator: the package's cheapest call for the planned shape and layout
+        self._new_result = adapter(op.package).empty_factory(self._out_shape, self._dtype, op.device_id,
+                                                             self._result_perm)
+        self._pointer = adapter(self._place.package).pointer
 
     def _run(self, alpha, beta, stream, release_workspace: bool):
         ops = self._ops
         out = ops["out"]
-        result = out.obj if out is not None else self._new_result()
-        out_ptr = out.ptr if out is not None else adapter(self._place.package).pointer(result)
+        if out is None:
+            result = self._new_result()
+            out_ptr = self._pointer(result)
+        else:
+            result, out_ptr = out.obj, out.ptr
         add = ops[self._ADDEND]
-        if add is not None and beta is None:
-            raise ValueError(BETA_WITHOUT_ADDEND.format(name=self._ADDEND))
         ex = self._executor
+        if add is None:
+            if ex.simple:  # one library call on the operands (binary, GPU)
+                ex.run_binary(ops["a"].ptr, ops["b"].ptr, out_ptr, alpha, stream)
+                if release_workspace:
+                    ex.release_workspace()
+                return result
+        elif beta is None:
+            raise ValueError(BETA_WITHOUT_ADDEND.format(name=self._ADDEND))
         inputs = [ops[n].ptr for n in self._INPUTS]
         if ex.space == "cpu":
             ex.run(inputs, None if add is None else add.ptr, out_ptr, alpha, beta if add is not None else 0.0)
@@ -291,9 +303,10 @@ class _Contraction(Operation):
         when it was given, else a new array of the operands' package on their device)."""
         if self._executor is None or self._released:
             self._not_ready("execute")
-        dtype = self._dtype
-        alpha = _scalar_ok(alpha, dtype, "alpha")
-        beta = _scalar_ok(beta, dtype, "beta")
+        if alpha.__class__ is not float:  # (a float is taken as it is)
+            alpha = _scalar_ok(alpha, self._dtype, "alpha")
+        if beta is not None:
+            beta = _scalar_ok(beta, self._dtype, "beta")
         if self._host_only:
             return self._run(alpha, beta, None, release_workspace)
         stream, explicit = self._stream_arg(stream)

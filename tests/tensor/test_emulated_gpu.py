@@ -46,6 +46,17 @@ class FakeCutensor(types.SimpleNamespace):
         self.objects[i] = value
         return i
 
+    check = staticmethod(real.check)
+
+    def raw_function(self, name):
+        fn = getattr(self, name)
+
+        def raw(*args):  # the status, as the C function returns it
+            fn(*args)
+            return 0
+
+        return raw
+
     def cutensorCreate(self):
         return self._new("handle")
 

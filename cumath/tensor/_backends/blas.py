@@ -217,6 +217,7 @@ class ContractionCPU:
     """
 
     space = "cpu"
+    simple = False  # (run_binary: the GPU engine's one-call path)
 
     def __init__(self, problem, steps, ops, dtype: str, out_strides, addend_strides, same_addend: bool,
                  compute: str | None, num_threads: int, requested_blas: str = "auto", log=logger):
