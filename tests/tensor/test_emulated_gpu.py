@@ -500,3 +500,91 @@ def test_stateless_device_calls_are_cached_per_alignment(emulated, monkeypatch):
         assert np.allclose(r, a @ b)
     stats = config.plan_cache.stats()
     assert stats["misses"] - before == 2 and stats["hits"] >= 1  # the 8-byte aligned view has its own plan
+
+
+def test_cached_binary_call_is_one_native_call(emulated, monkeypatch):
+    """A cached binary call on GPU operands runs the plan's argument words through the raw caller (one call), with
+    the scalars rewritten only when alpha changes, and the workspace kept (or allocated again after release)."""
+    from cumath import config, tensor
+
+    rng = np.random.default_rng(21)
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    raw_calls = []
+    make_raw = emulated.raw_function
+
+    def counting(name):
+        fn = make_raw(name)
+
+        def raw(*args):
+            raw_calls.append((name, len(args)))
+            return fn(*args)
+
+        return raw
+
+    monkeypatch.setattr(emulated, "raw_function", counting)
+    a = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    b = rng.standard_normal((3, 7, 4)).astype(np.float32)[:, ::-1]  # negative stride
+    alloc = HostAllocator()
+    opts = {"allocator": alloc}
+    config.plan_cache.clear()
+    expect = np.einsum("bij,bjk->bik", a.astype(np.float64), b.astype(np.float64))
+    for alpha in (1.0, 1.0, 2.5, 2.5, 1.0, -3):
+        r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), alpha=alpha, options=opts)
+        assert np.allclose(r, alpha * expect, rtol=1e-5, atol=1e-5)
+    assert raw_calls == [("cutensorContract", 11)] * 6
+    plans = [v for v in emulated.objects.values() if isinstance(v, tuple) and v[0] == "plan"]
+    assert len(plans) == 1  # planned once
+    kept = [b for b in alloc.buffers if not b.freed]
+    r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), options=opts)
+    assert [b for b in alloc.buffers if not b.freed] == kept  # no workspace allocated per call
+    with tensor.BinaryContraction("bij,bjk->bik", _device(a), _device(b), options=opts) as ctr:
+        ctr.plan()
+        assert ctr._executor.simple
+        for _ in range(2):  # released after each call, allocated again for the next
+            r = ctr.execute(alpha=0.5, release_workspace=True)
+            assert np.allclose(r, 0.5 * expect, rtol=1e-5, atol=1e-5) and ctr._executor.workspace is None
+        c = rng.standard_normal((3, 5, 4)).astype(np.float32)
+        ctr.reset_operands(a=_device(a))
+        with pytest.raises(ValueError, match="beta must be given together with c"):
+            tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), c=_device(c), options=opts)
+    r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), c=_device(c), beta=2.0, options=opts)
+    assert np.allclose(r, expect + 2 * c, rtol=1e-5, atol=1e-5)  # the general path (addend copied first)
+
+
+def _at(shape, offset: int, fill=None):
+    """A float64 array starting ``offset`` bytes past a 16-byte boundary (filled from ``fill`` when given)."""
+    from cumath._core.frameworks.numpy import aligned_empty
+
+    n = int(np.prod(shape))
+    base = aligned_empty((n + 2,), np.float64, 16)
+    x = base[offset // 8:offset // 8 + n].reshape(shape)
+    if fill is not None:
+        x[...] = fill
+    return x
+
+
+def test_cached_call_refuses_a_less_aligned_operand(emulated, monkeypatch):
+    from cumath import tensor
+
+    rng = np.random.default_rng(22)
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    a, b = _at((4, 6), 0, rng.standard_normal((4, 6))), _at((6, 3), 0, rng.standard_normal((6, 3)))
+    good, off = _at((4, 3), 0), _at((4, 3), 8)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), out=_device(good),
+                                  options={"allocator": HostAllocator()}) as ctr:
+        ctr.plan()
+        ctr.execute()
+        assert np.allclose(good, a @ b)
+        ctr.reset_operands(out=_device(off))
+        with pytest.raises(ValueError, match="out at address .* is less aligned than the planned one"):
+            ctr.execute()
+        ctr.reset_operands(b=_device(_at((6, 3), 8, b)), out=_device(good))
+        with pytest.raises(ValueError, match="an operand at address .* is less aligned than the planned one"):
+            ctr.execute()
+        ctr.reset_operands(b=_device(b))
+        ctr.execute(alpha=2.0)
+        assert np.allclose(good, 2 * a @ b)
+    # the stateless call plans again for the less aligned operand instead
+    r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(_at((6, 3), 8, b)),
+                                  options={"allocator": HostAllocator()})
+    assert np.allclose(r, a @ b)
