@@ -123,8 +123,11 @@ class ContractionOptions:
         allocator: device memory for workspaces and intermediates (see :mod:`cumath.memory`).
         memory_limit: the most workspace a plan may use: bytes (int), a string with a unit ('1.5 GiB', '200 MB')
             or a percentage of the GPU memory ('80%').
-        result_layout: the result's memory order: 'C', 'F', 'optimized' (the layout the engine writes directly,
-            from the operands' layouts) or 'auto' (the operands' order when they agree, else 'optimized').
+        result_layout: the memory order of a new result (out= keeps its own): 'C', 'F', 'optimized' (the order
+            the engine writes directly: [batch, m, n] of the final product, from the operands' layouts) or 'auto'
+            (the default: 'C' when every input is in C order, 'F' when every input is in F order, provided the
+            engine writes that layout without a copy, as cuTENSOR always does and the CPU's GEMM does when the
+            strides nest into its matrices; 'optimized' otherwise). C in, C out, and never an extra pass.
     """
 
     compute_type: int | None = None

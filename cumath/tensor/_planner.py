@@ -103,6 +103,18 @@ def _overlaps(x: Operand, y: Operand) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def _memory_orders(shape, strides) -> set:
+    """{'C', 'F'}, the orders an operand's memory is in: its axes of extent > 1 with strictly decreasing |stride|
+    (C), increasing (F); both for at most one such axis."""
+    s = [abs(st) for n, st in zip(shape, strides) if n > 1]
+    kinds = set()
+    if all(x > y for x, y in zip(s, s[1:])):
+        kinds.add("C")
+    if all(x < y for x, y in zip(s, s[1:])):
+        kinds.add("F")
+    return kinds
+
+
 def _scalar_ok(value, dtype: str, name: str):
     if value is None:
         return None
@@ -199,20 +211,45 @@ class _Contraction(Operation):
             return out.strides, None
         layout = self._options.result_layout
         n = len(pb.output)
+        if layout == "auto":
+            layout = self._auto_layout(steps)
         if layout == "C" or n == 0:
             perm = tuple(range(n))
         elif layout == "F":
             perm = tuple(reversed(range(n)))
-        else:  # the order the final product writes: [batch, m, n] of its geometry
-            last = steps[-1]
-            xs = pb.strides[last.x] if last.x != "T" else dense_strides(
-                [pb.extents[m] for m in last.x_modes], range(len(last.x_modes)))
-            ys = pb.strides[last.y]
-            g = gemm_geometry(last.x_modes, xs, last.y_modes, ys, pb.output, None, pb.extents)
-            order = g.batch + g.m + g.n
-            order = order + tuple(m for m in pb.output if m not in order)
-            perm = tuple(pb.output.index(m) for m in order)
+        else:
+            perm = self._written_order(steps, None)
         return dense_strides(self._out_shape, perm), perm
+
+    def _written_order(self, steps, z_strides):
+        """The output axes in the order the final product writes them ([batch, m, n] of its geometry), or None
+        when ``z_strides`` (the result's strides) cannot be written by the CPU's GEMM directly."""
+        pb = self._problem
+        last = steps[-1]
+        xs = pb.strides[last.x] if last.x != "T" else dense_strides(
+            [pb.extents[m] for m in last.x_modes], range(len(last.x_modes)))
+        g = gemm_geometry(last.x_modes, xs, last.y_modes, pb.strides[last.y], pb.output, z_strides, pb.extents)
+        if z_strides is not None:
+            return None if g.z is None else ()
+        order = g.batch + g.m + g.n
+        order = order + tuple(m for m in pb.output if m not in order)
+        return tuple(pb.output.index(m) for m in order)
+
+    def _auto_layout(self, steps) -> str:
+        """result_layout='auto': 'C' when every input is in C order (its modes' strides decreasing), 'F' when
+        every one is in F order, provided the engine writes that layout directly (cuTENSOR always does; the
+        CPU's GEMM when the strides nest into its matrices); else 'optimized'."""
+        pb = self._problem
+        kinds = {"C", "F"}
+        for modes, strides in zip(pb.inputs, pb.strides):
+            kinds &= _memory_orders([pb.extents[m] for m in modes], strides)
+        n = len(pb.output)
+        for kind in ("C", "F"):
+            if kind in kinds:
+                perm = tuple(range(n)) if kind == "C" else tuple(reversed(range(n)))
+                if self._place.on_gpu or self._written_order(steps, dense_strides(self._out_shape, perm)) is not None:
+                    return kind
+        return "optimized"
 
     def _make_executor(self):
         steps = pairwise_steps(self._problem, self._order)

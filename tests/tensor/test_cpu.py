@@ -121,6 +121,31 @@ def test_result_layouts(rng):
     assert relerr(rc, (a @ b).T) < 1e-12 and relerr(rf, (a @ b).T) < 1e-12
 
 
+def test_auto_layout_follows_the_inputs(rng):
+    """'auto' (the default): C inputs give a C result, F inputs an F one, where the GEMM writes it directly;
+    mixed inputs, or a layout the GEMM cannot write, give 'optimized'."""
+    a, b = rand(rng, (5, 7)), rand(rng, (7, 3))
+    fa, fb = np.asfortranarray(a), np.asfortranarray(b)
+    for expr, want in (("ij,jk->ik", a @ b), ("ij,jk->ki", (a @ b).T)):
+        assert tensor.binary_contraction(expr, a, b).flags.c_contiguous
+        assert tensor.binary_contraction(expr, fa, fb).flags.f_contiguous
+        for x, y in ((a, b), (fa, fb), (a, fb), (fa, b)):
+            r = tensor.binary_contraction(expr, x, y)
+            opt = tensor.binary_contraction(expr, x, y, options={"result_layout": "optimized"})
+            assert relerr(r, want) < 1e-12
+            if (x is a) != (y is b):  # mixed orders: the optimized layout
+                assert r.strides == opt.strides
+    x, y = rand(rng, (4, 5, 6)), rand(rng, (4, 6, 3))
+    r = tensor.binary_contraction("bij,bjk->kib", x, y)  # batch innermost: no batched GEMM writes C order
+    opt = tensor.binary_contraction("bij,bjk->kib", x, y, options={"result_layout": "optimized"})
+    assert r.strides == opt.strides and not r.flags.c_contiguous
+    assert relerr(r, np.einsum("bij,bjk->kib", x, y)) < 1e-12
+    v = rand(rng, (7,))  # a 1-D input agrees with either order
+    assert tensor.binary_contraction("ij,j->i", fa, v).flags.f_contiguous
+    r = tensor.ternary_contraction("ij,jk,kl->li", a, b, rand(rng, (3, 4)))
+    assert r.flags.c_contiguous
+
+
 @pytest.mark.parametrize("op, fn", [
     (Operator.OP_RELU, lambda x: np.maximum(x, 0)), (Operator.OP_TANH, np.tanh), (Operator.OP_NEG, np.negative),
     (Operator.OP_ABS, np.abs), (Operator.OP_SIN, np.sin), (Operator.OP_EXP, np.exp),

@@ -588,3 +588,17 @@ def test_cached_call_refuses_a_less_aligned_operand(emulated, monkeypatch):
     r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(_at((6, 3), 8, b)),
                                   options={"allocator": HostAllocator()})
     assert np.allclose(r, a @ b)
+
+
+def test_auto_layout_on_the_gpu(emulated, monkeypatch):
+    """cuTENSOR writes any strides: 'auto' gives C for C inputs even where the CPU's GEMM could not."""
+    from cumath import tensor
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    rng = np.random.default_rng(23)
+    x, y = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 6, 3))
+    r = tensor.binary_contraction("bij,bjk->kib", _device(x), _device(y), options={"allocator": HostAllocator()})
+    assert r.flags.c_contiguous and np.allclose(r, np.einsum("bij,bjk->kib", x, y))
+    fx, fy = np.asfortranarray(x), np.asfortranarray(y)
+    r = tensor.binary_contraction("bij,bjk->kib", _device(fx), _device(fy), options={"allocator": HostAllocator()})
+    assert r.flags.f_contiguous and np.allclose(r, np.einsum("bij,bjk->kib", x, y))
