@@ -602,3 +602,99 @@ def test_auto_layout_on_the_gpu(emulated, monkeypatch):
     fx, fy = np.asfortranarray(x), np.asfortranarray(y)
     r = tensor.binary_contraction("bij,bjk->kib", _device(fx), _device(fy), options={"allocator": HostAllocator()})
     assert r.flags.f_contiguous and np.allclose(r, np.einsum("bij,bjk->kib", x, y))
+
+
+@pytest.fixture
+def jit_timed(emulated, monkeypatch):
+    """autotune() on the emulation, with execute() "measured" by the jit mode of the current plan: the times
+    given per mode (the emulated plans record the preference they were made with)."""
+    from cumath.tensor import _planner
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16)
+    monkeypatch.setattr(_planner, "JIT_MIN_MULTIPLY_ADDS", 64)
+    times = {}
+    timed = []
+
+    def fake_time(self, n, alpha, beta, stream):
+        self.execute(alpha=alpha, beta=beta, stream=stream)
+        jit = int(self.plan_preference.jit)
+        timed.append(jit)
+        return times[jit]
+
+    monkeypatch.setattr(_planner._Contraction, "_time_executes", fake_time)
+    emulated.times, emulated.timed = times, timed
+    return emulated
+
+
+def _last_pref_jit(fake):
+    prefs = [v for v in fake.objects.values() if isinstance(v, tuple) and v[0] == "pref"]
+    return prefs[-1][2]
+
+
+@pytest.mark.parametrize("jit_time, kept", [(1.0, 1), (3.0, 0)])
+def test_autotune_keeps_the_faster_of_jit_and_precompiled(jit_timed, jit_time, kept):
+    from cumath import tensor
+
+    jit_timed.times.update({0: 2.0, 1: jit_time})
+    rng = np.random.default_rng(24)
+    a, b = rng.standard_normal((6, 7)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        c.plan()
+        c.autotune(iterations=2)
+        assert jit_timed.timed == [0, 1]
+        assert int(c.plan_preference.jit) == kept and _last_pref_jit(jit_timed) == kept  # the kept plan's
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+        c.plan()  # nothing changed: no replanning
+        assert _last_pref_jit(jit_timed) == kept
+
+
+@pytest.mark.parametrize("case", ["float64", "small", "explicit-none", "explicit-default"])
+def test_autotune_leaves_jit_alone(jit_timed, monkeypatch, case):
+    from cumath import tensor
+    from cumath.tensor import _planner
+
+    jit_timed.times.update({0: 2.0, 1: 1.0})
+    rng = np.random.default_rng(25)
+    dtype = np.float64 if case == "float64" else np.float32
+    a, b = rng.standard_normal((6, 7)).astype(dtype), rng.standard_normal((7, 5)).astype(dtype)
+    if case == "small":
+        monkeypatch.setattr(_planner, "JIT_MIN_MULTIPLY_ADDS", 6 * 7 * 5 + 1)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        want = 0
+        if case.startswith("explicit"):
+            want = int(case == "explicit-default")
+            c.plan_preference.jit = want
+        c.plan()
+        c.autotune(iterations=2)
+        assert jit_timed.timed == [] and int(c.plan_preference.jit) == want == _last_pref_jit(jit_timed)
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+
+
+def test_autotune_without_jit_support(jit_timed, monkeypatch):
+    """A JIT plan the library refuses (NOT_SUPPORTED) leaves the precompiled kernel in place."""
+    from cumath import tensor
+
+    jit_timed.times.update({0: 2.0, 1: 1.0})
+    create = jit_timed.cutensorCreatePlan
+
+    def refuse_jit(h, desc, pref, limit):
+        if jit_timed.objects[pref][2] == 1:
+            raise CUTENSORError(15, "NOT_SUPPORTED")
+        return create(h, desc, pref, limit)
+
+    monkeypatch.setattr(jit_timed, "cutensorCreatePlan", refuse_jit)
+    rng = np.random.default_rng(26)
+    a, b = rng.standard_normal((6, 7)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        c.plan()
+        c.autotune(iterations=1)
+        assert int(c.plan_preference.jit) == 0 and jit_timed.timed == [0]
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+
+
+def test_plan_preference_jit_flag_is_private():
+    pref = ContractionPlanPreference()
+    assert "_jit_set" not in repr(pref) and pref.key()[-1] == 0
+    with pytest.raises(AttributeError, match=r"the attributes are \['algo', 'autotune_mode', 'cache_mode', "
+                                             r"'incremental_count', 'jit', 'kernel_rank'\]"):
+        pref.jitt = 1
