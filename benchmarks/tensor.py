@@ -5,8 +5,9 @@ Groups (``--list`` shows every case):
         (256 batches of 32^3), 'ij,jk,kl->il' (512^2 operands), float32: cumath's stateless call and
         stateful execute against numpy.einsum(optimize=True), opt_einsum.contract and torch.einsum.
   gpu   the same on the GPU at full size ('abcd,cdef->abef' extents 64, 'bij,bjk->bik' 256 x 32^3,
-        'ij,jk,kl->il' 1024^2), float32, PyTorch operands: against torch.einsum, cupy.einsum and nvmath-python
-        (stateless and stateful) where installed.
+        'ij,jk,kl->il' 1024^2), float32, PyTorch operands: cumath's stateless call, execute, and execute after
+        autotune() (which also tries a JIT kernel for these large float32 cases; the note says which it kept)
+        against torch.einsum, cupy.einsum and nvmath-python (stateless and stateful) where installed.
 
     python benchmarks/tensor.py                  # every case; GPU cases skip without a GPU
     python benchmarks/tensor.py --cpu --quick
@@ -96,6 +97,11 @@ def gpu_case(case, name):
     ops = [torch.from_numpy(o).cuda() for o in _operands(shapes)]
     sync = device_sync()
     fns, obj = _cumath_fns(expr, ops)
+    cls = cumath.tensor.BinaryContraction if len(ops) == 2 else cumath.tensor.TernaryContraction
+    tuned = cls(expr, *ops)
+    tuned.plan()
+    tuned.autotune(iterations=3)  # cuTENSOR's incremental autotuning, and a JIT kernel where it may win
+    fns["cumath execute (autotuned)"] = tuned.execute
     expect = torch.einsum(expr, *[o.double() for o in ops])
     got = fns["cumath (stateless)"]()
     err = float(((got.double() - expect).norm() / expect.norm()).item())
@@ -121,13 +127,14 @@ def gpu_case(case, name):
     else:
         case.note("nvmath-python (nvmath.tensor) is not installed")
     case.note(f"{expr} {' x '.join(str(list(s)) for s in shapes)} float32; relative error against float64 "
-              f"torch.einsum {err:.1e}")
+              f"torch.einsum {err:.1e}; autotune kept jit={tuned.plan_preference.jit.name}")
     case.time(fns, sync=sync, rounds=case.rounds(7, 3), target=0.1)
-    for who in ("cumath (stateless)", "cumath execute (stateful)"):
+    for who in ("cumath (stateless)", "cumath execute (stateful)", "cumath execute (autotuned)"):
         case.ratio(who, "torch.einsum")
         if "nvmath-python execute" in fns:
             case.ratio(who, "nvmath-python execute")
     obj.free()
+    tuned.free()
     if nv_obj is not None:
         nv_obj.free()
 

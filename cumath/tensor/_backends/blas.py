@@ -139,7 +139,7 @@ class _Step:
         self.split = num_threads > 1 and g.B >= 2 and flops <= _SMALL
         self.threads = num_threads
         self.lib_threads = lib.get_num_threads()  # a thread count the library already has is not set per call
-        self.stacked = None  # (shape, strides) of X, Y, Z as stacks of matrices, for small batched products
+        self.stacked = None  # _StackView of X, Y, Z as stacks of matrices, for small batched products
 
     def _scalars(self, alpha, beta):
         if not self.complex:
@@ -186,11 +186,8 @@ class _Step:
     def _run_stacked(self, px, py, pz, alpha, beta) -> None:
         """Many small products: numpy.matmul's C loop over the same OpenBLAS gemm (one ctypes call per product
         costs more than the product itself)."""
-        (xs, xst), (ys, yst), (zs, zst) = self.stacked
-        cdt = self.cdt
-        x = _fast_view(px, xs, xst, cdt)
-        y = _fast_view(py, ys, yst, cdt)
-        z = _fast_view(pz, zs, zst, cdt)
+        vx, vy, vz = self.stacked
+        x, y, z = vx.at(px), vy.at(py), vz.at(pz)
         if self.x.op == Operator.OP_CONJ and self.x.direct and self.complex:
             x = x.conj()
         if self.y.op == Operator.OP_CONJ and self.y.direct and self.complex:
@@ -273,10 +270,10 @@ class ContractionCPU:
                 g = _with(g, z=_dense_view(g.M, g.N), swap=False)
             step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads)
             if g.B > 1 and g.M * g.N * max(1, g.K) <= _SMALL:
-                step.stacked = (
+                step.stacked = tuple(_StackView(*st, cdt) for st in (
                     _stack(g, g.x, xm, xs if x.direct else None, g.M, g.K, ext),
                     _stack(g, g.y, ym, ys if y.direct else None, g.K, g.N, ext),
-                    _stack(g, g.z, s.z_modes, zs if direct_out else None, g.M, g.N, ext))
+                    _stack(g, g.z, s.z_modes, zs if direct_out else None, g.M, g.N, ext)))
             step.scratch, step.z_order, step.direct_out = scratch, z_order, direct_out
             self.nbytes += sum(i.buffer.nbytes for i in (x, y) if i.buffer is not None)
             self.steps.append(step)
@@ -374,15 +371,25 @@ def _stacked_product(x, y, z, alpha, beta) -> None:
         z += alpha * prod if alpha != 1 else prod
 
 
-def _fast_view(ptr: int, shape, strides, dtype: str) -> np.ndarray:
-    """A NumPy view of memory at ``ptr`` (element strides; cheaper than from_pointer's as_strided)."""
-    dt = np.dtype(dtype)
-    strides = [s if n > 1 else 0 for n, s in zip(shape, strides)]  # (a size-1 axis's stride is arbitrary)
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-    isz = dt.itemsize
-    buf = (_CHAR * ((hi - lo + 1) * isz)).from_address(ptr + lo * isz)
-    return np.ndarray(shape, dt, buf, -lo * isz, [s * isz for s in strides])
+class _StackView:
+    """NumPy views of one operand of a stacked product at any address: shape, byte strides, extent and the
+    ctypes buffer type worked out at planning, so a call costs one buffer and one ndarray."""
+
+    __slots__ = ("shape", "dtype", "strides", "lo", "buffer")
+
+    def __init__(self, shape, strides, dtype: str):
+        dt = np.dtype(dtype)
+        isz = dt.itemsize
+        strides = [s if n > 1 else 0 for n, s in zip(shape, strides)]  # (a size-1 axis's stride is arbitrary)
+        lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+        hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+        self.shape, self.dtype = tuple(shape), dt
+        self.strides = tuple(s * isz for s in strides)
+        self.lo = lo * isz
+        self.buffer = _CHAR * ((hi - lo + 1) * isz)
+
+    def at(self, ptr: int) -> np.ndarray:
+        return np.ndarray(self.shape, self.dtype, self.buffer.from_address(ptr + self.lo), -self.lo, self.strides)
 
 
 def _stack(g, view, modes, strides, rows: int, cols: int, ext):
