@@ -18,25 +18,27 @@ __all__ = ["ContractionOptions", "ContractionAlgo", "ContractionAutotuneMode", "
            "UNARY_OPERATORS", "COMPLEX_OPERATORS", "RESULT_LAYOUTS"]
 
 
-def _public(values: type, name: str, doc: str) -> type:
+_DOCS = {
+    "ContractionAlgo": "cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like kernel.",
+    "ContractionAutotuneMode": "cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each plan of a "
+                               "recurring problem.",
+    "ContractionJitMode": "cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem (longer "
+                          "planning).",
+    "ContractionCacheMode": "cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's plan cache.",
+}
+
+
+def _public(values: type, name: str) -> type:
     """The binding's enum ``values`` under its public name (one table of values: the binding's, from the header)."""
     cls = enum.IntEnum(name, {m.name: m.value for m in values}, module=__name__)
-    cls.__doc__ = doc
+    cls.__doc__ = _DOCS[name]
     return cls
 
 
-ContractionAlgo = _public(
-    ct.Algo, "ContractionAlgo", "cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like "
-    "kernel.")
-ContractionAutotuneMode = _public(
-    ct.AutotuneMode, "ContractionAutotuneMode", "cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each "
-    "plan of a recurring problem.")
-ContractionJitMode = _public(
-    ct.JitMode, "ContractionJitMode", "cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem "
-    "(longer planning).")
-ContractionCacheMode = _public(
-    ct.CacheMode, "ContractionCacheMode", "cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's "
-    "plan cache.")
+ContractionAlgo = _public(ct.Algo, "ContractionAlgo")
+ContractionAutotuneMode = _public(ct.AutotuneMode, "ContractionAutotuneMode")
+ContractionJitMode = _public(ct.JitMode, "ContractionJitMode")
+ContractionCacheMode = _public(ct.CacheMode, "ContractionCacheMode")
 
 
 class ComputeDesc(enum.IntEnum):
