@@ -140,6 +140,13 @@ class ContractionOptions:
     memory_limit: int | str | None = "80%"
     result_layout: Literal["auto", "C", "F", "optimized"] = "auto"
 
+    def __hash__(self):  # hashed once: a stateless call's cache key holds the options
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.compute_type, self.blocking, self.memory_limit, self.result_layout))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     def __post_init__(self):
         if self.compute_type is not None:
             try:

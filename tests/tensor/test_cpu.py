@@ -293,3 +293,22 @@ def test_threads_and_logging(rng, caplog):
     assert relerr(r, a @ b) < 1e-12
     text = caplog.text
     assert "CPU contraction: 1 GEMM step(s)" in text and "1 thread(s)" in text
+
+
+def test_equal_options_share_a_cached_plan(rng):
+    """ContractionOptions hash once, by the fields that compare; equal options find the same plan."""
+    import logging
+
+    from cumath import config
+
+    a, b = rand(rng, (3, 4)), rand(rng, (4, 5))
+    o1 = tensor.ContractionOptions(compute_type="COMPUTE_64F")
+    o2 = tensor.ContractionOptions(compute_type=tensor.ComputeDesc.COMPUTE_64F, logger=logging.getLogger("x"))
+    assert o1 == o2 and hash(o1) == hash(o2) and hash(o1) == hash(o1)
+    assert hash(tensor.ContractionOptions(result_layout="C")) != hash(tensor.ContractionOptions())
+    config.plan_cache.clear()
+    config.plan_cache.reset_stats()
+    for o in (o1, o2, o1):
+        assert relerr(tensor.binary_contraction("ij,jk->ik", a, b, options=o), a @ b) < 1e-12
+    stats = config.plan_cache.stats()
+    assert stats["misses"] == 1 and stats["hits"] == 2
