@@ -313,7 +313,8 @@ class _Contraction(Operation):
         ct = self._options.compute_type
         return ContractionCPU(self._problem, steps, self._ops_list, self._dtype, strides,
                               None if add is None else add.strides, False,
-                              None if ct is None else ct.library_name, p.execution.num_threads, log=self._log)
+                              None if ct is None else ct.library_name, p.execution.num_threads, log=self._log,
+                              threads_named=p.user_threads)
 
     # ------------------------------------------------------------------------------------------- execution
     def _planned_with(self, executor) -> None:
@@ -377,8 +378,8 @@ class _Contraction(Operation):
         together with itself as the addend accumulates; give it again afterwards).
 
         On the GPU: cuTENSOR's incremental autotuning over ``iterations`` kernels (kept in its plan cache, which
-        cumath saves to disk); then, for float16, bfloat16 and float32 contractions of at least
-        ``JIT_MIN_MULTIPLY_ADDS`` multiply-adds whose ``plan_preference.jit`` the caller left unset, also a
+        cumath saves to disk); then, for float16, bfloat16 and float32 contractions of at least 2^30
+        multiply-adds (``JIT_MIN_MULTIPLY_ADDS``) whose ``plan_preference.jit`` the caller left unset, also a
         JIT-compiled kernel (``ContractionJitMode.DEFAULT``: compiled once, seconds, then kept in cuTENSOR's
         kernel cache on disk): both are timed over ``iterations`` executions and the faster one is kept
         (``plan_preference.jit`` says which). On the CPU, for ternary contractions, the three pairings timed

@@ -312,3 +312,26 @@ def test_equal_options_share_a_cached_plan(rng):
         assert relerr(tensor.binary_contraction("ij,jk->ik", a, b, options=o), a @ b) < 1e-12
     stats = config.plan_cache.stats()
     assert stats["misses"] == 1 and stats["hits"] == 2
+
+
+@pytest.mark.parametrize("execution, split", [(None, False), ({"name": "cpu", "num_threads": 2}, True)])
+def test_stacks_split_over_named_threads(rng, monkeypatch, execution, split):
+    """A stack of small products of 2^20 multiply-adds is split over the threads when the caller named them."""
+    from cumath.tensor._backends import blas as engine
+
+    used = []
+    pool = engine._pool
+
+    def counting(n):
+        used.append(n)
+        return pool(n)
+
+    monkeypatch.setattr(engine, "_pool", counting)
+    a, b = rand(rng, (256, 16, 16)), rand(rng, (256, 16, 16))[:, ::-1]
+    with tensor.BinaryContraction("bij,bjk->bik", a, b, execution=execution) as ctr:
+        ctr.plan()
+        if ctr._executor.num_threads < 2:
+            pytest.skip("one core")
+        r = ctr.execute(alpha=0.5)
+    assert relerr(r, 0.5 * np.einsum("bij,bjk->bik", a, b)) < 1e-12
+    assert bool(used) == split

@@ -5,7 +5,8 @@ Per step (see ``_traits.gemm_geometry``): modes of one input only are summed out
 do not form a matrix, that carry a unary operator, or whose dtype BLAS lacks (half and bfloat16 compute in
 float32) are copied once into the dense order [batch, m, k] / [batch, k, n]; the product is written into the
 result directly when its strides allow, else into a dense scratch that is then added into place. Batches of
-small products are split over threads (one BLAS thread each); large products use BLAS's own threads.
+small products are split over threads (one BLAS thread each; stacks from 2^24 multiply-adds, from 2^20 when
+the caller named a thread count); large products use BLAS's own threads.
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ class _Input:
 class _Step:
     """One pairwise step compiled for CBLAS."""
 
-    def __init__(self, lib, geo, x: _Input, y: _Input, x_off, y_off, z_off, z_ld, final: bool, num_threads: int):
+    def __init__(self, lib, geo, x: _Input, y: _Input, x_off, y_off, z_off, z_ld, final: bool, num_threads: int,
+                 split_min: int = 0):
         self.lib, self.geo, self.x, self.y, self.final = lib, geo, x, y, final
         self.x_off, self.y_off, self.z_off = x_off, y_off, z_off
         cdt = x.cdt
@@ -138,6 +140,7 @@ class _Step:
         flops = g.M * g.N * max(1, g.K)
         self.split = num_threads > 1 and g.B >= 2 and flops <= _SMALL
         self.threads = num_threads
+        self.split_min = split_min or _SPLIT_MIN  # multiply-adds of a stack worth splitting over the threads
         self.lib_threads = lib.get_num_threads()  # a thread count the library already has is not set per call
         self.stacked = None  # _StackView of X, Y, Z as stacks of matrices, for small batched products
 
@@ -193,7 +196,7 @@ class _Step:
         if self.y.op == Operator.OP_CONJ and self.y.direct and self.complex:
             y = y.conj()
         n = x.shape[0]
-        if self.split and n >= 2 and self.geo.B * self.geo.M * self.geo.N * max(1, self.geo.K) >= _SPLIT_MIN:
+        if self.split and n >= 2 and self.geo.B * self.geo.M * self.geo.N * max(1, self.geo.K) >= self.split_min:
             parts = min(self.threads, n)  # numpy.matmul releases the GIL: the batch is split over threads
             bounds = [n * i // parts for i in range(parts + 1)]
             pieces = [(x[lo:hi], y[lo:hi], z[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
@@ -217,7 +220,8 @@ class ContractionCPU:
     simple = False  # (run_binary: the GPU engine's one-call path)
 
     def __init__(self, problem, steps, ops, dtype: str, out_strides, addend_strides, same_addend: bool,
-                 compute: str | None, num_threads: int, requested_blas: str = "auto", log=logger):
+                 compute: str | None, num_threads: int, requested_blas: str = "auto", log=logger,
+                 threads_named: bool = False):
         self.lib = blas.find_blas(requested_blas)
         self.dtype = dtype
         cdt = _COMPUTE[dtype]
@@ -268,7 +272,8 @@ class ContractionCPU:
                 z_off = _dense_offsets(g.B, g.M * g.N)
                 z_ld = max(1, g.N)
                 g = _with(g, z=_dense_view(g.M, g.N), swap=False)
-            step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads)
+            step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads,
+                         _SPLIT_MIN_NAMED if threads_named else _SPLIT_MIN)
             if g.B > 1 and g.M * g.N * max(1, g.K) <= _SMALL:
                 step.stacked = tuple(_StackView(*st, cdt) for st in (
                     _stack(g, g.x, xm, xs if x.direct else None, g.M, g.K, ext),
@@ -355,6 +360,9 @@ class ContractionCPU:
 
 
 _CHAR = ctypes.c_char
+#: where the caller named a thread count (execution=ExecutionCPU(num_threads=...)): the threads were asked for,
+#: so a stack is split from 2^20 multiply-adds (~12 us of one core's work, several thread hand-offs)
+_SPLIT_MIN_NAMED = 1 << 20
 _SPLIT_MIN = 1 << 24  # multiply-adds of a stack of small products worth splitting over threads (256 x 32^3,
 # 2^23, ran no faster split on two loaded cores)
 
