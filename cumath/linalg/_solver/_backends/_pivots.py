@@ -78,9 +78,30 @@ __device__ __forceinline__ void cumath_verdict(int p, double lo, double hi, bool
 }
 
 // Batches of small systems: one warp per matrix (blockDim.x a multiple of 32). The warp reads every entry of the
-// part of the factor the factorization wrote (part 0: all of it, 1: the lower triangle, 2: the upper), column by
-// column (each column one coalesced read), for NaN and inf, and the diagonal's magnitudes on the way: a NaN that
-// a pivot search passed over and moved into L is seen as one on U's diagonal is.
+// part of the factor the factorization wrote (part 0: all of it, 1: the lower triangle, 2: the upper) for NaN and
+// inf, and the diagonal's magnitudes on the way: a NaN that a pivot search passed over and moved into L is seen as
+// one on U's diagonal is. The entries are walked as one flat sequence, column after column (lanes on consecutive
+// rows: a coalesced read), unrolled so that each lane has several reads in flight: with a loop per column each
+// read would wait for the last. I: the index type (int where n * n fits, else long long).
+template <typename T, typename I>
+__device__ __forceinline__ void cumath_factor_scan(const T* m, long long lda, int n, int part, int lane, double& lo,
+                                                   double& hi, int& bad)
+{
+    const I total = (I)n * (I)n;
+#pragma unroll 4
+    for (I t = lane; t < total; t += 32) {
+        const I j = t / n, i = t - j * n;
+        if ((part == 1 && i < j) || (part == 2 && i > j)) continue;
+        const T v = m[(long long)j * lda + (long long)i];
+        bad |= !cumath_finite(v);
+        if (i == j) {
+            const double g = cumath_mag(v);
+            lo = fmin(lo, g);
+            hi = fmax(hi, g);
+        }
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, int n, int count, const int* info,
                                               int power, double eps, unsigned long long epoch, double* out,
@@ -91,19 +112,10 @@ __device__ __forceinline__ void cumath_pivots(const T* const* a, long long lda, 
     const T* m = a[p];
     double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
     int bad = 0;
-    for (int j = 0; j < n; ++j) {
-        const T* col = m + (long long)j * lda;
-        const int first = part == 1 ? j : 0, last = part == 2 ? j + 1 : n;
-        for (int i = first + lane; i < last; i += 32) {
-            const T v = col[i];
-            bad |= !cumath_finite(v);
-            if (i == j) {
-                const double g = cumath_mag(v);
-                lo = fmin(lo, g);
-                hi = fmax(hi, g);
-            }
-        }
-    }
+    if (n <= 46340)  // n * n < 2^31
+        cumath_factor_scan<T, int>(m, lda, n, part, lane, lo, hi, bad);
+    else
+        cumath_factor_scan<T, long long>(m, lda, n, part, lane, lo, hi, bad);
     for (int s = 16; s > 0; s >>= 1) {
         lo = fmin(lo, __shfl_xor_sync(0xffffffffu, lo, s));
         hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, s));
