@@ -27,7 +27,7 @@ from ..distribution import BlockCyclic, BlockNonCyclic
 from ._blocks import SUPPORTED_DTYPES, grid_order
 
 __all__ = ["DeviceMatrix", "Result", "Workspace", "Descriptors", "resolve_stream", "operation_allocator",
-           "grid_shape_order", "CUDA_TYPE"]
+           "grid_shape_order", "require_live", "CUDA_TYPE"]
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +215,17 @@ class Descriptors:
     def release(self) -> None:
         for desc in list(self.live):
             self.drop(desc)
+
+
+def require_live(ctx) -> None:
+    """The library handles of ``ctx`` are gone after ``finalize()``: an operation made before must not use them."""
+    from .._context import get_context
+    from ...errors import InvalidStateError
+
+    if get_context() is not ctx:
+        raise InvalidStateError("this operation was made in a distributed context that finalize() has ended (its "
+                                "NCCL communicator, library handles and grids are released); make a new one after "
+                                "initialize()")
 
 
 def grid_shape_order(dist) -> tuple[int, int, str]:

@@ -14,7 +14,7 @@ import numpy as np
 from ..._core import cuda
 from ...errors import SingularMatrixError
 from ._device import (CUDA_TYPE, Descriptors, Workspace, device_buffer, grid_shape_order, operation_allocator,
-                      resolve_stream)
+                      require_live, resolve_stream)
 
 __all__ = ["CuSOLVERMpLU", "cusolvermp_handle", "cusolvermp_grid"]
 
@@ -82,6 +82,7 @@ class CuSOLVERMpLU:
                     a.global_shape[0], b.global_shape[1], self.dtype, a.dist.process_grid.shape)
 
     def _stream(self) -> int:
+        require_live(self.ctx)
         a = self.solver._a
         return resolve_stream(self.solver._stream, a.package if not a.staged else "numpy", self.ctx.device_id)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...._core.operand import adapter, wrap_operand
 from .._device import (CUDA_TYPE, Descriptors, Result, Workspace, block_sizes, device_buffer,
-                       grid_shape_order, operation_allocator, resolve_stream)
+                       grid_shape_order, operation_allocator, require_live, resolve_stream)
 
 __all__ = ["CuBLASMpMatmul", "GPU_EPILOGS", "cublasmp_handle", "cublasmp_grid"]
 
@@ -149,6 +149,7 @@ class CuBLASMpMatmul:
         from ...._bindings import cublasmp
         from ...._core import cuda
 
+        require_live(self.ctx)
         mm = self.mm
         a, b, c = mm._a, mm._b, mm._c
         package = a.package
