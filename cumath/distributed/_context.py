@@ -19,7 +19,7 @@ from ._group import DEFAULT_TIMEOUT, MPIProcessGroup, ProcessGroup
 __all__ = ["initialize", "finalize", "get_context", "DistributedContext"]
 
 logger = logging.getLogger(__name__)
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered: the GPU bring-up inside initialize() makes context resources
 _context = None
 _BACKENDS = ("nvshmem", "nccl")
 

@@ -190,9 +190,12 @@ def resolve_stream(stream, package: str, device_id: int) -> int:
     return default_stream(package, device_id)
 
 
-def operation_allocator(ctx, package: str, allocator=None):
-    return allocator if allocator is not None else default_allocator(
-        package if package in ("cupy", "torch") else "numpy", ctx.device_id)
+def operation_allocator(ctx, operand: DeviceMatrix, allocator=None):
+    """The allocator of an operation's workspaces: the operands' package pool on the GPU, the CUDA runtime's
+    pool for staged operands (a CPU-only PyTorch needs no CUDA)."""
+    if allocator is not None:
+        return allocator
+    return default_allocator("numpy" if operand.staged else operand.package, ctx.device_id)
 
 
 class Descriptors:
@@ -201,16 +204,16 @@ class Descriptors:
 
     def __init__(self, destroy):
         self.destroy = destroy
-        self.live = set()
+        self.live = {}  # descriptor -> its destroy function
 
-    def add(self, desc: int) -> int:
-        self.live.add(desc)
+    def add(self, desc: int, destroy=None) -> int:
+        self.live[desc] = destroy or self.destroy
         return desc
 
     def drop(self, desc: int) -> None:
-        if desc in self.live:
-            self.live.discard(desc)
-            self.destroy(desc)
+        destroy = self.live.pop(desc, None)
+        if destroy is not None:
+            destroy(desc)
 
     def release(self) -> None:
         for desc in list(self.live):

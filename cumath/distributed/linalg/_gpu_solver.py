@@ -73,7 +73,7 @@ class CuSOLVERMpLU:
                                                                         op.lld))
 
         self.desc_a, self.desc_b = desc(a), desc(b)
-        self.workspace = Workspace(ctx, operation_allocator(ctx, a.package, None))
+        self.workspace = Workspace(ctx, operation_allocator(ctx, a))
         self.lu = self._lu_keep = None
         self.ipiv = None
         self.info = None

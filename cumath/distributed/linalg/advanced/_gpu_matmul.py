@@ -105,7 +105,9 @@ class CuBLASMpMatmul:
         self.desc_d = desc(m, n, blocks_d, dist_d.first_process, max(1, self.d_shape[0]))
         self._made += [self.desc_a, self.desc_b, self.desc_d]
         compute = mm.options.compute_type if mm.options.compute_type is not None else _COMPUTE[dtype]
-        self.matmul_desc = cublasmp.cublasMpMatmulDescriptorCreate(int(compute))
+        self.matmul_desc = self.descs.add(cublasmp.cublasMpMatmulDescriptorCreate(int(compute)),
+                                          cublasmp.cublasMpMatmulDescriptorDestroy)
+        self._made.append(self.matmul_desc)
         attr = cublasmp.MatmulDescriptorAttribute
         ops = [(2 if cj and dtype.startswith("complex") else 1) if t else 0 for t, cj in mm._flags[:2]]
         self.conjugate = [cj and not t and dtype.startswith("complex") for t, cj in mm._flags[:2]]
@@ -121,7 +123,7 @@ class CuBLASMpMatmul:
         scale = np.dtype(dtype)
         self.alpha = np.zeros(1, dtype=scale)
         self.beta = np.zeros(1, dtype=scale)
-        self.workspace = Workspace(ctx, operation_allocator(ctx, mm._a.package, None))
+        self.workspace = Workspace(ctx, operation_allocator(ctx, mm._a))
         logger.info("distributed matmul %dx%dx%d (%s) planned on cuBLASMp, grid %s, ops %s, epilog %s, algo %s",
                     m, n, k, dtype, mm._a.dist.process_grid.shape, ops, epilog.name, mm.options.algo_type.name)
 
@@ -193,12 +195,7 @@ class CuBLASMpMatmul:
         return self.desc_d
 
     def free(self) -> None:
-        from ...._bindings import cublasmp
-
         for d in self._made:
             self.descs.drop(d)
         self._made = []
-        if self.matmul_desc:
-            cublasmp.cublasMpMatmulDescriptorDestroy(self.matmul_desc)
-            self.matmul_desc = 0
         self.workspace.free()
