@@ -378,13 +378,18 @@ class LazyFunctions:
     raises AttributeError naming the library).
     """
 
-    def __init__(self, library: str, table: dict):
+    def __init__(self, library: str, table: dict, depends: tuple = ()):
         self.__dict__["_library"] = library
         self.__dict__["_table"] = table
+        # libraries loaded first, so that the dynamic loader finds them by soname when ``library`` needs them
+        # and its RPATH does not lead there (wheels installed in different folders)
+        self.__dict__["_depends"] = depends
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
+        for dependency in self._depends:
+            load_library(dependency)
         lib = load_library(self._library)
         with _lock:
             for fname, (restype, argtypes) in self._table.items():

@@ -152,7 +152,8 @@ TABLE = {
     "cublasMpGetStatusString": (c_char_p, [c_int]),
 }
 
-_L = LazyFunctions("cublasmp", TABLE)
+# libcublasmp needs cuBLAS, cuBLASLt and NCCL: loaded first (its RPATH only covers wheels in one site folder)
+_L = LazyFunctions("cublasmp", TABLE, depends=("cudart", "cublasLt", "cublas", "nccl"))
 _NAMES = {int(m): m.name for m in Status}
 
 

@@ -64,7 +64,9 @@ TABLE = {
     "cusolverMpNUMROC": (_i64, [_i64, _i64, c_uint32, c_uint32, c_uint32]),
 }
 
-_L = LazyFunctions("cusolvermp", TABLE)
+# libcusolverMp needs cuBLAS(Lt), cuSOLVER, NCCL and cuBLASMp: loaded first (see cublasmp)
+_L = LazyFunctions("cusolvermp", TABLE, depends=("cudart", "cublasLt", "cublas", "cusolver", "nccl",
+                                                  "cublasmp"))
 check = make_checker(CUSOLVERMpError, cusolverStatus_t)
 
 

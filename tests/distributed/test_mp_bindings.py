@@ -277,3 +277,21 @@ def test_initialize_without_gpu_says_so():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert "CUDAUnavailableError" in out.stdout and "GPU 0" in out.stdout, out.stdout + out.stderr
     assert "context None" in out.stdout
+
+
+def test_dependencies_load_first(monkeypatch):
+    """libcublasmp / libcusolverMp find cuBLAS, cuSOLVER and NCCL by soname: they are loaded first."""
+    from cumath._bindings import _loader
+
+    order = []
+
+    def fake_load(name):
+        order.append(name)
+        raise _loader.LibraryNotFoundError(f"{name} not here")
+
+    monkeypatch.setattr(_loader, "load_library", fake_load)
+    lazy = _loader.LazyFunctions("cusolvermp", cusolvermp.TABLE, depends=cusolvermp._L._depends)
+    with pytest.raises(_loader.LibraryNotFoundError, match="cudart not here"):
+        lazy.cusolverMpCreate
+    assert order == ["cudart"]
+    assert cusolvermp._L._depends[-2:] == ("nccl", "cublasmp") and "nccl" in cublasmp._L._depends
