@@ -6,7 +6,7 @@
 - ``"nccl"`` in ``ctx.backends``: rank 0 makes an NCCL unique id, the process group hands it to every rank
   (its all-gather, so MPI and torch.distributed groups both work), and every rank makes its communicator on
   its device with ``ncclCommInitRank``. The communicator is a context resource: ``finalize()`` destroys it
-  after everything made on it (grids, handles), and ``get_context().nccl_comm`` returns it;
+  after everything made on it (grids, handles); ``nccl_comm(ctx)`` returns it;
 - ``"nvshmem"`` in ``ctx.backends``: ``cumath.distributed._nvshmem.bring_up_nvshmem(ctx)`` when that module
   is there (and ``tear_down_nvshmem(ctx)`` at finalize), else a NotImplementedError that names the backend and
   says to initialize with ``backends=("nccl",)``.
@@ -121,14 +121,5 @@ def bring_up(ctx) -> None:
             if teardown is not None:
                 ctx.resource("nvshmem", lambda: ctx, teardown)
     except BaseException:
-        _release_all(ctx)
+        ctx.release_resources()  # a failed initialize leaks nothing
         raise
-
-
-def _release_all(ctx) -> None:
-    for key, (obj, release) in reversed(list(ctx._resources.items())):
-        try:
-            release(obj)
-        except Exception as exc:  # the original error matters more
-            logger.warning("releasing %s after a failed initialize failed: %s", key, exc)
-    ctx._resources.clear()

@@ -12,18 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
+from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, qualified, rand
 from mpi_helpers import TOL, rel_err
 
 pytestmark = pytest.mark.gpu
 
-DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 GRID = ProcessGrid(shape=(1, 1))
 
 
-def _rand(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else 0)
-    return x.astype(dtype)
 
 
 def host(x):
@@ -89,7 +85,7 @@ def test_matmul_against_numpy_and_single_gpu(gpu, dtype, mnk, nb):
 
     m, n, k = mnk
     d = BlockCyclic(GRID, (nb, nb))
-    A, B, C = _rand((m, k), dtype, 1), _rand((k, n), dtype, 2), _rand((m, n), dtype, 3)
+    A, B, C = rand((m, k), dtype, 1), rand((k, n), dtype, 2), rand((m, n), dtype, 3)
     a, b, c = cp.asarray(A), cp.asarray(B), cp.asarray(C)
     c_before = c.copy()
     with Matmul(a, b, c, distributions=[d] * 3, alpha=1.5, beta=-0.5) as mm:
@@ -111,7 +107,7 @@ def test_matmul_packages(gpu, package):
     from cumath.distributed.linalg.advanced import matmul
 
     d = BlockNonCyclic(GRID)
-    A, B = _rand((23, 29), np.float64, 4), _rand((29, 31), np.float64, 5)
+    A, B = rand((23, 29), np.float64, 4), rand((29, 31), np.float64, 5)
     out = matmul(to(package, A), to(package, B), distributions=[d] * 3)
     want = {"cupy": "cupy", "numpy": "numpy", "torch": "torch", "torch-cpu": "torch"}[package]
     assert type(out).__module__.split(".")[0] == want
@@ -127,49 +123,35 @@ def test_matmul_layouts(gpu):
     from cumath.distributed.linalg.advanced import matmul
 
     d = BlockCyclic(GRID, (5, 5))
-    A, B = _rand((19, 24), np.float32, 6), _rand((12, 7), np.float32, 7)
+    A, B = rand((19, 24), np.float32, 6), rand((12, 7), np.float32, 7)
     a = cp.asarray(A)[:, ::-2]  # negative stride, 19 x 12
     b = cp.asarray(np.asfortranarray(np.pad(B, ((1, 0), (0, 0)))))[1:]  # offset start, column-major
     out = matmul(a, b, distributions=[d] * 3)
     assert rel_err(host(out), A[:, ::-2].astype(np.float64) @ B) < 1e-4
 
 
-@pytest.mark.parametrize("qa, qb", [((True, False), (False, False)), ((False, False), (True, True)),
-                                    ((True, True), (False, True)), ((False, True), (True, False))])
+@pytest.mark.parametrize("qa, qb", QUALIFIERS)
 def test_matmul_qualifiers(gpu, qa, qb):
     import cupy as cp
 
-    from cumath.distributed.linalg.advanced import matmul, matrix_qualifiers_dtype
+    from cumath.distributed.linalg.advanced import matmul
 
     d = BlockCyclic(GRID, (4, 4))
-    A, B = _rand((9, 6), np.complex128, 4), _rand((6, 8), np.complex128, 5)
-    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
-    q[0], q[1] = qa, qb
-
-    def stored(X, t, c):
-        X = np.conj(X) if c else X
-        return np.ascontiguousarray(X.T) if t else X
-
-    out = matmul(cp.asarray(stored(A, *qa)), cp.asarray(stored(B, *qb)), distributions=[d] * 3, qualifiers=q)
+    A, B, sa, sb, q = qualified(qa, qb)
+    out = matmul(cp.asarray(sa), cp.asarray(sb), distributions=[d] * 3, qualifiers=q)
     assert rel_err(host(out), A @ B) < 1e-12
 
 
-@pytest.mark.parametrize("epilog", ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "ALLREDUCE"])
+@pytest.mark.parametrize("epilog", EPILOGS)
 def test_matmul_epilogs(gpu, epilog):
     import cupy as cp
 
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
 
     d = BlockCyclic(GRID, (3, 3))
-    A, B = _rand((10, 7), np.float32, 6), _rand((7, 9), np.float32, 7)
-    bias = _rand((10,), np.float32, 8)
-    ref = A.astype(np.float64) @ B
-    if "BIAS" in epilog:
-        ref = ref + bias[:, None]
-    if "RELU" in epilog:
-        ref = np.maximum(ref, 0)
-    if "GELU" in epilog:
-        ref = 0.5 * ref * (1 + np.tanh(np.sqrt(2 / np.pi) * (ref + 0.044715 * ref ** 3)))
+    A, B = rand((10, 7), np.float32, 6), rand((7, 9), np.float32, 7)
+    bias = rand((10,), np.float32, 8)
+    ref = epilog_reference(A.astype(np.float64) @ B, epilog, bias)
     out = matmul(cp.asarray(A), cp.asarray(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
                  epilog_inputs={"bias": cp.asarray(bias)} if "BIAS" in epilog else None)
     assert rel_err(host(out), ref) < (1e-3 if "GELU" in epilog else 1e-4)
@@ -180,7 +162,7 @@ def test_matmul_errors(gpu):
 
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
 
-    A, B = cp.asarray(_rand((8, 6), np.float64, 1)), cp.asarray(_rand((6, 8), np.float64, 2))
+    A, B = cp.asarray(rand((8, 6), np.float64, 1)), cp.asarray(rand((6, 8), np.float64, 2))
     with pytest.raises(ValueError, match="cuBLASMp needs matching block sizes"):
         matmul(A, B, distributions=[BlockCyclic(GRID, (3, 2))] * 3)
     d = BlockCyclic(GRID, (2, 2))
@@ -205,7 +187,7 @@ def test_matmul_property(gpu, m, n, k, nb, dtype):
     from cumath.distributed.linalg.advanced import matmul
 
     d = BlockCyclic(GRID, (nb, nb))
-    A, B = _rand((m, k), dtype, m), _rand((k, n), dtype, n)
+    A, B = rand((m, k), dtype, m), rand((k, n), dtype, n)
     out = matmul(cp.asarray(A), cp.asarray(B), distributions=[d] * 3)
     assert rel_err(host(out), A.astype(np.complex128) @ B) < 100 * TOL[np.dtype(dtype)]
 
@@ -219,8 +201,8 @@ def test_direct_solver(gpu, dtype, n, nrhs, nb):
     from cumath.distributed.linalg import DirectSolver
 
     d = BlockCyclic(GRID, (nb, nb))
-    M = _rand((n, n), dtype, 9) + n * np.eye(n, dtype=dtype)
-    R = _rand((n, nrhs), dtype, 10)
+    M = rand((n, n), dtype, 9) + n * np.eye(n, dtype=dtype)
+    R = rand((n, nrhs), dtype, 10)
     a = cp.asarray(M)
     a_before = a.copy()
     with DirectSolver(a, cp.asarray(R), distributions=[d, d]) as s:
@@ -243,8 +225,8 @@ def test_direct_solver_packages_and_vector(gpu, package):
     from cumath.distributed.linalg import direct_solver
 
     d = BlockCyclic(GRID, (6, 6))
-    M = _rand((23, 23), np.float64, 11) + 23 * np.eye(23)
-    r = _rand((23,), np.float64, 12)
+    M = rand((23, 23), np.float64, 11) + 23 * np.eye(23)
+    r = rand((23,), np.float64, 12)
     x = direct_solver(to(package, M), to(package, r), distributions=[d, d])
     assert host(x).shape == (23,)
     assert rel_err(host(x), np.linalg.solve(M, r)) < 1e-12
@@ -257,9 +239,9 @@ def test_direct_solver_errors(gpu):
     from cumath.errors import InvalidStateError, SingularMatrixError
 
     d = BlockCyclic(GRID, (4, 4))
-    M = _rand((9, 9), np.float64, 13)
+    M = rand((9, 9), np.float64, 13)
     M[:, 4] = 0
-    with DirectSolver(cp.asarray(M), cp.asarray(_rand((9, 2), np.float64, 14)), distributions=[d, d]) as s:
+    with DirectSolver(cp.asarray(M), cp.asarray(rand((9, 2), np.float64, 14)), distributions=[d, d]) as s:
         with pytest.raises(InvalidStateError, match="call plan"):
             s.factorize()
         s.plan()

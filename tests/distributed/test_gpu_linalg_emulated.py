@@ -12,16 +12,12 @@ from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
 from mp_emulation import emulate
+from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, qualified, rand
 from mpi_helpers import TOL, rel_err
 
-DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 GRID = ProcessGrid(shape=(1, 1))
 
 
-def _rand(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else 0)
-    return x.astype(dtype)
 
 
 @pytest.fixture
@@ -56,7 +52,7 @@ def test_matmul(emu, dtype, mnk, nb, caplog):
 
     m, n, k = mnk
     d = BlockCyclic(GRID, (nb, nb))
-    A, B, C = _rand((m, k), dtype, 1), _rand((k, n), dtype, 2), _rand((m, n), dtype, 3)
+    A, B, C = rand((m, k), dtype, 1), rand((k, n), dtype, 2), rand((m, n), dtype, 3)
     c_before = C.copy()
     with caplog.at_level("INFO", logger="cumath.distributed.linalg._device"):
         with Matmul(A, B, C, distributions=[d] * 3, alpha=1.5, beta=-0.5) as mm:
@@ -73,42 +69,28 @@ def test_matmul(emu, dtype, mnk, nb, caplog):
     assert not emu.live("cublasmp-desc") and not emu.live("cublasmp-matmul")  # free() released the plan's
 
 
-@pytest.mark.parametrize("qa, qb", [((True, False), (False, False)), ((False, False), (True, True)),
-                                    ((True, True), (False, True)), ((False, True), (True, False))])
+@pytest.mark.parametrize("qa, qb", QUALIFIERS)
 def test_matmul_qualifiers(emu, qa, qb):
-    from cumath.distributed.linalg.advanced import matmul, matrix_qualifiers_dtype
+    from cumath.distributed.linalg.advanced import matmul
 
     d = BlockCyclic(GRID, (2, 2))
-    A, B = _rand((9, 6), np.complex128, 4), _rand((6, 8), np.complex128, 5)
-    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
-    q[0], q[1] = qa, qb
-
-    def stored(X, t, c):
-        X = np.conj(X) if c else X
-        return np.ascontiguousarray(X.T) if t else X
-
-    out = matmul(stored(A, *qa), stored(B, *qb), distributions=[d] * 3, qualifiers=q)
+    A, B, sa, sb, q = qualified(qa, qb)
+    out = matmul(sa, sb, distributions=[d] * 3, qualifiers=q)
     assert rel_err(out, A @ B) < 1e-12
     ops = [c for c in emu.calls if c[0] == "cublasMpMatmul"][0][1][3:5]
     assert ops == tuple((2 if cj else 1) if t else 0 for t, cj in (qa, qb))  # conj alone: a conjugated copy
 
 
-@pytest.mark.parametrize("epilog", ["RELU", "GELU", "BIAS", "RELU_BIAS", "GELU_BIAS", "ALLREDUCE"])
+@pytest.mark.parametrize("epilog", EPILOGS)
 def test_matmul_epilogs(emu, epilog):
     import torch
 
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
 
     d = BlockNonCyclic(GRID)
-    A, B = _rand((10, 7), np.float64, 6), _rand((7, 9), np.float64, 7)
-    bias = _rand((10,), np.float64, 8)
-    ref = A @ B
-    if "BIAS" in epilog:
-        ref = ref + bias[:, None]
-    if "RELU" in epilog:
-        ref = np.maximum(ref, 0)
-    if "GELU" in epilog:
-        ref = 0.5 * ref * (1 + np.tanh(np.sqrt(2 / np.pi) * (ref + 0.044715 * ref ** 3)))
+    A, B = rand((10, 7), np.float64, 6), rand((7, 9), np.float64, 7)
+    bias = rand((10,), np.float64, 8)
+    ref = epilog_reference(A @ B, epilog, bias)
     out = matmul(torch.from_numpy(A), torch.from_numpy(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
                  epilog_inputs={"bias": bias} if "BIAS" in epilog else None)
     assert isinstance(out, torch.Tensor)
@@ -120,7 +102,7 @@ def test_matmul_layouts_and_errors(emu):
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
 
     d = BlockCyclic(GRID, (5, 5))
-    A, B = _rand((19, 24), np.float32, 6), _rand((12, 7), np.float32, 7)
+    A, B = rand((19, 24), np.float32, 6), rand((12, 7), np.float32, 7)
     out = matmul(A[:, ::-2], B, distributions=[d] * 3)  # negative stride: a column-major staged copy
     assert rel_err(out, A[:, ::-2].astype(np.float64) @ B) < 1e-5
     with pytest.raises(ValueError, match="cuBLASMp needs matching block sizes"):
@@ -145,7 +127,7 @@ def test_matmul_property(emu, m, n, k, nb, dtype):
     from cumath.distributed.linalg.advanced import matmul
 
     d = BlockCyclic(GRID, (nb, nb))
-    A, B = _rand((m, k), dtype, m), _rand((k, n), dtype, n)
+    A, B = rand((m, k), dtype, m), rand((k, n), dtype, n)
     assert rel_err(matmul(A, B, distributions=[d] * 3), A.astype(np.complex128) @ B) < 100 * TOL[np.dtype(dtype)]
 
 
@@ -155,8 +137,8 @@ def test_direct_solver(emu, dtype, n, nrhs, nb, trans):
     from cumath.distributed.linalg import DirectSolver
 
     d = BlockCyclic(GRID, (nb, nb))
-    M = _rand((n, n), dtype, 9) + n * np.eye(n, dtype=dtype)
-    R = _rand((n, nrhs), dtype, 10)
+    M = rand((n, n), dtype, 9) + n * np.eye(n, dtype=dtype)
+    R = rand((n, nrhs), dtype, 10)
     a_before = M.copy()
     op = {"N": M, "T": M.T, "C": M.conj().T}[trans]
     with DirectSolver(M, R, distributions=[d, d], options={"transpose": trans}) as s:
@@ -181,8 +163,8 @@ def test_direct_solver_vector_torch_and_singular(emu):
     from cumath.errors import SingularMatrixError
 
     d = BlockCyclic(GRID, (6, 6))
-    M = _rand((23, 23), np.float64, 11) + 23 * np.eye(23)
-    r = _rand((23,), np.float64, 12)
+    M = rand((23, 23), np.float64, 11) + 23 * np.eye(23)
+    r = rand((23,), np.float64, 12)
     x = direct_solver(torch.from_numpy(M), torch.from_numpy(r), distributions=[d, d])
     assert isinstance(x, torch.Tensor) and x.shape == (23,)
     assert rel_err(x.numpy(), np.linalg.solve(M, r)) < 1e-12
@@ -201,7 +183,7 @@ def test_finalize_releases_in_order_and_refuses_stale_plans(emu):
     from mpi4py import MPI
 
     d = BlockCyclic(GRID, (4, 4))
-    A = _rand((8, 8), np.float64, 1) + 8 * np.eye(8)
+    A = rand((8, 8), np.float64, 1) + 8 * np.eye(8)
     mm = Matmul(A, A, distributions=[d] * 3)
     mm.plan()
     s = DirectSolver(A, A, distributions=[d, d])

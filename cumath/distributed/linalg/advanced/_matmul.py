@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...._bindings import cublasmp  # enums only: no library is loaded
 from ...._core.lifecycle import Stateful, requires
 from ..._context import require_context
 from ..._operands import wrap_result
@@ -28,40 +29,20 @@ logger = logging.getLogger(__name__)
 matrix_qualifiers_dtype = np.dtype([("is_transpose", np.bool_), ("is_conjugate", np.bool_)])
 
 
-class MatmulAlgoType(enum.IntEnum):
-    """cuBLASMp's matmul algorithms (cublasMpMatmulAlgoType_t); the CPU engine has one (SUMMA in p?gemm)."""
-
-    DEFAULT = 0
-    SPLIT_P2P = 1
-    SPLIT_MULTICAST = 2
-    ATOMIC_P2P = 3
-    ATOMIC_MULTICAST = 4
-    NO_OVERLAP = 5
-    FUSED = 6
+def _renamed(name: str, library_enum, doc: str):
+    """The library's enum under the name nvmath-python's distributed API gives it (same members, same values)."""
+    e = enum.IntEnum(name, [(m.name, m.value) for m in library_enum], module=__name__)
+    e.__doc__ = doc
+    return e
 
 
-class MatmulEpilog(enum.IntEnum):
-    """What is applied to ``alpha op(A) op(B) + beta C`` before it is stored (cublasMpMatmulEpilogue_t, as
-    nvmath-python's distributed ``MatmulEpilog``): DEFAULT is 0 and ALLREDUCE (sum the ranks' products) is 1,
-    the others have cuBLASLt's values. A member of cumath.linalg.advanced.MatmulEpilog is taken by its name."""
+MatmulAlgoType = _renamed("MatmulAlgoType", cublasmp.MatmulAlgoType, """cuBLASMp's matmul algorithms
+    (cublasMpMatmulAlgoType_t, a hint); the CPU engine has one (SUMMA in p?gemm).""")
 
-    DEFAULT = 0
-    ALLREDUCE = 1
-    RELU = 2
-    RELU_AUX = 130
-    BIAS = 4
-    RELU_BIAS = 6
-    RELU_AUX_BIAS = 134
-    DRELU = 136
-    DRELU_BGRAD = 152
-    GELU = 32
-    GELU_AUX = 160
-    GELU_BIAS = 36
-    GELU_AUX_BIAS = 164
-    DGELU = 192
-    DGELU_BGRAD = 208
-    BGRADA = 256
-    BGRADB = 512
+MatmulEpilog = _renamed("MatmulEpilog", cublasmp.MatmulEpilogue, """What is applied to ``alpha op(A) op(B) + beta
+    C`` before it is stored (cublasMpMatmulEpilogue_t, as nvmath-python's distributed ``MatmulEpilog``): DEFAULT
+    is 0 and ALLREDUCE (sum the ranks' products) is 1, the others have cuBLASLt's values. A member of
+    cumath.linalg.advanced.MatmulEpilog is taken by its name.""")
 
 
 def _epilog(epilog) -> MatmulEpilog:
