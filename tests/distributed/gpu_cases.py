@@ -1,6 +1,8 @@
 """What the GPU-engine tests (on the GPU and on the emulation) share: inputs, the qualifier cases and the NumPy
 reference of the epilogs."""
 
+import contextlib
+
 import numpy as np
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -40,3 +42,29 @@ def epilog_reference(product, epilog, bias):
     if "GELU" in epilog:
         ref = 0.5 * ref * (1 + np.tanh(np.sqrt(2 / np.pi) * (ref + 0.044715 * ref ** 3)))
     return ref
+
+
+@contextlib.contextmanager
+def one_rank_gpu_context(install=None):
+    """The distributed context on GPU 0 with NCCL for one rank (``install()`` runs first, after the CPU context
+    of the other tests is finalized); that context is brought back afterwards."""
+    import pytest
+
+    pytest.importorskip("mpi4py")
+    from mpi4py import MPI
+
+    import cumath.distributed as dist
+
+    if MPI.COMM_WORLD.Get_size() != 1:
+        pytest.skip("the GPU engine tests run with one rank")
+    previous = dist.get_context()
+    if previous is not None:
+        dist.finalize()
+    installed = install() if install is not None else None
+    ctx = dist.initialize(0, MPI.COMM_WORLD, backends=("nccl",))
+    try:
+        yield installed if install is not None else ctx
+    finally:
+        dist.finalize()
+        if previous is not None:
+            dist.initialize(None, MPI.COMM_WORLD)

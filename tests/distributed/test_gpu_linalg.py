@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
-from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, qualified, rand
+from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, one_rank_gpu_context, qualified, rand
 from mpi_helpers import TOL, rel_err
 
 pytestmark = pytest.mark.gpu
@@ -46,21 +46,8 @@ def to(package, x):
 @pytest.fixture(scope="module")
 def gpu():
     pytest.importorskip("cupy")
-    pytest.importorskip("mpi4py")
-    from mpi4py import MPI
-
-    import cumath.distributed as dist
-
-    if MPI.COMM_WORLD.Get_size() != 1:
-        pytest.skip("the GPU engine tests run with one rank on one GPU")
-    previous = dist.get_context()
-    if previous is not None:
-        dist.finalize()
-    ctx = dist.initialize(0, MPI.COMM_WORLD, backends=("nccl",))
-    yield ctx
-    dist.finalize()
-    if previous is not None:
-        dist.initialize(None, MPI.COMM_WORLD)
+    with one_rank_gpu_context() as ctx:
+        yield ctx
 
 
 def _packages():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
 from mp_emulation import emulate
-from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, qualified, rand
+from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, one_rank_gpu_context, qualified, rand
 from mpi_helpers import TOL, rel_err
 
 GRID = ProcessGrid(shape=(1, 1))
@@ -22,27 +22,16 @@ GRID = ProcessGrid(shape=(1, 1))
 
 @pytest.fixture
 def emu(monkeypatch):
-    pytest.importorskip("mpi4py")
     pytest.importorskip("scipy")
-    from mpi4py import MPI
+    with one_rank_gpu_context(lambda: emulate(monkeypatch)) as e:
+        yield e
+        import cumath.distributed as dist
 
-    import cumath.distributed as dist
-
-    if MPI.COMM_WORLD.Get_size() != 1:
-        pytest.skip("the emulated GPU engine runs with one rank")
-    previous = dist.get_context()
-    if previous is not None:
         dist.finalize()
-    e = emulate(monkeypatch)
-    dist.initialize(0, MPI.COMM_WORLD, backends=("nccl",))
-    yield e
-    dist.finalize()
-    gc.collect()  # buffers still referenced by collected plans go back now, while the emulation is installed
-    leftover = {k for k, _ in e.objects.values()}
-    assert not leftover, f"not released at finalize: {leftover}"
-    assert not e.memory, f"{len(e.memory)} device buffer(s) never freed"
-    if previous is not None:
-        dist.initialize(None, MPI.COMM_WORLD)
+        gc.collect()  # buffers still referenced by collected plans go back now, while the emulation is installed
+        leftover = {k for k, _ in e.objects.values()}
+        assert not leftover, f"not released at finalize: {leftover}"
+        assert not e.memory, f"{len(e.memory)} device buffer(s) never freed"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
