@@ -41,6 +41,11 @@ class DirectSolver(Stateful):
     ``p?getrf`` on a copy of A (the caller's A is never written), ``solve()`` returns this rank's block of X,
     distributed as B. ``reset_operands(a=, b=)`` takes new blocks; a new A needs ``factorize()`` again.
 
+    On GPU runs (``initialize(device_id, ..., backends=("nccl",))``) the same calls run cuSOLVERMp's
+    ``cusolverMpGetrf`` / ``cusolverMpGetrs``: the blocks are CuPy arrays or PyTorch CUDA tensors on this rank's
+    GPU (NumPy arrays and CPU tensors are staged there and X copied back), ``stream`` orders the work, and X is
+    a new array of the operands' package.
+
     Example (every rank)::
 
         with DirectSolver(a_local, b_local, distributions=[d, d]) as s:
