@@ -21,7 +21,8 @@ from ._loader import LazyFunctions
 
 __all__ = ["CUBLASMP_VERSION", "TABLE", "Status", "GridLayout", "MatmulDescriptorAttribute", "MatmulAlgoType",
            "MatmulEpilogue", "ATTRIBUTE_TYPES", "check", "cublasMpCreate", "cublasMpDestroy", "cublasMpSetStream",
-           "cublasMpGetVersion", "cublasMpGridCreate", "cublasMpGridDestroy", "cublasMpMatrixDescriptorCreate",
+           "cublasMpGetVersion", "cublasMpGridCreate", "cublasMpGridDestroy", "cublasMpBufferRegister",
+           "cublasMpBufferDeregister", "cublasMpMatrixDescriptorCreate",
            "cublasMpMatrixDescriptorDestroy", "cublasMpMatmulDescriptorCreate", "cublasMpMatmulDescriptorDestroy",
            "cublasMpMatmulDescriptorSetAttribute", "cublasMpMatmul_bufferSize", "cublasMpMatmul",
            "cublasMpGemm_bufferSize", "cublasMpGemm", "cublasMpNumroc", "cublasMpGetStatusString"]
@@ -131,6 +132,9 @@ TABLE = {
     # nprow, npcol, layout, comm, grid
     "cublasMpGridCreate": (c_int, [_i64, _i64, c_int, c_void_p, _p_void]),
     "cublasMpGridDestroy": (c_int, [c_void_p]),
+    # grid, ptr, size (a buffer of ncclMemAlloc or the CUDA VMM APIs)
+    "cublasMpBufferRegister": (c_int, [c_void_p, c_void_p, c_size_t]),
+    "cublasMpBufferDeregister": (c_int, [c_void_p, c_void_p]),
     # m, n, mb, nb, rsrc, csrc, lld, type, grid, desc
     "cublasMpMatrixDescriptorCreate": (c_int, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, c_int, c_void_p, _p_void]),
     "cublasMpMatrixDescriptorDestroy": (c_int, [c_void_p]),
@@ -203,6 +207,16 @@ def cublasMpGridCreate(nprow: int, npcol: int, layout: int, comm: int) -> int:
 
 def cublasMpGridDestroy(grid: int) -> None:
     check(_L.cublasMpGridDestroy(grid))
+
+
+def cublasMpBufferRegister(grid: int, ptr: int, size: int) -> None:
+    """Register a workspace with the grid's NCCL symmetric memory (collective): what the overlapping
+    AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce algorithms need."""
+    check(_L.cublasMpBufferRegister(grid, ptr, size), f"registering a {size}-byte workspace")
+
+
+def cublasMpBufferDeregister(grid: int, ptr: int) -> None:
+    check(_L.cublasMpBufferDeregister(grid, ptr))
 
 
 def cublasMpMatrixDescriptorCreate(m: int, n: int, mb: int, nb: int, rsrc: int, csrc: int, lld: int, dtype: int,

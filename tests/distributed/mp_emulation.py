@@ -92,6 +92,16 @@ class _CublasMp:
         self.e.objects.pop(g)
         return 0
 
+    def cublasMpBufferRegister(self, grid, ptr, size):
+        assert ptr in self.e.memory and grid in self.e.live("cublasmp-grid")
+        self.e.objects[ptr] = ("cublasmp-registered", size)
+        return 0
+
+    def cublasMpBufferDeregister(self, grid, ptr):
+        assert grid in self.e.live("cublasmp-grid"), "deregistered after the grid was destroyed"
+        self.e.objects.pop(ptr)
+        return 0
+
     def cublasMpMatrixDescriptorCreate(self, m, n, mb, nb, rsrc, csrc, lld, dtype, grid, out):
         assert grid in self.e.live("cublasmp-grid") and lld >= max(1, m)
         _set(out, self.e.new("cublasmp-desc", (m, n, lld, dtype)))
@@ -121,8 +131,12 @@ class _CublasMp:
     def cublasMpMatmul(self, h, d, m, n, k, alpha, pa, ia, ja, da, pb, ib, jb, db, beta, pc, ic, jc, dc, pd, id_,
                        jd, dd, dwork, dsize, hwork, hsize):
         e = self.e
-        assert dwork in e.memory and dsize == 4096 and hsize == 64 and hwork
+        assert dwork in e.memory and hsize == 64 and hwork
+        registered = e.objects.get(dwork, ("", 0))
+        assert dsize == 4096 and (registered[0] != "cublasmp-registered" or registered[1] >= dsize)
         attrs = e.objects[d][1]
+        if attrs.get(3, 0):  # an overlapping algorithm: the workspace must be registered, as cuBLASMp requires
+            assert registered[0] == "cublasmp-registered", "pipelined algorithm without a registered workspace"
         descs = {x: e.objects[x][1] for x in (da, db, dd)}
         ta, tb = attrs.get(0, 0), attrs.get(1, 0)
         A = e.array(pa, descs[da], descs[da][1])
@@ -256,6 +270,8 @@ def emulate(monkeypatch) -> Emulation:
         emu.objects.pop(comm)
 
     monkeypatch.setattr(nccl, "ncclCommInitRank", init_rank)
+    monkeypatch.setattr(nccl, "ncclMemAlloc", emu.malloc)
+    monkeypatch.setattr(nccl, "ncclMemFree", emu.free)
     monkeypatch.setattr(nccl, "ncclCommFinalize", lambda comm: None)
     monkeypatch.setattr(nccl, "ncclCommDestroy", destroy)
     monkeypatch.setattr(cublasmp, "_L", _CublasMp(emu))

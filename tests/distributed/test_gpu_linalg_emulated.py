@@ -87,6 +87,20 @@ def test_matmul_epilogs(emu, epilog):
     assert [c for c in emu.calls if c[0] == "cublasMpMatmul"][0][1][5] == MatmulEpilog[epilog].value
 
 
+def test_matmul_overlapping_algorithm_registers_its_workspace(emu):
+    from cumath.distributed.linalg.advanced import Matmul, MatmulAlgoType
+
+    d = BlockCyclic(GRID, (4, 4))
+    A, B = rand((12, 8), np.float64, 1), rand((8, 10), np.float64, 2)
+    with Matmul(A, B, distributions=[d] * 3, options={"algo_type": MatmulAlgoType.SPLIT_P2P}) as mm:
+        mm.plan()
+        assert rel_err(mm.execute(), A @ B) < 1e-12
+        assert len(emu.live("cublasmp-registered")) == 1
+        mm.execute()  # the same size: no new registration
+        assert len(emu.live("cublasmp-registered")) == 1
+    assert not emu.live("cublasmp-registered")  # free() deregistered and freed it
+
+
 def test_matmul_layouts_and_errors(emu):
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
 

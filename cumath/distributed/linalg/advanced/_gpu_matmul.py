@@ -17,7 +17,7 @@ from ...._core.operand import adapter, wrap_operand
 from .._device import (CUDA_TYPE, Descriptors, Result, Workspace, block_sizes, device_buffer,
                        grid_shape_order, operation_allocator, require_live, resolve_stream)
 
-__all__ = ["CuBLASMpMatmul", "GPU_EPILOGS", "cublasmp_handle", "cublasmp_grid"]
+__all__ = ["CuBLASMpMatmul", "RegisteredWorkspace", "GPU_EPILOGS", "cublasmp_handle", "cublasmp_grid"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,50 @@ def cublasmp_grid(ctx, dist) -> tuple[int, Descriptors]:
     descs = ctx.resource(key + ("descriptors",), lambda: Descriptors(cublasmp.cublasMpMatrixDescriptorDestroy),
                          Descriptors.release)
     return grid, descs
+
+
+class RegisteredWorkspace:
+    """A device workspace from ``ncclMemAlloc`` registered with the cuBLASMp grid (``cublasMpBufferRegister``),
+    which cuBLASMp's communication-overlapping algorithms need. Registering is collective: the ranks agree on
+    the largest size asked for (one all-gather per call) and grow together. Released by ``free()``, or at
+    ``finalize()`` before the grid (it sits in the grid's descriptor registry)."""
+
+    def __init__(self, ctx, grid: int, descs: Descriptors):
+        self.ctx, self.grid, self.descs = ctx, grid, descs
+        self.ptr, self.size = 0, 0
+        self.host = np.empty(0, dtype=np.uint8)
+
+    def _release(self, ptr: int) -> None:
+        from ...._bindings import cublasmp, nccl
+
+        cublasmp.cublasMpBufferDeregister(self.grid, ptr)
+        nccl.ncclMemFree(ptr)
+
+    def get(self, device_bytes: int, host_bytes: int, stream: int) -> tuple[int, int]:
+        from ...._bindings import cublasmp, nccl
+        from ...._core import cuda
+
+        need = max(self.ctx.process_group.allgather(int(device_bytes)))
+        if need > self.size:
+            cuda.synchronize(stream)  # the old workspace may still be in use by queued work
+            self.free()
+            size = max(need, 1 << 20)
+            ptr = nccl.ncclMemAlloc(size)
+            try:
+                cublasmp.cublasMpBufferRegister(self.grid, ptr, size)
+            except BaseException:
+                nccl.ncclMemFree(ptr)
+                raise
+            self.ptr, self.size = self.descs.add(ptr, self._release), size
+            logger.info("cuBLASMp workspace: %d bytes from ncclMemAlloc, registered with the grid", size)
+        if self.host.nbytes < host_bytes:
+            self.host = np.empty(host_bytes, dtype=np.uint8)
+        return self.ptr, (self.host.ctypes.data if host_bytes else 0)
+
+    def free(self) -> None:
+        if self.ptr:
+            self.descs.drop(self.ptr)
+            self.ptr, self.size = 0, 0
 
 
 def _check_blocks(flags, blocks_a, blocks_b, blocks_d) -> None:
@@ -123,7 +167,12 @@ class CuBLASMpMatmul:
         scale = np.dtype(dtype)
         self.alpha = np.zeros(1, dtype=scale)
         self.beta = np.zeros(1, dtype=scale)
-        self.workspace = Workspace(ctx, operation_allocator(ctx, mm._a))
+        # several ranks, or an overlapping algorithm asked for: a registered workspace (else cuBLASMp runs
+        # no-overlap for DEFAULT and refuses the pipelined algorithms); one rank: the operation's allocator
+        if group.nranks > 1 or mm.options.algo_type != 0:
+            self.workspace = RegisteredWorkspace(ctx, self.grid, self.descs)
+        else:
+            self.workspace = Workspace(ctx, operation_allocator(ctx, mm._a))
         logger.info("distributed matmul %dx%dx%d (%s) planned on cuBLASMp, grid %s, ops %s, epilog %s, algo %s",
                     m, n, k, dtype, mm._a.dist.process_grid.shape, ops, epilog.name, mm.options.algo_type.name)
 
