@@ -201,3 +201,21 @@ def test_finalize_releases_in_order_and_refuses_stale_plans(emu):
     mm.free()
     s.free()
     dist.initialize(0, MPI.COMM_WORLD, backends=("nccl",))  # the fixture finalizes this one
+
+
+def test_failed_plan_leaves_nothing(emu, monkeypatch):
+    from cumath._bindings import cublasmp
+    from cumath.distributed.linalg.advanced import Matmul
+    from cumath.errors import CUBLASMpError
+
+    d = BlockCyclic(GRID, (4, 4))
+    A = rand((8, 8), np.float64, 1)
+
+    def refuse(*args):
+        raise CUBLASMpError(7, "CUBLASMP_STATUS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(cublasmp, "cublasMpMatmulDescriptorSetAttribute", refuse)
+    with Matmul(A, A, distributions=[d] * 3) as mm:
+        with pytest.raises(CUBLASMpError, match="NOT_SUPPORTED"):
+            mm.plan()
+    assert not emu.live("cublasmp-desc") and not emu.live("cublasmp-matmul")

@@ -121,29 +121,41 @@ class CuBLASMpMatmul:
     """The plan of one distributed product on cuBLASMp (made by ``Matmul.plan`` on GPU runs)."""
 
     def __init__(self, mm, epilog, bias):
-        from ...._bindings import cublasmp
-
         ctx = self.ctx = mm._ctx
         self.mm = mm
-        dtype = self.dtype = mm.dtype.name
-        m, n, k = mm.mnk
+        self.dtype = mm.dtype.name
+        m, n, _ = mm.mnk
         if epilog.name not in GPU_EPILOGS:
             raise NotImplementedError(f"epilog {epilog.name} is not supported by the GPU engine (cuBLASMp); the "
                                       f"supported epilogs are {list(GPU_EPILOGS)}")
-        self.handle = cublasmp_handle(ctx)
-        self.grid, self.descs = cublasmp_grid(ctx, mm._a.dist)
         group = ctx.process_group
         dist_d = mm._dist_c
         blocks_d = block_sizes(dist_d, (m, n))
         _check_blocks(mm._flags, mm._a.blocks, mm._b.blocks, blocks_d)
         self.d_shape = tuple(dist_d.local_shape((m, n), group.rank, group.nranks))
+        self.bias = None if bias is None else self._bias(bias, self.d_shape[0])  # checked before anything is made
+        self.handle = cublasmp_handle(ctx)
+        self.grid, self.descs = cublasmp_grid(ctx, mm._a.dist)
+        self._made = []
+        self.workspace = None
+        try:
+            self._describe(mm, epilog, blocks_d, dist_d)
+        except BaseException:  # a failed plan leaves nothing behind
+            self.free()
+            raise
+
+    def _describe(self, mm, epilog, blocks_d, dist_d) -> None:
+        """The matrix and matmul descriptors, the scalars and the workspace of the plan."""
+        from ...._bindings import cublasmp
+
+        ctx, dtype, group = self.ctx, self.dtype, self.ctx.process_group
+        m, n, k = mm.mnk
         ctype = CUDA_TYPE[dtype]
 
         def desc(gm, gn, blocks, first, lld):
             return self.descs.add(cublasmp.cublasMpMatrixDescriptorCreate(
                 gm, gn, blocks[0], blocks[1], first[0], first[1], lld, ctype, self.grid))
 
-        self._made = []
         self.desc_a = desc(*mm._a.global_shape, mm._a.blocks, mm._a.dist.first_process, mm._a.lld)
         self.desc_b = desc(*mm._b.global_shape, mm._b.blocks, mm._b.dist.first_process, mm._b.lld)
         self.desc_d = desc(m, n, blocks_d, dist_d.first_process, max(1, self.d_shape[0]))
@@ -160,9 +172,7 @@ class CuBLASMpMatmul:
         set_attr(self.matmul_desc, attr.TRANSB, ops[1])
         set_attr(self.matmul_desc, attr.ALGO_TYPE, int(mm.options.algo_type))
         set_attr(self.matmul_desc, attr.EPILOGUE, int(cublasmp.MatmulEpilogue[epilog.name]))
-        self.bias = None
-        if bias is not None:
-            self.bias = self._bias(bias, self.d_shape[0])
+        if self.bias is not None:
             set_attr(self.matmul_desc, attr.BIAS_DATA_TYPE, ctype)
         scale = np.dtype(dtype)
         self.alpha = np.zeros(1, dtype=scale)
@@ -247,4 +257,5 @@ class CuBLASMpMatmul:
         for d in self._made:
             self.descs.drop(d)
         self._made = []
-        self.workspace.free()
+        if self.workspace is not None:
+            self.workspace.free()
