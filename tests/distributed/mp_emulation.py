@@ -123,7 +123,11 @@ class _CublasMp:
         self.e.objects[d][1][attr] = value._obj.value
         return 0
 
+    refuse_matmul = ()  # dtypes (cudaDataType) whose cublasMpMatmul says NOT_SUPPORTED, as a library may
+
     def cublasMpMatmul_bufferSize(self, h, d, m, n, k, alpha, *rest):
+        if self.e.objects[rest[3]][1][3] in self.refuse_matmul:
+            return 7
         ds, hs = rest[-2:]
         ds._obj.value, hs._obj.value = 4096, 64
         return 0
@@ -165,6 +169,24 @@ class _CublasMp:
         D[...] = out
         e.calls.append(("cublasMpMatmul", (m, n, k, ta, tb, epi)))
         return 0
+
+
+    def cublasMpGemm_bufferSize(self, h, ta, tb, m, n, k, alpha, *rest):
+        rest[-2]._obj.value, rest[-1]._obj.value = 4096, 64
+        return 0
+
+    def cublasMpGemm(self, h, ta, tb, m, n, k, alpha, pa, ia, ja, da, pb, ib, jb, db, beta, pc, ic, jc, dc, compute,
+                     dwork, dsize, hwork, hsize):
+        """C = alpha op(A) op(B) + beta C in place (through the Matmul emulation with D = C)."""
+        d = self.e.new("cublasmp-matmul", {0: ta, 1: tb, "compute": compute})
+        self.e.objects[d + 1] = ("cublasmp-desc", self.e.objects[dc][1])  # C read before D is written
+        C = self.e.array(pc, self.e.objects[dc][1], n).copy(order="F")
+        status = self.cublasMpMatmul(h, d, m, n, k, alpha, pa, ia, ja, da, pb, ib, jb, db, beta, C.ctypes.data, 1, 1,
+                                     d + 1, pc, ic, jc, dc, dwork, dsize, hwork, hsize)
+        self.e.objects.pop(d)
+        self.e.objects.pop(d + 1)
+        self.e.calls[-1] = ("cublasMpGemm", self.e.calls[-1][1])
+        return status
 
 
 class _CusolverMp:

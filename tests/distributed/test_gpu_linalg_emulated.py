@@ -219,3 +219,22 @@ def test_failed_plan_leaves_nothing(emu, monkeypatch):
         with pytest.raises(CUBLASMpError, match="NOT_SUPPORTED"):
             mm.plan()
     assert not emu.live("cublasmp-desc") and not emu.live("cublasmp-matmul")
+
+
+@pytest.mark.parametrize("with_c", [False, True])
+def test_matmul_falls_back_to_gemm(emu, monkeypatch, with_c):
+    """A cublasMpMatmul that refuses a dtype (NOT_SUPPORTED): the product runs on cublasMpGemm, c unchanged."""
+    from cumath._bindings import cublasmp
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
+    from cumath.errors import CUBLASMpError
+
+    monkeypatch.setattr(type(cublasmp._L), "refuse_matmul", (5,))  # CUDA_C_64F
+    d = BlockCyclic(GRID, (4, 4))
+    A, B, C = rand((9, 6), np.complex128, 1), rand((6, 7), np.complex128, 2), rand((9, 7), np.complex128, 3)
+    c_before = C.copy()
+    out = matmul(A, B, C if with_c else None, distributions=[d] * 3, alpha=2.0, beta=0.5 if with_c else None)
+    assert rel_err(out, 2 * A @ B + (0.5 * C if with_c else 0)) < 1e-12
+    np.testing.assert_array_equal(C, c_before)
+    assert emu.calls[-1][0] == "cublasMpGemm"
+    with pytest.raises(CUBLASMpError, match="NOT_SUPPORTED"):
+        matmul(A, B, distributions=[d] * 3, epilog=MatmulEpilog.RELU)  # an epilog needs cublasMpMatmul

@@ -2,7 +2,9 @@
 
 ``D = epilog(alpha op(A) op(B) + beta C)`` with A, B, C, D 2-D block-cyclic on one grid. The cuBLASMp handle
 and grid are context resources; the matrix and matmul descriptors belong to the plan and are destroyed by
-``free()`` (or at ``finalize()``). C is read, never written: D is a new piece distributed as C (dC).
+``free()`` (or at ``finalize()``). C is read, never written: D is a new piece distributed as C (dC). A
+product without an epilog that ``cublasMpMatmul`` does not take (its status NOT_SUPPORTED) runs on
+``cublasMpGemm`` instead, on a copy of C.
 Epilogs: cuBLASMp's DEFAULT, ALLREDUCE, RELU, GELU, BIAS, RELU_BIAS and GELU_BIAS (the bias is this rank's
 rows of the bias vector, as D's rows are distributed, in the result's dtype).
 """
@@ -14,6 +16,7 @@ import logging
 import numpy as np
 
 from ...._core.operand import adapter, wrap_operand
+from ....errors import CUBLASMpError
 from .._device import (CUDA_TYPE, Descriptors, Result, Workspace, block_sizes, device_buffer,
                        grid_shape_order, operation_allocator, require_live, resolve_stream)
 
@@ -165,7 +168,8 @@ class CuBLASMpMatmul:
                                           cublasmp.cublasMpMatmulDescriptorDestroy)
         self._made.append(self.matmul_desc)
         attr = cublasmp.MatmulDescriptorAttribute
-        ops = [(2 if cj and dtype.startswith("complex") else 1) if t else 0 for t, cj in mm._flags[:2]]
+        ops = self.ops = [(2 if cj and dtype.startswith("complex") else 1) if t else 0 for t, cj in mm._flags[:2]]
+        self.compute, self.epilog, self.gemm = int(compute), epilog.name, False
         self.conjugate = [cj and not t and dtype.startswith("complex") for t, cj in mm._flags[:2]]
         set_attr = cublasmp.cublasMpMatmulDescriptorSetAttribute
         set_attr(self.matmul_desc, attr.TRANSA, ops[0])
@@ -235,12 +239,31 @@ class CuBLASMpMatmul:
                                                           cublasmp.MatmulDescriptorAttribute.BIAS_POINTER, bias_ptr)
         out = Result(self.ctx, package, a.staged, self.d_shape, self.dtype, s)
         mats = ((pa, 1, 1, self.desc_a), (pb, 1, 1, self.desc_b), mat_c, (out.ptr, 1, 1, self.desc_d))
-        dsize, hsize = cublasmp.cublasMpMatmul_bufferSize(self.handle, self.matmul_desc, m, n, k,
-                                                          self.alpha.ctypes.data, mats[0], mats[1],
-                                                          self.beta.ctypes.data, mats[2], mats[3])
-        dwork, hwork = self.workspace.get(dsize, hsize, s)
-        cublasmp.cublasMpMatmul(self.handle, self.matmul_desc, m, n, k, self.alpha.ctypes.data, mats[0], mats[1],
-                                self.beta.ctypes.data, mats[2], mats[3], dwork, dsize, hwork, hsize)
+        alpha, beta = self.alpha.ctypes.data, self.beta.ctypes.data
+        if not self.gemm:
+            try:
+                dsize, hsize = cublasmp.cublasMpMatmul_bufferSize(self.handle, self.matmul_desc, m, n, k, alpha,
+                                                                  mats[0], mats[1], beta, mats[2], mats[3])
+            except CUBLASMpError as exc:
+                if exc.status != cublasmp.Status.CUBLASMP_STATUS_NOT_SUPPORTED or self.epilog != "DEFAULT":
+                    raise
+                self.gemm = True  # the product without an epilog is cublasMpGemm's too
+                logger.info("cublasMpMatmul does not take this %s product (%s): cublasMpGemm runs it", self.dtype,
+                            exc)
+        if self.gemm:
+            if c is not None:  # GEMM writes C in place: D starts as this rank's piece of C
+                cuda.copy(out.ptr, mat_c[0], int(np.prod(self.d_shape)) * np.dtype(self.dtype).itemsize, cuda.D2D,
+                          s)
+            d = mats[3]
+            dsize, hsize = cublasmp.cublasMpGemm_bufferSize(self.handle, self.ops[0], self.ops[1], m, n, k, alpha,
+                                                            mats[0], mats[1], beta, d, self.compute)
+            dwork, hwork = self.workspace.get(dsize, hsize, s)
+            cublasmp.cublasMpGemm(self.handle, self.ops[0], self.ops[1], m, n, k, alpha, mats[0], mats[1], beta, d,
+                                  self.compute, dwork, dsize, hwork, hsize)
+        else:
+            dwork, hwork = self.workspace.get(dsize, hsize, s)
+            cublasmp.cublasMpMatmul(self.handle, self.matmul_desc, m, n, k, alpha, mats[0], mats[1], beta, mats[2],
+                                    mats[3], dwork, dsize, hwork, hsize)
         result = out.finish()
         if hsize or (blocking is True and not a.staged):
             cuda.synchronize(s)  # the host workspace is read by the library until the stream gets there
