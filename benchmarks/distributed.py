@@ -264,11 +264,13 @@ def main(argv=None) -> int:
         print("no mpiexec: pip install cumath[distributed]")
         return 1
     rows, status = [], 0
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    flags = [] if "HYDRA" in version.upper() else ["--oversubscribe", "--allow-run-as-root"]  # Open MPI
     for case in cases:
         env = dict(os.environ)
-        ranks = 1 if case.startswith("gpu/") else args.ranks
-        cmd = [exe, "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--worker", case,
-               "--rounds", str(rounds)]
+        worker_cmd = [sys.executable, os.path.abspath(__file__), "--worker", case, "--rounds", str(rounds)]
+        # the GPU cases run on one rank: a singleton MPI process, no launcher needed
+        cmd = worker_cmd if case.startswith("gpu/") else [exe, "-n", str(args.ranks), *flags, *worker_cmd]
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if out.returncode or not lines:
