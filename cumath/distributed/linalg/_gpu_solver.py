@@ -72,7 +72,12 @@ class CuSOLVERMpLU:
             return self.descs.add(cusolvermp.cusolverMpCreateMatrixDesc(self.grid, ctype, gm, gn, mb, nb, rs, cs,
                                                                         op.lld))
 
-        self.desc_a, self.desc_b = desc(a), desc(b)
+        self.desc_a = desc(a)
+        try:
+            self.desc_b = desc(b)
+        except BaseException:  # a failed plan leaves nothing behind
+            self.descs.drop(self.desc_a)
+            raise
         self.workspace = Workspace(ctx, operation_allocator(ctx, a))
         self.lu = self._lu_keep = None
         self.ipiv = None
