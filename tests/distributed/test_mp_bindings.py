@@ -295,3 +295,13 @@ def test_dependencies_load_first(monkeypatch):
         lazy.cusolverMpCreate
     assert order == ["cudart"]
     assert cusolvermp._L._depends[-2:] == ("nccl", "cublasmp") and "nccl" in cublasmp._L._depends
+
+
+def test_importing_the_linalg_modules_loads_no_library():
+    code = ("import sys\n"
+            "import cumath.distributed.linalg.advanced, cumath.distributed.linalg\n"
+            "from cumath._bindings import cublasmp, cusolvermp, nccl, _loader\n"
+            "bound = [n for m in (cublasmp, cusolvermp, nccl) for n in m.TABLE if n in m._L.__dict__]\n"
+            "print('bound', bound, 'loaded', sorted(_loader._loaded), 'mpi4py' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "bound [] loaded [] False" in out.stdout, out.stdout + out.stderr
