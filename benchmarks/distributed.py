@@ -12,7 +12,11 @@ Cases (``--list``):
                       single-process cumath.linalg.direct_solver
   gpu/fft-512cube     one rank, one GPU: 3-D C2C FFT of 512^3 complex64 by cuFFTMp on a symmetric buffer (in
                       place) against single-GPU cumath FFT.execute (in place, out of place); forward + inverse
-  gpu/*               the other one-rank GPU cases (matmul 8192^2 f32)
+  gpu/matmul-8192     one-rank distributed 8192^2 float32 matmul (cuBLASMp over NCCL, CuPy operands on GPU 0,
+                      128 x 128 blocks, FP32 compute) against single-GPU cumath.linalg.advanced.matmul (cuBLASLt)
+                      on the same CuPy arrays; both timed to the end of the stream
+  gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side (cuSOLVERMp getrf +
+                      getrs, 256 x 256 blocks) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
 
 The script launches itself under ``mpiexec -n RANKS`` (``--ranks``, default 2); every rank runs the same fixed
 number of calls between barriers (the harness's calibration would give ranks different counts, and collective
@@ -35,7 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cube", "gpu/matmul-8192"]
+CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cube", "gpu/matmul-8192",
+         "gpu/solve-8192"]
 
 
 def _timed(comm, fn, rounds, number):
@@ -153,11 +158,13 @@ def worker(case: str, rounds: int) -> dict:
     r, p = comm.rank, comm.size
     if case == "gpu/fft-512cube":
         return _gpu_fft(comm, rounds)
+    if case in ("gpu/matmul-8192", "gpu/solve-8192"):
+        return gpu_linalg(case, rounds, comm)
+    if case.startswith("gpu/"):
+        return {"case": case, "skipped": f"no GPU case named {case}"}
     dist.initialize(None, comm)
     rng = np.random.default_rng(0)
     rows = {}
-    if case.startswith("gpu/"):
-        return {"case": case, "skipped": "this GPU case is not in this version"}
     if case == "cpu/fft-128cube":
         n = 128
         ix = Slab.X.indices((n, n, n), r, p)
@@ -225,6 +232,66 @@ def worker(case: str, rounds: int) -> dict:
     return {"case": case, "ranks": p, "rows": rows}
 
 
+def gpu_linalg(case: str, rounds: int, comm) -> dict:
+    """One rank on GPU 0: the distributed GPU engine against the single-GPU cumath call on the same data."""
+    import numpy as np
+
+    try:
+        import cupy as cp
+    except ImportError:
+        return {"case": case, "skipped": "CuPy is not installed"}
+    import cumath
+    import cumath.distributed as dist
+    from cumath.distributed.distribution import BlockCyclic, ProcessGrid
+
+    if comm.size != 1:
+        return {"case": case, "skipped": "the GPU cases run on one rank"}
+    dist.initialize(0, comm, backends=("nccl",))
+    stream = cp.cuda.get_current_stream()
+    rows = {}
+    n = 8192
+    rng = cp.random.default_rng(0)
+    if case == "gpu/matmul-8192":
+        from cumath.distributed.linalg.advanced import Matmul
+
+        d = BlockCyclic(ProcessGrid(shape=(1, 1)), (128, 128))
+        a = cp.asfortranarray(rng.standard_normal((n, n), dtype=cp.float32))
+        b = cp.asfortranarray(rng.standard_normal((n, n), dtype=cp.float32))
+        mm = Matmul(a, b, distributions=[d] * 3)
+        mm.plan()
+        rows["cumath.distributed matmul (cuBLASMp, 1 rank)"] = _timed(comm, mm.execute, rounds, 3)
+
+        def single():
+            cumath.linalg.advanced.matmul(a, b)
+            stream.synchronize()
+
+        rows["cumath.linalg.advanced.matmul (1 GPU)"] = _timed(comm, single, rounds, 3)
+        mm.free()
+    else:
+        from cumath.distributed.linalg import DirectSolver
+
+        d = BlockCyclic(ProcessGrid(shape=(1, 1)), (256, 256))
+        a = cp.asfortranarray(rng.standard_normal((n, n)) + n * cp.eye(n))
+        b = cp.asfortranarray(rng.standard_normal((n, 1)))
+        s = DirectSolver(a, b, distributions=[d, d])
+        s.plan()
+
+        def run():
+            s.factorize()
+            s.solve()
+
+        rows["cumath.distributed direct_solver (cuSOLVERMp, 1 rank)"] = _timed(comm, run, rounds, 1)
+
+        def single():
+            cumath.linalg.direct_solver(a, b)
+            stream.synchronize()
+
+        rows["cumath.linalg.direct_solver (1 GPU)"] = _timed(comm, single, rounds, 1)
+        s.free()
+    dist.finalize()
+    return {"case": case, "ranks": 1, "rows": rows}
+
+
 def report(result: dict) -> list:
     sys.path.insert(0, HERE)
     from harness import Stats
@@ -283,9 +350,9 @@ def main(argv=None) -> int:
     rows, status = [], 0
     for case in cases:
         env = dict(os.environ)
-        ranks = 1 if case.startswith("gpu/") else args.ranks
-        cmd = [exe, "-n", str(ranks), *flags, sys.executable, os.path.abspath(__file__), "--worker", case,
-               "--rounds", str(rounds)]
+        worker_cmd = [sys.executable, os.path.abspath(__file__), "--worker", case, "--rounds", str(rounds)]
+        # the GPU cases run on one rank: a singleton MPI process, no launcher needed
+        cmd = worker_cmd if case.startswith("gpu/") else [exe, "-n", str(args.ranks), *flags, *worker_cmd]
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if out.returncode or not lines:

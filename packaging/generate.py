@@ -55,6 +55,7 @@ CONDA_NAMES = {
     "nvidia-cublasmp-cu13": ["libcublasmp"],
     "nvidia-cusolvermp-cu13": ["libcusolvermp"],
     "nccl4py": ["nccl4py"],
+    "nvidia-nccl-cu13": ["nccl"],
     "tqdm": ["tqdm"],
     "matplotlib": ["matplotlib-base"],
     "pytest": ["pytest"],

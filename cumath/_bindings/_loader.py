@@ -140,6 +140,15 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor",
                             wheel_globs=("cutensor/lib/libcutensor.so.2", "nvidia/cu13/lib/libcutensor.so.2")),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # the distributed GPU engines: NCCL (nvidia/nccl/lib), cuBLASMp (nvidia/cublasmp/cu13/lib), cuSOLVERMp
+    # (nvidia/cu13/lib); CUDA 13 builds only
+    "nccl": LibrarySpec(("libnccl.so.2",), "cu13-distributed", pathfinder="nccl",
+                        wheel_globs=("nvidia/nccl/lib/libnccl.so.2",)),
+    "cublasmp": LibrarySpec(("libcublasmp.so.0",), "cu13-distributed", pathfinder="cublasmp",
+                            wheel_globs=("nvidia/cublasmp/cu13/lib/libcublasmp.so.0",)),
+    "cusolvermp": LibrarySpec(("libcusolverMp.so.0",), "cu13-distributed", pathfinder="cusolvermp",
+                              wheel_globs=("nvidia/cu13/lib/libcusolverMp.so.0",
+                                           "nvidia/cusolvermp/cu13/lib/libcusolverMp.so.0")),
     # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
     "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
     # NVSHMEM's host library (cumath.distributed on GPUs) and cuFFTMp, a cuFFT of its own that links it: cuFFTMp
@@ -384,13 +393,18 @@ class LazyFunctions:
     raises AttributeError naming the library).
     """
 
-    def __init__(self, library: str, table: dict):
+    def __init__(self, library: str, table: dict, depends: tuple = ()):
         self.__dict__["_library"] = library
         self.__dict__["_table"] = table
+        # libraries loaded first, so that the dynamic loader finds them by soname when ``library`` needs them
+        # and its RPATH does not lead there (wheels installed in different folders)
+        self.__dict__["_depends"] = depends
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
+        for dependency in self._depends:
+            load_library(dependency)
         lib = load_library(self._library)
         with _lock:
             for fname, (restype, argtypes) in self._table.items():

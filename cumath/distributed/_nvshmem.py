@@ -44,7 +44,8 @@ class NVSHMEMState:
     """What NVSHMEM holds for one context: the live symmetric buffers and the cuFFTMp plans made over it."""
 
     def __init__(self, ctx):
-        from .._bindings import cudart, nvshmem
+        from .._bindings import cudart, nvshmem  # noqa: F401 - cudart: the runtime loaded before NVSHMEM
+        from .._core import cuda
 
         self._lib = nvshmem
         self.device_id = ctx.device_id
@@ -54,7 +55,7 @@ class NVSHMEMState:
 
             raise RuntimeError(f"NVSHMEM's host library (libnvshmem_host.so.3) cannot be loaded; "
                                f"{install_hint('nvshmem_host')}")
-        cudart.cudaSetDevice(ctx.device_id)
+        cuda.set_device(ctx.device_id)  # idempotent: the bring-up has set it already
         uid = nvshmem.get_uniqueid() if group.rank == 0 else b""
         uid = group.allgather(uid)[0]
         nvshmem.init_with_uniqueid(uid, group.rank, group.nranks)

@@ -125,19 +125,25 @@ def test_device_operand_info_and_stream_pointer():
 def test_gpu_initialize_errors_name_the_fix():
     code = """
 import cumath.distributed as d
-try:
-    d.initialize(0)
-except NotImplementedError as e:
-    assert "NCCL engines" in str(e) and "backends=('nvshmem',)" in str(e), str(e)
-from cumath._bindings import nvshmem
-if not nvshmem.available():
+from cumath._core import cuda
+from cumath.errors import CUDAUnavailableError
+if cuda.device_count() == 0:
     try:
-        d.initialize(0, backends=("nvshmem",))
-    except RuntimeError as e:
-        assert "libnvshmem_host.so.3" in str(e) and "cu13-distributed" in str(e), str(e)
+        d.initialize(0)
+    except CUDAUnavailableError as e:
+        assert "device_id=None" in str(e) and "initialize(device_id=0)" in str(e), str(e)
     else:
-        raise SystemExit("no error without NVSHMEM")
-    assert d.get_context() is None
+        raise SystemExit("no error without a GPU")
+else:
+    from cumath._bindings import nvshmem
+    if not nvshmem.available():
+        try:
+            d.initialize(0, backends=("nvshmem",))
+        except RuntimeError as e:
+            assert "libnvshmem_host.so.3" in str(e) and "cu13-distributed" in str(e), str(e)
+        else:
+            raise SystemExit("no error without NVSHMEM")
+assert d.get_context() is None
 print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

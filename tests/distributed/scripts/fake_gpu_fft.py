@@ -88,7 +88,17 @@ nvshmem.my_pe, nvshmem.n_pes = (lambda: 0), (lambda: 1)
 nvshmem.malloc = _malloc
 nvshmem.free = lambda ptr: heap.pop(ptr)
 nvshmem.finalize = lambda: events.append(("finalize",))
-cudart.cudaSetDevice = lambda d: events.append(("device", d))
+_current = [-1]
+
+
+def _set_device(d):
+    _current[0] = d
+    events.append(("device", d))
+
+
+cudart.cudaSetDevice = _set_device
+cudart.cudaGetDeviceCount = lambda: 1  # the bring-up checks the device before it sets it
+cudart.cudaGetDevice = lambda: _current[0]
 
 plans = {}
 cufftmp.available = lambda: True
