@@ -13,6 +13,7 @@ Every executor has ``prepare(sign)``, ``execute(op, sign, stream)`` (returns the
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -128,6 +129,19 @@ class HostExecutor:
 
     def prepare(self, sign):
         self.backend.prepare(sign)
+
+    def hot_spec(self):
+        """``(execs, mask, elem_mask, any, alloc, alloc_args)`` for the compiled hit path (``_core/_fast``), or
+        None where it cannot run this executor's calls exactly as :meth:`execute` does: it serves the out-of-place
+        transform of an element-aligned operand into a new NumPy array from ``numpy.empty``, calling the engine's
+        planned function for the SIMD-aligned case and ``self._any`` for every other."""
+        r = self.results
+        if self.inplace or self._in_copy is not None or self._staged or type(r) is not Recycler:
+            return None
+        new = r.new
+        if r.snapshot is not None or type(new) is not functools.partial or new.keywords or new.func is not np.empty:
+            return None  # results reused (opt-in), or an allocator other than numpy.empty
+        return self._entries, self._mask, self._elem_mask, self._any, new.func, new.args
 
     def _aligned_copy(self, op) -> int:
         """The operand copied into an aligned buffer of the plan's input layout; returns its pointer."""

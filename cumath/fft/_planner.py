@@ -12,7 +12,7 @@ from .._core.operation import Operation
 from .._core.options import check_options
 from ..errors import UnsupportedDtypeError
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
-from ._executors import Setup, make_executor
+from ._executors import HostExecutor, Setup, make_executor
 from ._options import FFTDirection, FFTOptions
 from ._traits import FFTKey, check_axes, device_strides, fft_geometry, host_strides, layout_key
 
@@ -193,6 +193,14 @@ class FFT(Operation):
 
     def _planned_with(self, executor) -> None:
         executor.prepare(self._plan_sign)
+
+    def _hot_spec(self):
+        """What the compiled hit path of the stateless functions needs to run this plan, or None (see
+        ``HostExecutor.hot_spec``): host operand and CPU engine only."""
+        ex = self._executor
+        if not self._host_only or ex is None or type(ex) is not HostExecutor:
+            return None
+        return ex.hot_spec()
 
     def _unbind(self) -> None:
         # as Operation._unbind, with one prebuilt empty operand set (FFT replaces _ops, never changes it in

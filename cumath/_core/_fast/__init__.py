@@ -11,6 +11,9 @@ the hot paths:
 - :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
 - :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
   (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
+- ``hot_fft`` / ``hot_table`` / ``hot_put`` / ``hot_attach``: the compiled hit path of the stateless FFT
+  functions (``cumath/_core/plan_cache.py`` keeps its tables; see ``hot_remember`` there). ``hot_fft`` is None
+  without the extension, and ``hot_table()`` returns None.
 
 ``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
 ``NATIVE`` says whether it is in use.
@@ -22,7 +25,8 @@ import ctypes
 import importlib
 import os
 
-__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader"]
+__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
+           "hot_put", "hot_attach", "hot_setup"]
 
 
 def _load():
@@ -37,6 +41,18 @@ def _load():
 _native = _load()
 
 NATIVE = _native is not None
+
+#: hot_fft(operand, kind, sign, *optional_arguments) -> the result of a cached plan, or None (the Python path
+#: then runs); None itself without the extension
+hot_fft = getattr(_native, "hot_fft", None)
+hot_put = getattr(_native, "hot_put", None)
+hot_attach = getattr(_native, "hot_attach", None)
+hot_setup = getattr(_native, "hot_setup", None)
+
+
+def hot_table():
+    """A new, empty table of the compiled hit path (one per thread's plan cache), or None without it."""
+    return _native.HotTable() if hot_fft is not None else None
 
 
 def call_ippi(cfn, on_error=None):
