@@ -23,7 +23,9 @@ import numpy as np
 
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
+from .._core._fast import hot_runner
 from .._core.executors import DeviceMirror, HostMirror, choose
+from .._core.plan_cache import hot_remember  # noqa: F401 - sets the compiled path up (hot_runner needs it)
 from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, strided_empty, view as host_view
 from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
@@ -126,6 +128,9 @@ class HostExecutor:
                                     A.pointer, math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype], device=False)
             self.nbytes += self.results.nbytes
         self._take = None if self.results is None else self.results.take
+        spec = self.hot_spec() if hot_runner is not None else None
+        if spec is not None:  # execute() as one C call (HostExecutor.execute for what it declines)
+            self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self))
 
     def prepare(self, sign):
         self.backend.prepare(sign)

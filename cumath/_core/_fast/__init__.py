@@ -26,7 +26,7 @@ import importlib
 import os
 
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
-           "hot_put", "hot_attach", "hot_setup"]
+           "hot_put", "hot_attach", "hot_setup", "hot_runner"]
 
 
 def _load():
@@ -48,6 +48,9 @@ hot_fft = getattr(_native, "hot_fft", None)
 hot_put = getattr(_native, "hot_put", None)
 hot_attach = getattr(_native, "hot_attach", None)
 hot_setup = getattr(_native, "hot_setup", None)
+#: hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None): a host
+#: executor's execute as one C call (``slow``, the Python execute, for operands it declines)
+hot_runner = getattr(_native, "hot_runner", None)
 
 
 def hot_table():

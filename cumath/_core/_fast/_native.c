@@ -346,6 +346,8 @@ typedef struct {
     PyObject *alloc;     /* alloc(*alloc_args) -> a new ndarray for the result */
     PyObject *alloc_args;
     PyObject *descr;     /* the dtype the key was built with (held: its address is in the key) */
+    PyObject *slow;      /* as a callable (stateful executes): the executor's Python execute, for what it declines */
+    vectorcallfunc vectorcall;
 } HotEntry;
 
 static PyTypeObject HotTableType;
@@ -430,6 +432,44 @@ static int hot_run(PyObject *fn, PyObject *plan, char *in, char *out) {
     return 0;
 }
 
+/* the result of the entry's plan on the array at `in` (element-aligned): a new array from the allocator, written
+ * by the planned function where both pointers have the plan's SIMD alignment, by the engine's own execute
+ * otherwise (and for a direction not planned yet) */
+static PyObject *hot_exec(HotEntry *e, char *in, PyObject *sign) {
+    PyObject *out = PyObject_Call(e->alloc, e->alloc_args, NULL);
+    if (out == NULL) return NULL;
+    if ((PyObject *)Py_TYPE(out) != hot_ndarray) {
+        PyErr_SetString(PyExc_TypeError, "the result allocator did not return a numpy.ndarray");
+        goto fail;
+    }
+    char *o = ((np_fields *)out)->data;
+    PyObject *pair = PyDict_GetItemWithError(e->execs, sign);
+    if (pair == NULL && PyErr_Occurred()) goto fail;
+    int rc;
+    if (pair != NULL && PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 &&
+        !(((uintptr_t)in | (uintptr_t)o) & e->mask)) {
+        PyObject *fn = PyTuple_GET_ITEM(pair, 0), *plan = PyTuple_GET_ITEM(pair, 1);
+        Py_INCREF(fn);
+        Py_INCREF(plan);
+        rc = hot_run(fn, plan, in, o);
+        Py_DECREF(fn);
+        Py_DECREF(plan);
+    } else { /* a direction still to plan, or another alignment: the engine's own execute */
+        PyObject *a[3] = {ptr_int(in), ptr_int(o), sign};
+        PyObject *r = NULL;
+        if (a[0] != NULL && a[1] != NULL) r = PyObject_Vectorcall(e->any, a, 3, NULL);
+        Py_XDECREF(a[0]);
+        Py_XDECREF(a[1]);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    if (rc < 0) goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* hot_fft(operand, kind, sign, *rest): the result of a cached plan's FFT of `operand`, or None where this path
  * cannot serve the call (every one of `rest` must be None: the call's optional arguments) */
 static PyObject *hot_fft(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -477,40 +517,9 @@ static PyObject *hot_fft(PyObject *module, PyObject *const *args, Py_ssize_t nar
     }
     Py_DECREF(moved);
     table->hits++;
-    PyObject *out = PyObject_Call(e->alloc, e->alloc_args, NULL);
-    if (out == NULL) goto fail;
-    if ((PyObject *)Py_TYPE(out) != hot_ndarray) {
-        PyErr_SetString(PyExc_TypeError, "the result allocator did not return a numpy.ndarray");
-        goto fail;
-    }
-    char *o = ((np_fields *)out)->data;
-    PyObject *pair = PyDict_GetItemWithError(e->execs, sign);
-    if (pair == NULL && PyErr_Occurred()) goto fail;
-    int rc;
-    if (pair != NULL && PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 &&
-        !(((uintptr_t)in | (uintptr_t)o) & e->mask)) {
-        PyObject *fn = PyTuple_GET_ITEM(pair, 0), *plan = PyTuple_GET_ITEM(pair, 1);
-        Py_INCREF(fn);
-        Py_INCREF(plan);
-        rc = hot_run(fn, plan, in, o);
-        Py_DECREF(fn);
-        Py_DECREF(plan);
-    } else { /* a direction still to plan, or another alignment: the engine's own execute */
-        PyObject *a[3] = {ptr_int(in), ptr_int(o), sign};
-        PyObject *r = NULL;
-        if (a[0] != NULL && a[1] != NULL) r = PyObject_Vectorcall(e->any, a, 3, NULL);
-        Py_XDECREF(a[0]);
-        Py_XDECREF(a[1]);
-        rc = r == NULL ? -1 : 0;
-        Py_XDECREF(r);
-    }
-    if (rc < 0) goto fail;
+    PyObject *out = hot_exec(e, in, sign);
     Py_DECREF(e);
     return out;
-fail:
-    Py_XDECREF(out);
-    Py_DECREF(e);
-    return NULL;
 }
 
 /* hot_put(table, operand, kind, full_key, move_to_end, execs, mask, elem_mask, any, alloc, alloc_args) */
@@ -550,6 +559,8 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
     }
     e->mask = mask;
     e->elem_mask = elem_mask;
+    e->slow = NULL;
+    e->vectorcall = NULL;
     PyObject_GC_Track(e);
     /* one entry per plan cache key and one key per entry: whatever either had before goes */
     int rc = 0;
@@ -568,6 +579,58 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
     Py_DECREF(bkey);
     if (rc < 0) return NULL;
     Py_RETURN_TRUE;
+}
+
+/* a runner (hot_runner): runner(op, sign, stream=None) is HostExecutor.execute for its eligible plans: the
+ * operand's address read from op.ptr; an operand off its element alignment goes to the Python execute */
+static PyObject *str_ptr;
+
+static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    HotEntry *e = (HotEntry *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (e->slow == NULL) {
+        PyErr_SetString(PyExc_TypeError, "this entry is not a runner");
+        return NULL;
+    }
+    if (nargs < 2 || nargs > 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return PyObject_Vectorcall(e->slow, args, nargsf, kwnames);
+    PyObject *p = PyObject_GetAttr(args[0], str_ptr);
+    if (p == NULL) return NULL;
+    char *in = (char *)PyLong_AsVoidPtr(p);
+    Py_DECREF(p);
+    if (in == NULL && PyErr_Occurred()) return NULL;
+    if (in == NULL || ((uintptr_t)in & e->elem_mask)) return PyObject_Vectorcall(e->slow, args, nargsf, NULL);
+    Py_INCREF(e);
+    PyObject *out = hot_exec(e, in, args[1]);
+    Py_DECREF(e);
+    return out;
+}
+
+/* hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) */
+static PyObject *hot_runner(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyDict_Check(args[0]) || !PyTuple_Check(args[5]) || hot_ndarray == NULL) {
+        PyErr_SetString(PyExc_TypeError, "hot_runner(dict, int, int, callable, callable, tuple, callable), after "
+                                         "hot_setup()");
+        return NULL;
+    }
+    size_t mask = PyLong_AsSize_t(args[1]);
+    if (mask == (size_t)-1 && PyErr_Occurred()) return NULL;
+    size_t elem_mask = PyLong_AsSize_t(args[2]);
+    if (elem_mask == (size_t)-1 && PyErr_Occurred()) return NULL;
+    HotEntry *e = PyObject_GC_New(HotEntry, &HotEntryType);
+    if (e == NULL) return NULL;
+    PyObject **slots[] = {&e->full_key, &e->move, &e->execs, &e->any, &e->alloc, &e->alloc_args, &e->descr,
+                          &e->slow};
+    PyObject *vals[] = {Py_None, Py_None, args[0], args[3], args[4], args[5], Py_None, args[6]};
+    for (int i = 0; i < 8; i++) {
+        Py_INCREF(vals[i]);
+        *slots[i] = vals[i];
+    }
+    e->mask = mask;
+    e->elem_mask = elem_mask;
+    e->vectorcall = hotentry_vectorcall;
+    PyObject_GC_Track(e);
+    return (PyObject *)e;
 }
 
 /* hot_setup(ndarray, switches, thread_key) */
@@ -719,6 +782,7 @@ static int hotentry_traverse(HotEntry *e, visitproc visit, void *arg) {
     Py_VISIT(e->alloc);
     Py_VISIT(e->alloc_args);
     Py_VISIT(e->descr);
+    Py_VISIT(e->slow);
     return 0;
 }
 
@@ -730,6 +794,7 @@ static int hotentry_clear(HotEntry *e) {
     Py_CLEAR(e->alloc);
     Py_CLEAR(e->alloc_args);
     Py_CLEAR(e->descr);
+    Py_CLEAR(e->slow);
     return 0;
 }
 
@@ -749,8 +814,11 @@ static PyTypeObject HotEntryType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "cumath._core._fast._native.HotEntry",
     .tp_basicsize = sizeof(HotEntry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "what one cached plan needs to run on a new array of its key (made by hot_put)",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "what one cached plan needs to run on a new array of its key (made by hot_put), or a runner of "
+              "one executor's plan (made by hot_runner)",
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(HotEntry, vectorcall),
     .tp_dealloc = (destructor)hotentry_dealloc,
     .tp_traverse = (traverseproc)hotentry_traverse,
     .tp_clear = (inquiry)hotentry_clear,
@@ -765,6 +833,8 @@ static PyMethodDef native_methods[] = {
     {"hot_put", (PyCFunction)(void (*)(void))hot_put, METH_FASTCALL, "hot_put(table, operand, kind, key, ...)"},
     {"hot_setup", (PyCFunction)(void (*)(void))hot_setup, METH_FASTCALL, "hot_setup(ndarray, switches, key)"},
     {"hot_attach", (PyCFunction)hot_attach, METH_O, "hot_attach(table or None)"},
+    {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
+     "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -777,6 +847,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
     if (PyType_Ready(&HotTableType) < 0) return NULL;
+    str_ptr = PyUnicode_InternFromString("ptr");
+    if (str_ptr == NULL) return NULL;
     if (PyType_Ready(&HotEntryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
