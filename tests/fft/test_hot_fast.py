@@ -409,3 +409,80 @@ def test_gpu_operands_take_the_python_path():
     for _ in range(3):
         assert_close(cp.asnumpy(F.fft(x)), fft_ref(values), "complex128")
     assert _fast.hot_fft(x, 0, -1) is None
+
+
+# ------------------------------------------------------------------------------------------- stateful execute
+
+def _runner_of(f):
+    return f._executor.__dict__.get("execute")
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "reversed", "step"])
+def test_stateful_execute_runs_as_one_c_call(layout):
+    values = random_array((5, 13), "complex128")
+    x = with_layout(values, layout)
+    with F.FFT(x) as f:
+        f.plan()
+        assert type(_runner_of(f)).__name__ == "HotEntry"
+        outs = [f.execute() for _ in range(3)]
+        for y in outs:
+            assert_close(y, fft_ref(values), "complex128")
+            assert not np.shares_memory(y, x)
+        assert not np.shares_memory(outs[0], outs[1])
+        assert_close(f.execute(direction="inverse"), ifft_ref(values), "complex128")
+        other = random_array((5, 13), "complex128")
+        f.reset_operand(with_layout(other, layout))
+        assert_close(f.execute(), fft_ref(other), "complex128")
+
+
+def test_stateful_execute_hands_unaligned_operands_to_python(monkeypatch):
+    from cumath.fft._executors import HostExecutor
+
+    calls = []
+    real = HostExecutor.execute
+
+    def spy(self, op, sign, stream=None):
+        calls.append(op.ptr)
+        return real(self, op, sign, stream)
+
+    monkeypatch.setattr(HostExecutor, "execute", spy)
+    x = random_array((29,), "complex128")
+    buf = np.empty(16 * 29 + 8, dtype=np.uint8)
+    odd = buf[5:5 + 16 * 29].view(np.complex128)
+    odd[...] = random_array((29,), "complex128")
+    with F.FFT(x) as f:
+        f.plan()
+        assert_close(f.execute(), fft_ref(x), "complex128")
+        assert calls == []
+        f.reset_operand(odd)
+        assert_close(f.execute(), fft_ref(odd), "complex128")
+        assert len(calls) == 1
+
+
+def test_stateful_execute_without_a_runner_where_it_cannot_serve(monkeypatch):
+    from cumath._core import recycle
+
+    x = random_array((24,), "complex128")
+    with F.FFT(x, options={"inplace": True}) as f:
+        f.plan()
+        assert _runner_of(f) is None
+    c = random_array((4, 5), "complex128")
+    with F.FFT(c, options={"fft_type": "C2R"}) as f:
+        f.plan()
+        assert _runner_of(f) is None
+    monkeypatch.setattr(recycle, "RECYCLE", True)
+    with F.FFT(x) as f:
+        f.plan()
+        assert _runner_of(f) is None
+        assert_close(f.execute(), fft_ref(x), "complex128")
+
+
+def test_runner_argument_errors():
+    native = _fast._native
+    with pytest.raises(TypeError, match="hot_runner"):
+        native.hot_runner(1)
+    x = random_array((8,), "complex128")
+    F.fft(x), F.fft(x)
+    entry = next(iter(table().entries.values()))
+    with pytest.raises(TypeError, match="not a runner"):
+        entry(None, -1)

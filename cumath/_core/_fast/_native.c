@@ -352,6 +352,7 @@ typedef struct {
 
 static PyTypeObject HotTableType;
 static PyTypeObject HotEntryType;
+static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *hot_ndarray;   /* numpy.ndarray */
 static PyObject *hot_switches;  /* ((dict, name, required value), ...): all must hold for the path to serve */
@@ -560,7 +561,7 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
     e->mask = mask;
     e->elem_mask = elem_mask;
     e->slow = NULL;
-    e->vectorcall = NULL;
+    e->vectorcall = hotentry_vectorcall; /* which says it is no runner */
     PyObject_GC_Track(e);
     /* one entry per plan cache key and one key per entry: whatever either had before goes */
     int rc = 0;
