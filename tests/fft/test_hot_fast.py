@@ -486,3 +486,97 @@ def test_runner_argument_errors():
     entry = next(iter(table().entries.values()))
     with pytest.raises(TypeError, match="not a runner"):
         entry(None, -1)
+
+
+# ------------------------------------------------------------------------------------------- GPU execute (emulated)
+
+from test_fft_emulated_gpu import device, emulated  # noqa: E402,F401 - cuFFT emulated in NumPy (a fixture)
+
+
+def _dev_runner_of(f):
+    return f._executor.__dict__.get("execute")
+
+
+def test_gpu_execute_runs_as_one_c_call(emulated, monkeypatch):
+    from cumath.fft._executors import DeviceExecutor
+
+    slow = []
+    real = DeviceExecutor.execute
+
+    def spy(self, op, sign, stream):
+        slow.append(stream)
+        return real(self, op, sign, stream)
+
+    monkeypatch.setattr(DeviceExecutor, "execute", spy)
+    values = random_array((6, 10), "complex128")
+    x = values.copy()
+    with F.FFT(device(x), options={"allocator": emulated.alloc}) as f:
+        f.plan()
+        assert type(_dev_runner_of(f)).__name__ == "DevRunner"
+        outs = [f.execute() for _ in range(3)]
+        assert len(slow) == 1  # the first call binds the plan to its stream (the Python path), the others not
+        for y in outs:
+            assert_close(y, fft_ref(values), "complex128")
+        assert not np.shares_memory(outs[1], outs[2])
+        assert_close(f.execute(direction="inverse"), ifft_ref(values), "complex128")
+        assert len(slow) == 1 and len(emulated.execs) == 4
+        f._executor.backend.bound = "another stream"  # a plan not bound to the call's stream: Python binds it
+        assert_close(f.execute(), fft_ref(values), "complex128")
+        assert len(slow) == 2
+        np.testing.assert_array_equal(x, values)
+
+
+def test_gpu_execute_status_errors_are_raised(emulated, monkeypatch):
+    from cumath.fft._backends import cufft as backend
+
+    x = random_array((16,), "complex128")
+    with F.FFT(device(x), options={"allocator": emulated.alloc}) as f:
+        f.plan()
+        f.execute()
+        checked = []
+
+        def check(status):
+            checked.append(status)
+            raise RuntimeError(f"cuFFT status {status}")
+
+        be = f._executor.backend
+        monkeypatch.setattr(be, "check", check)
+        real_exec = emulated.execute
+        emulated_status = [7]
+
+        def failing(h, i, o, d):
+            real_exec(h, i, o, d)
+            return emulated_status[0]
+
+        runner = f._executor.execute
+        from cumath._core._fast import dev_runner
+
+        f._executor.execute = dev_runner(be, f._executor._new_out, f._executor._pointer, failing,
+                                         f._executor._misaligned, runner)
+        with pytest.raises(RuntimeError, match="cuFFT status 7"):
+            f.execute()
+        assert checked == [7]
+        emulated_status[0] = 0
+        assert_close(f.execute(), fft_ref(x), "complex128")
+        f._executor.execute = runner
+
+
+def test_gpu_execute_keeps_the_python_path_where_it_must(emulated):
+    """A misaligned R2C operand (a copy), callbacks passes, in place and layouts cuFFT cannot read stay in Python."""
+    real = random_array((31,), "float64")
+    buf = np.empty(32, dtype=np.float64)
+    odd = buf[1:]  # 8 bytes off: not aligned to complex128
+    odd[...] = real
+    with F.FFT(device(odd), options={"fft_type": "R2C", "allocator": emulated.alloc}) as f:
+        f.plan()
+        assert type(_dev_runner_of(f)).__name__ == "DevRunner"
+        for _ in range(2):
+            assert_close(f.execute(), rfft_ref(real), "complex128")
+    x = random_array((12,), "complex128")
+    with F.FFT(device(x), options={"inplace": True, "allocator": emulated.alloc}) as f:
+        f.plan()
+        assert _dev_runner_of(f) is None
+    with pytest.raises(TypeError, match="dev_runner"):
+        _fast.dev_runner(1)
+    with pytest.raises(TypeError, match="must be callable"):
+        _fast.dev_runner(None, 1, 2, 3, 0, 5)

@@ -26,7 +26,8 @@ import importlib
 import os
 
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
-           "hot_put", "hot_attach", "hot_setup", "hot_runner"]
+           "hot_put", "hot_attach", "hot_setup", "hot_runner",
+           "dev_runner"]
 
 
 def _load():
@@ -51,6 +52,9 @@ hot_setup = getattr(_native, "hot_setup", None)
 #: hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None): a host
 #: executor's execute as one C call (``slow``, the Python execute, for operands it declines)
 hot_runner = getattr(_native, "hot_runner", None)
+#: dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream): a GPU FFT
+#: executor's execute for its plain case as one C call (``slow`` for everything else)
+dev_runner = getattr(_native, "dev_runner", None)
 
 
 def hot_table():

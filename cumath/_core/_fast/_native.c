@@ -352,6 +352,7 @@ typedef struct {
 
 static PyTypeObject HotTableType;
 static PyTypeObject HotEntryType;
+static PyTypeObject DevRunnerType;
 static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *hot_ndarray;   /* numpy.ndarray */
@@ -826,6 +827,145 @@ static PyTypeObject HotEntryType = {
     .tp_members = hotentry_members,
 };
 
+/* ---------------------------------------------------------------------------------------------------------
+ * DevRunner: a GPU executor's execute for its plain case (cuFFT reads the operand and writes a new array of the
+ * operand's package, no callbacks pass of its own): runner(op, sign, stream) ->
+ *     out = new_out(); status = exec_fn(plan.handle, op.ptr, pointer(out), sign); plan.check(status) if status
+ * while the plan is bound to `stream` and the operand is aligned as the plan needs; everything else goes to
+ * `slow` (the executor's Python execute, which binds the plan to the stream, copies, runs passes). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *plan, *new_out, *pointer, *exec_fn, *slow;
+    uintptr_t misaligned;
+    vectorcallfunc vectorcall;
+} DevRunner;
+
+static PyObject *str_bound, *str_handle, *str_check;
+
+static PyObject *devrunner_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    DevRunner *r = (DevRunner *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return PyObject_Vectorcall(r->slow, args, nargsf, kwnames);
+    PyObject *op = args[0], *sign = args[1], *stream = args[2];
+    PyObject *p = PyObject_GetAttr(op, str_ptr);
+    if (p == NULL) return NULL;
+    void *in = PyLong_AsVoidPtr(p);
+    if (in == NULL && PyErr_Occurred()) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    PyObject *bound = PyObject_GetAttr(r->plan, str_bound);
+    if (bound == NULL) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    int same = bound == stream ? 1 : PyObject_RichCompareBool(bound, stream, Py_EQ);
+    Py_DECREF(bound);
+    if (same < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    if (!same || ((uintptr_t)in & r->misaligned)) {
+        Py_DECREF(p);
+        return PyObject_Vectorcall(r->slow, args, 3, NULL);
+    }
+    Py_INCREF(r);
+    PyObject *out = NULL, *out_ptr = NULL, *handle = NULL, *status = NULL;
+    out = PyObject_CallNoArgs(r->new_out);
+    if (out == NULL) goto done;
+    out_ptr = PyObject_CallOneArg(r->pointer, out);
+    if (out_ptr == NULL) goto fail;
+    handle = PyObject_GetAttr(r->plan, str_handle);
+    if (handle == NULL) goto fail;
+    PyObject *a[4] = {handle, p, out_ptr, sign};
+    status = PyObject_Vectorcall(r->exec_fn, a, 4, NULL);
+    if (status == NULL) goto fail;
+    int nonzero = PyObject_IsTrue(status);
+    if (nonzero < 0) goto fail;
+    if (nonzero) {
+        PyObject *res = PyObject_CallMethodOneArg(r->plan, str_check, status);
+        if (res == NULL) goto fail;
+        Py_DECREF(res);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(status);
+    Py_XDECREF(handle);
+    Py_XDECREF(out_ptr);
+    Py_DECREF(p);
+    Py_DECREF(r);
+    return out;
+}
+
+/* dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) */
+static PyObject *dev_runner(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow)");
+        return NULL;
+    }
+    for (int i = 1; i < 6; i++) {
+        if (i != 4 && !PyCallable_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "dev_runner: new_out, pointer, exec_fn and slow must be callable");
+            return NULL;
+        }
+    }
+    size_t mask = PyLong_AsSize_t(args[4]);
+    if (mask == (size_t)-1 && PyErr_Occurred()) return NULL;
+    DevRunner *r = PyObject_GC_New(DevRunner, &DevRunnerType);
+    if (r == NULL) return NULL;
+    PyObject **slots[] = {&r->plan, &r->new_out, &r->pointer, &r->exec_fn, &r->slow};
+    PyObject *vals[] = {args[0], args[1], args[2], args[3], args[5]};
+    for (int i = 0; i < 5; i++) {
+        Py_INCREF(vals[i]);
+        *slots[i] = vals[i];
+    }
+    r->misaligned = mask;
+    r->vectorcall = devrunner_vectorcall;
+    PyObject_GC_Track(r);
+    return (PyObject *)r;
+}
+
+static int devrunner_traverse(DevRunner *r, visitproc visit, void *arg) {
+    Py_VISIT(r->plan);
+    Py_VISIT(r->new_out);
+    Py_VISIT(r->pointer);
+    Py_VISIT(r->exec_fn);
+    Py_VISIT(r->slow);
+    return 0;
+}
+
+static int devrunner_clear(DevRunner *r) {
+    Py_CLEAR(r->plan);
+    Py_CLEAR(r->new_out);
+    Py_CLEAR(r->pointer);
+    Py_CLEAR(r->exec_fn);
+    Py_CLEAR(r->slow);
+    return 0;
+}
+
+static void devrunner_dealloc(DevRunner *r) {
+    PyObject_GC_UnTrack(r);
+    devrunner_clear(r);
+    PyObject_GC_Del(r);
+}
+
+static PyTypeObject DevRunnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumath._core._fast._native.DevRunner",
+    .tp_basicsize = sizeof(DevRunner),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "a GPU FFT executor's execute for its plain case (made by dev_runner)",
+    .tp_dealloc = (destructor)devrunner_dealloc,
+    .tp_traverse = (traverseproc)devrunner_traverse,
+    .tp_clear = (inquiry)devrunner_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(DevRunner, vectorcall),
+};
+
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
      "numpy_fields(array, itemsize) -> (pointer, shape, element strides, readonly) or None"},
@@ -834,6 +974,8 @@ static PyMethodDef native_methods[] = {
     {"hot_put", (PyCFunction)(void (*)(void))hot_put, METH_FASTCALL, "hot_put(table, operand, kind, key, ...)"},
     {"hot_setup", (PyCFunction)(void (*)(void))hot_setup, METH_FASTCALL, "hot_setup(ndarray, switches, key)"},
     {"hot_attach", (PyCFunction)hot_attach, METH_O, "hot_attach(table or None)"},
+    {"dev_runner", (PyCFunction)(void (*)(void))dev_runner, METH_FASTCALL,
+     "dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream)"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
@@ -848,8 +990,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
     if (PyType_Ready(&HotTableType) < 0) return NULL;
+    if (PyType_Ready(&DevRunnerType) < 0) return NULL;
     str_ptr = PyUnicode_InternFromString("ptr");
-    if (str_ptr == NULL) return NULL;
+    str_bound = PyUnicode_InternFromString("bound");
+    str_handle = PyUnicode_InternFromString("handle");
+    str_check = PyUnicode_InternFromString("check");
+    if (str_ptr == NULL || str_bound == NULL || str_handle == NULL || str_check == NULL) return NULL;
     if (PyType_Ready(&HotEntryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
