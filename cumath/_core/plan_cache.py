@@ -13,7 +13,7 @@ import weakref
 from collections import OrderedDict
 
 from . import nvtx
-from ._fast import hot_attach, hot_put, hot_setup, hot_table
+from ._fast import hot_attach, hot_gpu_type, hot_put, hot_put_gpu, hot_setup, hot_table
 
 __all__ = ["PlanCache", "plan_cache", "cached_call", "hot_remember"]
 
@@ -161,7 +161,8 @@ def hot_remember(key, array, kind: int) -> None:
     """Let the compiled hit path serve the next calls of ``key`` on arrays like ``array`` (a NumPy array of a
     call with default arguments whose key is ``key``; ``kind`` is the domain's code of the key's other parts),
     where the cached plan says it can (``plan._hot_spec()``: None where it cannot serve its calls exactly as
-    ``execute`` would). Called after a stateless call ran the Python path; cheap when nothing is to do."""
+    ``execute`` would; a tuple for a host plan, ``(runner, package)`` for a GPU one). Called after a stateless
+    call ran the Python path; a key that cannot be served is remembered as such (one dict lookup next time)."""
     if hot_put is None or plan_cache.enabled is not True:
         return
     mine = getattr(plan_cache._local, "cache", None)
@@ -171,8 +172,14 @@ def hot_remember(key, array, kind: int) -> None:
     if entry is None:
         return
     spec = entry[0]._hot_spec()
-    if spec is not None:
-        hot_put(mine.fast, array, kind, key, mine.entries.move_to_end, *spec)
+    put = False
+    if spec is not None and len(spec) == 2:  # a GPU plan: (DevRunner, package)
+        if hot_gpu_type(type(array), spec[1]):
+            put = hot_put_gpu(mine.fast, array, kind, key, mine.entries.move_to_end, spec[0])
+    elif spec is not None:  # a host plan: served for NumPy arrays (False for any other type)
+        put = hot_put(mine.fast, array, kind, key, mine.entries.move_to_end, *spec)
+    if not put:
+        mine.fast.keys[key] = None  # not served: not looked at again while the plan is cached
 
 
 def cached_call(key, make, ops: dict, *bind_args, **execute_kwargs):

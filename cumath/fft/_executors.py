@@ -23,7 +23,7 @@ import numpy as np
 
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
-from .._core._fast import dev_runner, hot_runner
+from .._core._fast import dev_runner, hot_runner, native_pointer
 from .._core.executors import DeviceMirror, HostMirror, choose
 from .._core.plan_cache import hot_remember  # noqa: F401 - sets the compiled path up (hot_runner needs it)
 from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, strided_empty, view as host_view
@@ -309,8 +309,8 @@ class DeviceExecutor:
         self._pointer = self.adapter.pointer
         self._exec = self.backend.exec_fn
         if dev_runner is not None and self._simple and self._epilog is None:  # execute() as one C call
-            self.execute = dev_runner(self.backend, self._new_out, self._pointer, self._exec, self._misaligned,
-                                      DeviceExecutor.execute.__get__(self))
+            self.execute = dev_runner(self.backend, self._new_out, native_pointer(op.package, self._pointer),
+                                      self._exec, self._misaligned, DeviceExecutor.execute.__get__(self))
 
     def prepare(self, sign):
         pass

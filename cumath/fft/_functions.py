@@ -3,18 +3,17 @@
 Each function is ``cached_call(key, make, operands)``: on a hit, the Python frames between the public call and
 FFTW's (or cuFFT's) execute function are the function, ``cached_call``, ``FFT.execute`` and the executor.
 
-With the compiled extension, a call on a NumPy array (exactly ``numpy.ndarray``) with every optional argument
-left at its default is first offered to ``hot_fft``: one C call that builds the array's key, finds the cached
-plan, allocates the result and runs the engine, or returns None for anything it cannot serve as the Python path
-would (no plan yet, an unaligned operand, results reused, the cache disabled, a profiler attached). After a call
+With the compiled extension, a call on a NumPy array (exactly ``numpy.ndarray``), a CUDA ``torch.Tensor`` or a
+``cupy.ndarray`` with every optional argument left at its default is first offered to ``hot_fft``: one C call that
+builds the operand's key, finds the cached plan, allocates the result and runs the engine, or returns None for
+anything it cannot serve as the Python path would (no plan yet, an unaligned operand, results reused, a GPU plan
+not bound to the current stream yet, the cache disabled, a profiler attached). After a call
 the Python path served, ``hot_remember`` lets the compiled path serve the next ones of its key.
 """
 
 from __future__ import annotations
 
 from functools import partial
-
-from numpy import ndarray as _ndarray
 
 from .._core.execution import execution_key
 from .._core.operand import wrap_operand
@@ -93,7 +92,7 @@ def fft(operand, axes=None, *, direction=None, options=None, execution=None, pro
     key = _key("C2C", op, axes, options, execution, stream, prolog, epilog)
     if direction is None:  # no keyword arguments to pass on: the common call is cheaper
         result = cached_call(key, make, {"operand": op})
-        if _hot is not None and type(operand) is _ndarray:
+        if _hot is not None:
             _remember(_C2C, operand, key, axes, options, execution, stream, prolog, epilog)
         return result
     return cached_call(key, make, {"operand": op}, direction=direction)
@@ -109,7 +108,7 @@ def ifft(operand, axes=None, *, options=None, execution=None, prolog=None, epilo
     key = _key("C2C", op, axes, options, execution, stream, prolog, epilog)
     result = cached_call(key, partial(_planned, "C2C", op, axes, _INVERSE, options, execution, stream, prolog,
                                       epilog), {"operand": op}, direction=_INVERSE)
-    if _hot is not None and type(operand) is _ndarray:
+    if _hot is not None:
         _remember(_C2C, operand, key, axes, options, execution, stream, prolog, epilog)
     return result
 
@@ -124,7 +123,7 @@ def rfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilo
     key = _key("R2C", op, axes, options, execution, stream, prolog, epilog)
     result = cached_call(key, partial(_planned, "R2C", op, axes, None, options, execution, stream, prolog, epilog),
                          {"operand": op})
-    if _hot is not None and type(operand) is _ndarray:
+    if _hot is not None:
         _remember(_R2C, operand, key, axes, options, execution, stream, prolog, epilog)
     return result
 

@@ -396,19 +396,89 @@ def test_the_ctypes_fallback_serves_the_same_calls():
     assert res.stdout.strip() == "ok"
 
 
-@pytest.mark.gpu
-def test_gpu_operands_take_the_python_path():
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA GPU on this machine")
-    except Exception:
-        pytest.skip("no CUDA GPU on this machine")
-    values = random_array((64,), "complex128")
-    x = cp.asarray(values)
+GPU_CHECK = """
+import json, sys
+import numpy as np
+import cumath.fft as F
+from cumath.config import plan_cache
+pkg = sys.argv[1]
+rng = np.random.default_rng(3)
+def check(y, ref):
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err < 1e-12, err
+if pkg == "torch":
+    import torch
+    dev = lambda a: torch.as_tensor(a, device="cuda")
+    host = lambda y: y.cpu().numpy()
+    ptr = lambda y: y.data_ptr()
+    other = torch.cuda.Stream()
+    on_other = lambda: torch.cuda.stream(other)
+    sync = torch.cuda.synchronize
+else:
+    import cupy as cp
+    dev = cp.asarray
+    host = cp.asnumpy
+    ptr = lambda y: y.data.ptr
+    other = cp.cuda.Stream(non_blocking=True)
+    on_other = lambda: other
+    sync = cp.cuda.Device().synchronize
+plan_cache.clear()
+for shape in [(2048,), (5, 17), (3, 31, 4)]:
+    values = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    t = dev(values)
+    views = [(t, values)]
+    if len(shape) > 1:
+        views.append((t.T, values.T))  # transposed
+    views.append((t[..., ::2], values[..., ::2]))  # strided
+    for x, v in views:
+        ys = [F.fft(x) for _ in range(4)]
+        sync()
+        for y in ys:
+            check(host(y), np.fft.fftn(v))
+        assert len({ptr(y) for y in ys}) == 4  # new memory every call
+        check(host(F.ifft(x)), np.fft.ifftn(v) * v.size)
+        r = dev(np.ascontiguousarray(v.real))
+        for _ in range(3):
+            check(host(F.rfft(r)), np.fft.rfftn(v.real))
+        with on_other():  # another current stream: a plan of its own, still right
+            for _ in range(3):
+                y = F.fft(x)
+            sync()
+            check(host(y), np.fft.fftn(v))
+if pkg == "torch":
+    z = dev(values).conj()  # lazily conjugated: the Python path resolves it
     for _ in range(3):
-        assert_close(cp.asnumpy(F.fft(x)), fft_ref(values), "complex128")
-    assert _fast.hot_fft(x, 0, -1) is None
+        check(host(F.fft(z)), np.fft.fftn(values.conj()))
+mine = plan_cache._local.cache
+print(json.dumps({"hits": mine.fast.hits, "entries": len(mine.fast), "stats": plan_cache.stats()}))
+plan_cache.clear()
+"""
+
+
+def _gpu_or_skip(package):
+    mod = pytest.importorskip(package)
+    try:
+        ok = mod.cuda.is_available() if package == "torch" else mod.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        ok = False
+    if not ok:
+        pytest.skip("no CUDA GPU on this machine")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("package", ["torch", "cupy"])
+def test_gpu_stateless_hits_equal_numpy_in_a_subprocess(package):
+    """Crash-class: CUDA tensors of PyTorch and CuPy through the compiled hit path (contiguous, transposed, strided,
+    R2C, another current stream, lazy conjugation), every result checked against NumPy."""
+    _gpu_or_skip(package)
+    import json
+
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([sys.executable, "-c", GPU_CHECK, package], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["hits"] > 0 and got["stats"]["hits"] >= got["hits"], got
 
 
 # ------------------------------------------------------------------------------------------- stateful execute
@@ -580,3 +650,85 @@ def test_gpu_execute_keeps_the_python_path_where_it_must(emulated):
         _fast.dev_runner(1)
     with pytest.raises(TypeError, match="must be callable"):
         _fast.dev_runner(None, 1, 2, 3, 0, 5)
+
+
+class FakeCudaTensor:
+    """PyTorch's accessors over a NumPy array presented as GPU 0's memory (the emulation's device operands)."""
+
+    is_cuda = True
+
+    def __init__(self, arr, neg=False):
+        self.arr, self.dtype, self.shape, self.neg = arr, arr.dtype, arr.shape, neg
+
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return self.neg
+
+    def get_device(self):
+        return 0
+
+    def data_ptr(self):
+        return self.arr.ctypes.data
+
+    def stride(self):
+        return tuple(s // self.arr.itemsize for s in self.arr.strides)
+
+
+@pytest.fixture
+def fake_gpu(emulated, monkeypatch):
+    """Stateless calls on FakeCudaTensor: wrapped as GPU 0 operands, read by hot_fft as torch tensors are."""
+    from cumath._core import operand
+    from cumath._core.operand import Operand
+    from cumath.fft import _executors
+
+    def wrap(x):
+        return Operand(x.arr, x.data_ptr(), x.shape, x.stride(), x.dtype.name, 0, "numpy")
+
+    monkeypatch.setitem(operand._WRAPPERS, FakeCudaTensor, wrap)
+    monkeypatch.setattr(_executors, "default_allocator", lambda package, device_id: emulated.alloc)
+    monkeypatch.setitem(_fast._READERS, FakeCudaTensor, (1, lambda device: 0))  # the current stream: 0
+    _fast._native.hot_setup_gpu(_fast._READERS)
+    yield emulated
+    _fast._READERS.pop(FakeCudaTensor, None)
+    _fast._native.hot_setup_gpu(_fast._READERS)
+
+
+def test_gpu_stateless_calls_are_served_in_c(fake_gpu, python_path):
+    values = random_array((4, 15), "complex128")
+    x = FakeCudaTensor(values.copy())
+    outs = [F.fft(x) for _ in range(4)]
+    assert len(python_path) == 1 and table().hits == 3  # planned (and bound) once, then served in C
+    for y in outs:
+        assert_close(y, fft_ref(values), "complex128")
+    assert not np.shares_memory(outs[2], outs[3])
+    assert_close(F.ifft(x), ifft_ref(values), "complex128")
+    assert len(python_path) == 1 and table().hits == 4
+    entry = next(iter(table().entries.values()))
+    assert type(entry).__name__ == "GpuEntry" and type(entry.runner).__name__ == "DevRunner"
+    # the plan not bound to the call's stream: the Python path binds it again
+    plan = plan_cache._local.cache.entries[entry.key][0]
+    plan._executor.backend.bound = "another stream"
+    assert_close(F.fft(x), fft_ref(values), "complex128")
+    assert len(python_path) == 2
+    assert_close(F.fft(x), fft_ref(values), "complex128")
+    assert len(python_path) == 2 and table().hits == 5 and plan_cache.stats()["hits"] == 6
+    r = FakeCudaTensor(random_array((3, 8), "float64"))
+    for _ in range(3):
+        assert_close(F.rfft(r), rfft_ref(r.arr), "complex128")
+    assert len(python_path) == 3
+    plan_cache.clear()
+    assert len(table()) == 0
+
+
+def test_gpu_stateless_calls_it_cannot_serve(fake_gpu, python_path):
+    values = random_array((9,), "complex128")
+    x = FakeCudaTensor(values.copy(), neg=True)  # a lazily negated tensor: the Python path resolves it
+    for _ in range(3):
+        F.fft(x)
+    assert table().hits == 0 and len(python_path) == 3
+    y = FakeCudaTensor(values.copy())
+    F.fft(y, options={"blocking": True})
+    F.fft(y, options={"blocking": True})
+    assert table().hits == 0

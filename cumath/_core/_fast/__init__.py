@@ -27,7 +27,7 @@ import os
 
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
-           "dev_runner"]
+           "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer"]
 
 
 def _load():
@@ -55,6 +55,54 @@ hot_runner = getattr(_native, "hot_runner", None)
 #: dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream): a GPU FFT
 #: executor's execute for its plain case as one C call (``slow`` for everything else)
 dev_runner = getattr(_native, "dev_runner", None)
+hot_put_gpu = getattr(_native, "hot_put_gpu", None)
+
+_READERS: dict = {}  # type -> (reader kind, current-stream function), as given to the extension
+
+
+def hot_gpu_type(cls, package: str) -> bool:
+    """Let ``hot_fft`` read operands of exactly the type ``cls`` of ``package`` ('torch': torch.Tensor, 'cupy':
+    cupy.ndarray) with the package's own accessors; False for any other type or without the extension."""
+    if hot_put_gpu is None:
+        return False
+    if cls in _READERS:
+        return True
+    if package == "torch":
+        import torch
+
+        if cls is not torch.Tensor:
+            return False
+        from ..frameworks import torch as adapter
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        reader = (1, raw if raw is not None else adapter.current_stream)  # the adapter's own stream function
+    elif package == "cupy":
+        import cupy
+
+        if cls is not cupy.ndarray:
+            return False
+        from ..frameworks import cupy as adapter
+
+        reader = (2, adapter.current_stream)
+    else:
+        return False
+    _READERS[cls] = reader
+    _native.hot_setup_gpu(_READERS)
+    return True
+
+
+def native_pointer(package: str, fallback):
+    """A C-level callable ``f(array) -> address`` for results of ``package`` (torch: ``Tensor.data_ptr``, cupy:
+    ``attrgetter('data.ptr')``), else ``fallback`` (the adapter's pointer function)."""
+    if package == "torch":
+        import torch
+
+        return torch.Tensor.data_ptr
+    if package == "cupy":
+        import operator
+
+        return operator.attrgetter("data.ptr")
+    return fallback
 
 
 def hot_table():

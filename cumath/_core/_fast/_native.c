@@ -353,6 +353,8 @@ typedef struct {
 static PyTypeObject HotTableType;
 static PyTypeObject HotEntryType;
 static PyTypeObject DevRunnerType;
+static PyObject *hot_fft_gpu(HotTable *table, PyObject *x, long kind, PyObject *sign);
+static PyObject *gpu_readers;
 static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *hot_ndarray;   /* numpy.ndarray */
@@ -482,7 +484,8 @@ static PyObject *hot_fft(PyObject *module, PyObject *const *args, Py_ssize_t nar
     for (Py_ssize_t i = 3; i < nargs; i++)
         if (args[i] != Py_None) Py_RETURN_NONE;
     PyObject *x = args[0];
-    if ((PyObject *)Py_TYPE(x) != hot_ndarray || hot_ndarray == NULL) Py_RETURN_NONE;
+    int host = (PyObject *)Py_TYPE(x) == hot_ndarray && hot_ndarray != NULL;
+    if (!host && gpu_readers == NULL) Py_RETURN_NONE;
     if (!hot_switched_on()) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
@@ -494,6 +497,7 @@ static PyObject *hot_fft(PyObject *module, PyObject *const *args, Py_ssize_t nar
     }
     long kind = PyLong_AsLong(args[1]);
     if (kind == -1 && PyErr_Occurred()) return NULL;
+    if (!host) return hot_fft_gpu(table, x, kind, args[2]);
     PyObject *bkey = hot_key(x, kind);
     if (bkey == NULL) {
         if (PyErr_Occurred()) return NULL;
@@ -530,8 +534,10 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "hot_put takes 11 arguments");
         return NULL;
     }
-    if (!Py_IS_TYPE(args[0], &HotTableType) || hot_ndarray == NULL ||
-        (PyObject *)Py_TYPE(args[1]) != hot_ndarray || !PyDict_Check(args[5]) || !PyTuple_Check(args[10])) {
+    if (hot_ndarray != NULL && Py_IS_TYPE(args[0], &HotTableType) && (PyObject *)Py_TYPE(args[1]) != hot_ndarray)
+        Py_RETURN_FALSE; /* served for numpy.ndarray exactly */
+    if (!Py_IS_TYPE(args[0], &HotTableType) || hot_ndarray == NULL || !PyDict_Check(args[5]) ||
+        !PyTuple_Check(args[10])) {
         PyErr_SetString(PyExc_TypeError, "hot_put(HotTable, numpy.ndarray, int, key, callable, dict, int, int, "
                                          "callable, callable, tuple), after hot_setup()");
         return NULL;
@@ -843,34 +849,9 @@ typedef struct {
 
 static PyObject *str_bound, *str_handle, *str_check;
 
-static PyObject *devrunner_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    DevRunner *r = (DevRunner *)self_;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
-        return PyObject_Vectorcall(r->slow, args, nargsf, kwnames);
-    PyObject *op = args[0], *sign = args[1], *stream = args[2];
-    PyObject *p = PyObject_GetAttr(op, str_ptr);
-    if (p == NULL) return NULL;
-    void *in = PyLong_AsVoidPtr(p);
-    if (in == NULL && PyErr_Occurred()) {
-        Py_DECREF(p);
-        return NULL;
-    }
-    PyObject *bound = PyObject_GetAttr(r->plan, str_bound);
-    if (bound == NULL) {
-        Py_DECREF(p);
-        return NULL;
-    }
-    int same = bound == stream ? 1 : PyObject_RichCompareBool(bound, stream, Py_EQ);
-    Py_DECREF(bound);
-    if (same < 0) {
-        Py_DECREF(p);
-        return NULL;
-    }
-    if (!same || ((uintptr_t)in & r->misaligned)) {
-        Py_DECREF(p);
-        return PyObject_Vectorcall(r->slow, args, 3, NULL);
-    }
+/* the plain case, once the plan is known bound to the call's stream: a new result, cufftXtExec, the status checked.
+ * `p`: the operand's address (an int) */
+static PyObject *dev_exec(DevRunner *r, PyObject *p, PyObject *sign) {
     Py_INCREF(r);
     PyObject *out = NULL, *out_ptr = NULL, *handle = NULL, *status = NULL;
     out = PyObject_CallNoArgs(r->new_out);
@@ -896,8 +877,43 @@ done:
     Py_XDECREF(status);
     Py_XDECREF(handle);
     Py_XDECREF(out_ptr);
-    Py_DECREF(p);
     Py_DECREF(r);
+    return out;
+}
+
+/* whether the plan is bound to `stream` (-1: an error) */
+static int dev_bound_to(DevRunner *r, PyObject *stream) {
+    PyObject *bound = PyObject_GetAttr(r->plan, str_bound);
+    if (bound == NULL) return -1;
+    int same = bound == stream ? 1 : PyObject_RichCompareBool(bound, stream, Py_EQ);
+    Py_DECREF(bound);
+    return same;
+}
+
+static PyObject *devrunner_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    DevRunner *r = (DevRunner *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return PyObject_Vectorcall(r->slow, args, nargsf, kwnames);
+    PyObject *op = args[0], *sign = args[1], *stream = args[2];
+    PyObject *p = PyObject_GetAttr(op, str_ptr);
+    if (p == NULL) return NULL;
+    void *in = PyLong_AsVoidPtr(p);
+    if (in == NULL && PyErr_Occurred()) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    int same = dev_bound_to(r, stream);
+    if (same < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    if (!same || ((uintptr_t)in & r->misaligned)) {
+        Py_DECREF(p);
+        return PyObject_Vectorcall(r->slow, args, 3, NULL);
+    }
+    PyObject *out = dev_exec(r, p, sign);
+    Py_DECREF(p);
     return out;
 }
 
@@ -966,6 +982,238 @@ static PyTypeObject DevRunnerType = {
     .tp_vectorcall_offset = offsetof(DevRunner, vectorcall),
 };
 
+/* ---------------------------------------------------------------------------------------------------------
+ * The stateless hit path for GPU operands: hot_fft on a tensor of a registered GPU package (hot_setup_gpu:
+ * (type, reader kind, current-stream function) per package) reads its fields with the package's own accessors,
+ * builds the key (kind, type, dtype, device, shape, strides, current stream) and, for a GpuEntry, runs its
+ * DevRunner's plain case when the plan is bound to that stream (else None: the Python path binds it). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *full_key;
+    PyObject *move;
+    PyObject *runner; /* a DevRunner */
+} GpuEntry;
+
+static PyTypeObject GpuEntryType;
+/* gpu_readers: {type: (reader kind, stream function)} */
+static PyObject *str_dtype, *str_is_conj, *str_is_neg, *str_is_cuda, *str_get_device, *str_data_ptr, *str_shape,
+    *str_stride, *str_strides, *str_data, *str_device, *str_id;
+
+#define READER_TORCH 1
+#define READER_CUPY 2
+
+/* the key of a GPU operand and its address (new references), or NULL: an error if one is set, else not served */
+static PyObject *gpu_key(PyObject *x, long kind, PyObject **ptr_out) {
+    *ptr_out = NULL;
+    if (gpu_readers == NULL) return NULL;
+    PyObject *reader = PyDict_GetItemWithError(gpu_readers, (PyObject *)Py_TYPE(x));
+    if (reader == NULL) return NULL;
+    long how = PyLong_AsLong(PyTuple_GET_ITEM(reader, 0));
+    PyObject *stream_fn = PyTuple_GET_ITEM(reader, 1);
+    PyObject *dtype = NULL, *dev = NULL, *ptr = NULL, *shape = NULL, *strides = NULL, *stream = NULL, *t = NULL;
+    PyObject *key = NULL;
+    dtype = PyObject_GetAttr(x, str_dtype);
+    if (dtype == NULL) goto done;
+    if (how == READER_TORCH) {
+        /* served: a CUDA tensor without lazy conjugation or negation (the Python path resolves those) */
+        t = PyObject_CallMethodNoArgs(x, str_is_conj);
+        if (t == NULL || t != Py_False) goto done;
+        Py_CLEAR(t);
+        t = PyObject_CallMethodNoArgs(x, str_is_neg);
+        if (t == NULL || t != Py_False) goto done;
+        Py_CLEAR(t);
+        t = PyObject_GetAttr(x, str_is_cuda);
+        if (t == NULL || t != Py_True) goto done;
+        Py_CLEAR(t);
+        dev = PyObject_CallMethodNoArgs(x, str_get_device);
+        if (dev == NULL) goto done;
+        ptr = PyObject_CallMethodNoArgs(x, str_data_ptr);
+        if (ptr == NULL) goto done;
+        shape = PyObject_GetAttr(x, str_shape);
+        if (shape == NULL) goto done;
+        strides = PyObject_CallMethodNoArgs(x, str_stride);
+    } else if (how == READER_CUPY) {
+        t = PyObject_GetAttr(x, str_data);
+        if (t == NULL) goto done;
+        ptr = PyObject_GetAttr(t, str_ptr);
+        Py_CLEAR(t);
+        if (ptr == NULL) goto done;
+        t = PyObject_GetAttr(x, str_device);
+        if (t == NULL) goto done;
+        dev = PyObject_GetAttr(t, str_id);
+        Py_CLEAR(t);
+        if (dev == NULL) goto done;
+        shape = PyObject_GetAttr(x, str_shape);
+        if (shape == NULL) goto done;
+        strides = PyObject_GetAttr(x, str_strides);
+    } else {
+        goto done;
+    }
+    if (strides == NULL) goto done;
+    if (!PyLong_Check(dev) || PyLong_AsLong(dev) < 0) goto done;
+    stream = PyObject_CallOneArg(stream_fn, dev);
+    if (stream == NULL) goto done;
+    PyObject *k = PyLong_FromLong(kind);
+    if (k == NULL) goto done;
+    key = PyTuple_Pack(7, k, (PyObject *)Py_TYPE(x), dtype, dev, shape, strides, stream);
+    Py_DECREF(k);
+    if (key != NULL) {
+        *ptr_out = ptr;
+        ptr = NULL;
+    }
+done:
+    Py_XDECREF(t);
+    Py_XDECREF(dtype);
+    Py_XDECREF(dev);
+    Py_XDECREF(ptr);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(stream);
+    return key;
+}
+
+static PyObject *hot_fft_gpu(HotTable *table, PyObject *x, long kind, PyObject *sign) {
+    PyObject *p = NULL;
+    PyObject *key = gpu_key(x, kind, &p);
+    if (key == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    GpuEntry *e = (GpuEntry *)PyDict_GetItemWithError(table->entries, key);
+    PyObject *stream = PyTuple_GET_ITEM(key, 6);
+    PyObject *out = NULL;
+    if (e == NULL || !Py_IS_TYPE(e, &GpuEntryType)) {
+        if (!PyErr_Occurred()) out = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_INCREF(e);
+    DevRunner *r = (DevRunner *)e->runner;
+    void *in = PyLong_AsVoidPtr(p);
+    if (in == NULL && PyErr_Occurred()) goto done_e;
+    int same = dev_bound_to(r, stream);
+    if (same < 0) goto done_e;
+    if (!same || ((uintptr_t)in & r->misaligned)) { /* the Python path binds the plan, or copies the operand */
+        out = Py_NewRef(Py_None);
+        goto done_e;
+    }
+    PyObject *moved = PyObject_CallOneArg(e->move, e->full_key);
+    if (moved == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+            PyErr_Clear();
+            out = Py_NewRef(Py_None);
+        }
+        goto done_e;
+    }
+    Py_DECREF(moved);
+    table->hits++;
+    out = dev_exec(r, p, sign);
+done_e:
+    Py_DECREF(e);
+done:
+    Py_DECREF(key);
+    Py_XDECREF(p);
+    return out;
+}
+
+/* hot_put_gpu(table, operand, kind, full_key, move_to_end, runner) */
+static PyObject *hot_put_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !Py_IS_TYPE(args[0], &HotTableType) || !Py_IS_TYPE(args[5], &DevRunnerType)) {
+        PyErr_SetString(PyExc_TypeError, "hot_put_gpu(HotTable, operand, int, key, callable, DevRunner)");
+        return NULL;
+    }
+    HotTable *table = (HotTable *)args[0];
+    long kind = PyLong_AsLong(args[2]);
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    PyObject *p = NULL;
+    PyObject *key = gpu_key(args[1], kind, &p);
+    Py_XDECREF(p);
+    if (key == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    GpuEntry *e = PyObject_GC_New(GpuEntry, &GpuEntryType);
+    if (e == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    e->full_key = Py_NewRef(args[3]);
+    e->move = Py_NewRef(args[4]);
+    e->runner = Py_NewRef(args[5]);
+    PyObject_GC_Track(e);
+    int rc = 0;
+    PyObject *old = PyDict_GetItemWithError(table->keys, args[3]);
+    if (old != NULL && old != Py_None && PyDict_DelItem(table->entries, old) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+        else rc = -1;
+    }
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    if (rc == 0) rc = PyDict_SetItem(table->entries, key, (PyObject *)e);
+    if (rc == 0) rc = PyDict_SetItem(table->keys, args[3], key);
+    Py_DECREF(e);
+    Py_DECREF(key);
+    if (rc < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* hot_setup_gpu({type: (reader kind, current-stream function)}) */
+static PyObject *hot_setup_gpu(PyObject *module, PyObject *readers) {
+    if (!PyDict_Check(readers)) {
+        PyErr_SetString(PyExc_TypeError, "hot_setup_gpu({type: (reader kind, stream function)})");
+        return NULL;
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(readers, &pos, &k, &v)) {
+        if (!PyType_Check(k) || !PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 2 || !PyLong_Check(PyTuple_GET_ITEM(v, 0)) ||
+            !PyCallable_Check(PyTuple_GET_ITEM(v, 1))) {
+            PyErr_SetString(PyExc_TypeError, "each reader is type: (1 torch-like or 2 cupy-like, stream function)");
+            return NULL;
+        }
+    }
+    Py_XSETREF(gpu_readers, PyDict_Copy(readers));
+    if (gpu_readers == NULL) return NULL;
+    Py_RETURN_NONE;
+}
+
+static int gpuentry_traverse(GpuEntry *e, visitproc visit, void *arg) {
+    Py_VISIT(e->full_key);
+    Py_VISIT(e->move);
+    Py_VISIT(e->runner);
+    return 0;
+}
+
+static int gpuentry_clear(GpuEntry *e) {
+    Py_CLEAR(e->full_key);
+    Py_CLEAR(e->move);
+    Py_CLEAR(e->runner);
+    return 0;
+}
+
+static void gpuentry_dealloc(GpuEntry *e) {
+    PyObject_GC_UnTrack(e);
+    gpuentry_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyMemberDef gpuentry_members[] = {
+    {"key", T_OBJECT, offsetof(GpuEntry, full_key), READONLY, "the plan cache key"},
+    {"runner", T_OBJECT, offsetof(GpuEntry, runner), READONLY, "the executor's DevRunner"},
+    {NULL},
+};
+
+static PyTypeObject GpuEntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumath._core._fast._native.GpuEntry",
+    .tp_basicsize = sizeof(GpuEntry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "a cached GPU plan for the stateless hit path (made by hot_put_gpu)",
+    .tp_dealloc = (destructor)gpuentry_dealloc,
+    .tp_traverse = (traverseproc)gpuentry_traverse,
+    .tp_clear = (inquiry)gpuentry_clear,
+    .tp_members = gpuentry_members,
+};
+
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
      "numpy_fields(array, itemsize) -> (pointer, shape, element strides, readonly) or None"},
@@ -976,6 +1224,9 @@ static PyMethodDef native_methods[] = {
     {"hot_attach", (PyCFunction)hot_attach, METH_O, "hot_attach(table or None)"},
     {"dev_runner", (PyCFunction)(void (*)(void))dev_runner, METH_FASTCALL,
      "dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream)"},
+    {"hot_put_gpu", (PyCFunction)(void (*)(void))hot_put_gpu, METH_FASTCALL,
+     "hot_put_gpu(table, operand, kind, key, move_to_end, runner)"},
+    {"hot_setup_gpu", (PyCFunction)hot_setup_gpu, METH_O, "hot_setup_gpu({type: (reader kind, stream fn)})"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
@@ -991,6 +1242,15 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
     if (PyType_Ready(&HotTableType) < 0) return NULL;
     if (PyType_Ready(&DevRunnerType) < 0) return NULL;
+    if (PyType_Ready(&GpuEntryType) < 0) return NULL;
+    const char *names[] = {"dtype", "is_conj", "is_neg", "is_cuda", "get_device", "data_ptr", "shape", "stride",
+                           "strides", "data", "device", "id"};
+    PyObject **strs[] = {&str_dtype, &str_is_conj, &str_is_neg, &str_is_cuda, &str_get_device, &str_data_ptr,
+                         &str_shape, &str_stride, &str_strides, &str_data, &str_device, &str_id};
+    for (int i = 0; i < 12; i++) {
+        *strs[i] = PyUnicode_InternFromString(names[i]);
+        if (*strs[i] == NULL) return NULL;
+    }
     str_ptr = PyUnicode_InternFromString("ptr");
     str_bound = PyUnicode_InternFromString("bound");
     str_handle = PyUnicode_InternFromString("handle");
