@@ -13,7 +13,7 @@ import weakref
 from collections import OrderedDict
 
 from . import nvtx
-from ._fast import hot_attach, hot_gpu_type, hot_put, hot_put_gpu, hot_setup, hot_table
+from ._fast import hot_attach, hot_gpu_type, hot_put, hot_put_gpu, hot_put_mm, hot_setup, hot_table
 
 __all__ = ["PlanCache", "plan_cache", "cached_call", "hot_remember"]
 
@@ -157,12 +157,13 @@ def _setup_hot() -> None:
 _setup_hot()
 
 
-def hot_remember(key, array, kind: int) -> None:
-    """Let the compiled hit path serve the next calls of ``key`` on arrays like ``array`` (a NumPy array of a
-    call with default arguments whose key is ``key``; ``kind`` is the domain's code of the key's other parts),
-    where the cached plan says it can (``plan._hot_spec()``: None where it cannot serve its calls exactly as
-    ``execute`` would; a tuple for a host plan, ``(runner, package)`` for a GPU one). Called after a stateless
-    call ran the Python path; a key that cannot be served is remembered as such (one dict lookup next time)."""
+def hot_remember(key, array, kind: int, other=None) -> None:
+    """Let the compiled hit path serve the next calls of ``key`` on operands like ``array`` (and ``other``, a
+    matmul's ``b``): a call with default arguments whose key is ``key``; ``kind`` is the domain's code of the key's
+    other parts. Where the cached plan says it can (``plan._hot_spec()``: None where it cannot serve its calls
+    exactly as ``execute`` would; a tuple for a host FFT plan, ``(runner, package)`` for a GPU FFT plan,
+    ``("matmul", package, ...)`` for an advanced matmul). Called after a stateless call ran the Python path; a
+    key that cannot be served is remembered as such (one dict lookup next time)."""
     if hot_put is None or plan_cache.enabled is not True:
         return
     mine = getattr(plan_cache._local, "cache", None)
@@ -173,7 +174,10 @@ def hot_remember(key, array, kind: int) -> None:
         return
     spec = entry[0]._hot_spec()
     put = False
-    if spec is not None and len(spec) == 2:  # a GPU plan: (DevRunner, package)
+    if spec is not None and type(spec[0]) is str and spec[0] == "matmul":  # ("matmul", package, mm, ...)
+        if other is not None and hot_gpu_type(type(array), spec[1]) and hot_gpu_type(type(other), spec[1]):
+            put = hot_put_mm(mine.fast, array, other, key, mine.entries.move_to_end, *spec[2:])
+    elif spec is not None and len(spec) == 2:  # a GPU plan: (DevRunner, package)
         if hot_gpu_type(type(array), spec[1]):
             put = hot_put_gpu(mine.fast, array, kind, key, mine.entries.move_to_end, spec[0])
     elif spec is not None:  # a host plan: served for NumPy arrays (False for any other type)

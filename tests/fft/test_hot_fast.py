@@ -19,6 +19,7 @@ import cumath.fft as F
 from cumath._core import _fast, nvtx
 from cumath.config import plan_cache
 from cumath.fft import _functions
+from helpers.fake_gpu_tensor import FakeCudaTensor, fake_gpu_tensors
 from helpers.matrix import random_array, with_layout
 from helpers.reference import assert_close, fft_ref, ifft_ref, rfft_ref
 
@@ -652,47 +653,14 @@ def test_gpu_execute_keeps_the_python_path_where_it_must(emulated):
         _fast.dev_runner(None, 1, 2, 3, 0, 5)
 
 
-class FakeCudaTensor:
-    """PyTorch's accessors over a NumPy array presented as GPU 0's memory (the emulation's device operands)."""
-
-    is_cuda = True
-
-    def __init__(self, arr, neg=False):
-        self.arr, self.dtype, self.shape, self.neg = arr, arr.dtype, arr.shape, neg
-
-    def is_conj(self):
-        return False
-
-    def is_neg(self):
-        return self.neg
-
-    def get_device(self):
-        return 0
-
-    def data_ptr(self):
-        return self.arr.ctypes.data
-
-    def stride(self):
-        return tuple(s // self.arr.itemsize for s in self.arr.strides)
-
-
 @pytest.fixture
 def fake_gpu(emulated, monkeypatch):
     """Stateless calls on FakeCudaTensor: wrapped as GPU 0 operands, read by hot_fft as torch tensors are."""
-    from cumath._core import operand
-    from cumath._core.operand import Operand
     from cumath.fft import _executors
 
-    def wrap(x):
-        return Operand(x.arr, x.data_ptr(), x.shape, x.stride(), x.dtype.name, 0, "numpy")
-
-    monkeypatch.setitem(operand._WRAPPERS, FakeCudaTensor, wrap)
     monkeypatch.setattr(_executors, "default_allocator", lambda package, device_id: emulated.alloc)
-    monkeypatch.setitem(_fast._READERS, FakeCudaTensor, (1, lambda device: 0))  # the current stream: 0
-    _fast._native.hot_setup_gpu(_fast._READERS)
-    yield emulated
-    _fast._READERS.pop(FakeCudaTensor, None)
-    _fast._native.hot_setup_gpu(_fast._READERS)
+    with fake_gpu_tensors(monkeypatch):
+        yield emulated
 
 
 def test_gpu_stateless_calls_are_served_in_c(fake_gpu, python_path):

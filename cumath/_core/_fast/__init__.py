@@ -27,7 +27,8 @@ import os
 
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
-           "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer"]
+           "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer",
+           "hot_mm", "hot_put_mm"]
 
 
 def _load():
@@ -56,6 +57,9 @@ hot_runner = getattr(_native, "hot_runner", None)
 #: executor's execute for its plain case as one C call (``slow`` for everything else)
 dev_runner = getattr(_native, "dev_runner", None)
 hot_put_gpu = getattr(_native, "hot_put_gpu", None)
+#: hot_mm(a, b, *optional_arguments) -> the cached advanced matmul's result, or None; None without the extension
+hot_mm = getattr(_native, "hot_mm", None)
+hot_put_mm = getattr(_native, "hot_put_mm", None)
 
 _READERS: dict = {}  # type -> (reader kind, current-stream function), as given to the extension
 

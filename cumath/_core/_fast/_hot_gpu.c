@@ -381,3 +381,277 @@ static PyTypeObject GpuEntryType = {
     .tp_clear = (inquiry)gpuentry_clear,
     .tp_members = gpuentry_members,
 };
+
+/* ---------------------------------------------------------------------------------------------------------
+ * The stateless hit path of cumath.linalg.advanced.matmul(a, b) (every other argument at its default) for GPU
+ * operands of a registered package: the key is (gpu_key(a), gpu_key(b)); the entry holds the cached Matmul, the
+ * variant it was registered with and that variant's argument list, and serves the call as Matmul.execute's hot
+ * path would after _bind: while the Matmul still uses that variant, the variant is hot (workspace in place), the
+ * operands have its alignment and alpha/beta are the defaults (1, 0); otherwise None (the Python path). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *full_key, *move, *mm, *v, *args, *new_result, *pointer, *raw, *check;
+    Py_ssize_t a_slot, b_slot, d_slot, c_slot;
+    int c_is_d;
+    uintptr_t align_mask;
+} MmEntry;
+
+static PyTypeObject MmEntryType;
+static PyObject *str_v, *str_hot, *str_alpha, *str_beta, *mm_one, *mm_zero, *mm_int0;
+
+#define MM_KIND_A 16
+#define MM_KIND_B 17
+#define MM_MAXARGS 32
+
+static PyObject *mm_key(PyObject *a, PyObject *b, PyObject **pa, PyObject **pb) {
+    *pa = *pb = NULL;
+    PyObject *ka = gpu_key(a, MM_KIND_A, pa);
+    if (ka == NULL) return NULL;
+    PyObject *kb = gpu_key(b, MM_KIND_B, pb);
+    if (kb == NULL) {
+        Py_DECREF(ka);
+        Py_CLEAR(*pa);
+        return NULL;
+    }
+    PyObject *key = PyTuple_Pack(2, ka, kb);
+    Py_DECREF(ka);
+    Py_DECREF(kb);
+    if (key == NULL) {
+        Py_CLEAR(*pa);
+        Py_CLEAR(*pb);
+    }
+    return key;
+}
+
+/* 1: attribute `name` of `o` equals `value`; 0: not; -1: an error */
+static int attr_equals(PyObject *o, PyObject *name, PyObject *value) {
+    PyObject *got = PyObject_GetAttr(o, name);
+    if (got == NULL) return -1;
+    int same = got == value ? 1 : PyObject_RichCompareBool(got, value, Py_EQ);
+    Py_DECREF(got);
+    return same;
+}
+
+static int list_set(PyObject *list, Py_ssize_t i, PyObject *v) {
+    Py_INCREF(v);
+    return PyList_SetItem(list, i, v);
+}
+
+static PyObject *mm_serve(HotTable *table, MmEntry *e, PyObject *pa, PyObject *pb) {
+    void *a = PyLong_AsVoidPtr(pa), *b = PyLong_AsVoidPtr(pb);
+    if (PyErr_Occurred()) return NULL;
+    if (((uintptr_t)a | (uintptr_t)b) & e->align_mask) Py_RETURN_NONE;
+    int ok = attr_equals(e->mm, str_v, e->v);
+    if (ok > 0) ok = attr_equals(e->v, str_hot, Py_True);
+    if (ok > 0) ok = attr_equals(e->mm, str_alpha, mm_one);
+    if (ok > 0) ok = attr_equals(e->mm, str_beta, mm_zero);
+    if (ok < 0) return NULL;
+    if (!ok) Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(e->args);
+    if (n > MM_MAXARGS || e->a_slot >= n || e->b_slot >= n || e->d_slot >= n || e->c_slot >= n) Py_RETURN_NONE;
+    PyObject *moved = PyObject_CallOneArg(e->move, e->full_key);
+    if (moved == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_DECREF(moved);
+    table->hits++;
+    /* the variant's bind(a, b, None), then execute's hot path: a new result, D (and C where C is D) */
+    if (list_set(e->args, e->a_slot, pa) < 0 || list_set(e->args, e->b_slot, pb) < 0 ||
+        list_set(e->args, e->c_slot, mm_int0) < 0)
+        return NULL;
+    PyObject *d = PyObject_CallNoArgs(e->new_result);
+    if (d == NULL) return NULL;
+    PyObject *p = PyObject_CallOneArg(e->pointer, d);
+    if (p == NULL) goto fail;
+    int rc = list_set(e->args, e->d_slot, p);
+    if (rc == 0 && e->c_is_d) rc = list_set(e->args, e->c_slot, p);
+    Py_DECREF(p);
+    if (rc < 0) goto fail;
+    PyObject *items[MM_MAXARGS];
+    for (Py_ssize_t i = 0; i < n; i++) items[i] = Py_NewRef(PyList_GET_ITEM(e->args, i));
+    PyObject *status = PyObject_Vectorcall(e->raw, items, n, NULL);
+    for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(items[i]);
+    if (status == NULL) goto fail;
+    int nonzero = PyObject_IsTrue(status);
+    if (nonzero > 0) {
+        PyObject *r = PyObject_CallOneArg(e->check, status);
+        if (r == NULL) nonzero = -1;
+        Py_XDECREF(r);
+    }
+    Py_DECREF(status);
+    if (nonzero < 0) goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* hot_mm(a, b, *rest): the cached advanced matmul of a @ b, or None (every one of `rest` must be None) */
+static PyObject *hot_mm(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "hot_mm(a, b, *defaults)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 2; i < nargs; i++)
+        if (args[i] != Py_None) Py_RETURN_NONE;
+    if (gpu_readers == NULL || !hot_switched_on()) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    HotTable *table = hot_table();
+    if (table == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *pa, *pb;
+    PyObject *key = mm_key(args[0], args[1], &pa, &pb);
+    if (key == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *out = NULL;
+    MmEntry *e = (MmEntry *)PyDict_GetItemWithError(table->entries, key);
+    if (e == NULL || !Py_IS_TYPE(e, &MmEntryType)) {
+        if (!PyErr_Occurred()) out = Py_NewRef(Py_None);
+    } else {
+        Py_INCREF(e);
+        out = mm_serve(table, e, pa, pb);
+        Py_DECREF(e);
+    }
+    Py_DECREF(key);
+    Py_DECREF(pa);
+    Py_DECREF(pb);
+    return out;
+}
+
+/* hot_put_mm(table, a, b, full_key, move_to_end, mm, v, args, a_slot, b_slot, d_slot, c_slot, c_is_d, align_mask,
+ *            new_result, pointer, raw, check) */
+static PyObject *hot_put_mm(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 18 || !Py_IS_TYPE(args[0], &HotTableType) || !PyList_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "hot_put_mm(HotTable, a, b, key, move_to_end, mm, variant, list, a_slot, "
+                                         "b_slot, d_slot, c_slot, c_is_d, align_mask, new, pointer, raw, check)");
+        return NULL;
+    }
+    Py_ssize_t slots[4];
+    for (int i = 0; i < 4; i++) {
+        slots[i] = PyLong_AsSsize_t(args[8 + i]);
+        if (slots[i] == -1 && PyErr_Occurred()) return NULL;
+        if (slots[i] < 0 || slots[i] >= MM_MAXARGS) {
+            PyErr_SetString(PyExc_ValueError, "hot_put_mm: an argument slot is out of range");
+            return NULL;
+        }
+    }
+    int c_is_d = PyObject_IsTrue(args[12]);
+    if (c_is_d < 0) return NULL;
+    size_t mask = PyLong_AsSize_t(args[13]);
+    if (mask == (size_t)-1 && PyErr_Occurred()) return NULL;
+    HotTable *table = (HotTable *)args[0];
+    PyObject *pa, *pb;
+    PyObject *key = mm_key(args[1], args[2], &pa, &pb);
+    if (key == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_DECREF(pa);
+    Py_DECREF(pb);
+    MmEntry *e = PyObject_GC_New(MmEntry, &MmEntryType);
+    if (e == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject **fields[] = {&e->full_key, &e->move, &e->mm, &e->v, &e->args, &e->new_result, &e->pointer, &e->raw,
+                           &e->check};
+    PyObject *vals[] = {args[3], args[4], args[5], args[6], args[7], args[14], args[15], args[16], args[17]};
+    for (int i = 0; i < 9; i++) *fields[i] = Py_NewRef(vals[i]);
+    e->a_slot = slots[0];
+    e->b_slot = slots[1];
+    e->d_slot = slots[2];
+    e->c_slot = slots[3];
+    e->c_is_d = c_is_d;
+    e->align_mask = mask;
+    PyObject_GC_Track(e);
+    int rc = 0;
+    PyObject *old = PyDict_GetItemWithError(table->keys, args[3]);
+    if (old != NULL && old != Py_None && PyDict_DelItem(table->entries, old) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+        else rc = -1;
+    }
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    if (rc == 0) rc = PyDict_SetItem(table->entries, key, (PyObject *)e);
+    if (rc == 0) rc = PyDict_SetItem(table->keys, args[3], key);
+    Py_DECREF(e);
+    Py_DECREF(key);
+    if (rc < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+static int mmentry_traverse(MmEntry *e, visitproc visit, void *arg) {
+    Py_VISIT(e->full_key);
+    Py_VISIT(e->move);
+    Py_VISIT(e->mm);
+    Py_VISIT(e->v);
+    Py_VISIT(e->args);
+    Py_VISIT(e->new_result);
+    Py_VISIT(e->pointer);
+    Py_VISIT(e->raw);
+    Py_VISIT(e->check);
+    return 0;
+}
+
+static int mmentry_clear(MmEntry *e) {
+    Py_CLEAR(e->full_key);
+    Py_CLEAR(e->move);
+    Py_CLEAR(e->mm);
+    Py_CLEAR(e->v);
+    Py_CLEAR(e->args);
+    Py_CLEAR(e->new_result);
+    Py_CLEAR(e->pointer);
+    Py_CLEAR(e->raw);
+    Py_CLEAR(e->check);
+    return 0;
+}
+
+static void mmentry_dealloc(MmEntry *e) {
+    PyObject_GC_UnTrack(e);
+    mmentry_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyMemberDef mmentry_members[] = {
+    {"key", T_OBJECT, offsetof(MmEntry, full_key), READONLY, "the plan cache key"},
+    {NULL},
+};
+
+static PyTypeObject MmEntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumath._core._fast._native.MmEntry",
+    .tp_basicsize = sizeof(MmEntry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "a cached advanced Matmul for the stateless hit path (made by hot_put_mm)",
+    .tp_dealloc = (destructor)mmentry_dealloc,
+    .tp_traverse = (traverseproc)mmentry_traverse,
+    .tp_clear = (inquiry)mmentry_clear,
+    .tp_members = mmentry_members,
+};
+
+static int hot_gpu_init(void) {
+    if (PyType_Ready(&DevRunnerType) < 0 || PyType_Ready(&GpuEntryType) < 0 || PyType_Ready(&MmEntryType) < 0)
+        return -1;
+    const char *names[] = {"dtype", "is_conj", "is_neg", "is_cuda", "get_device", "data_ptr", "shape", "stride",
+                           "strides", "data", "device", "id", "bound", "handle", "check", "_v", "hot", "_alpha",
+                           "_beta"};
+    PyObject **strs[] = {&str_dtype, &str_is_conj, &str_is_neg, &str_is_cuda, &str_get_device, &str_data_ptr,
+                         &str_shape, &str_stride, &str_strides, &str_data, &str_device, &str_id, &str_bound,
+                         &str_handle, &str_check, &str_v, &str_hot, &str_alpha, &str_beta};
+    for (int i = 0; i < 19; i++) {
+        *strs[i] = PyUnicode_InternFromString(names[i]);
+        if (*strs[i] == NULL) return -1;
+    }
+    mm_one = PyFloat_FromDouble(1.0);
+    mm_zero = PyFloat_FromDouble(0.0);
+    mm_int0 = PyLong_FromLong(0);
+    return (mm_one && mm_zero && mm_int0) ? 0 : -1;
+}

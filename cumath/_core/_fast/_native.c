@@ -332,6 +332,8 @@ static PyMethodDef native_methods[] = {
     {"hot_put_gpu", (PyCFunction)(void (*)(void))hot_put_gpu, METH_FASTCALL,
      "hot_put_gpu(table, operand, kind, key, move_to_end, runner)"},
     {"hot_setup_gpu", (PyCFunction)hot_setup_gpu, METH_O, "hot_setup_gpu({type: (reader kind, stream fn)})"},
+    {"hot_mm", (PyCFunction)(void (*)(void))hot_mm, METH_FASTCALL, "hot_mm(a, b, *defaults) -> result or None"},
+    {"hot_put_mm", (PyCFunction)(void (*)(void))hot_put_mm, METH_FASTCALL, "hot_put_mm(table, a, b, key, ...)"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
@@ -346,21 +348,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
     if (PyType_Ready(&HotTableType) < 0) return NULL;
-    if (PyType_Ready(&DevRunnerType) < 0) return NULL;
-    if (PyType_Ready(&GpuEntryType) < 0) return NULL;
-    const char *names[] = {"dtype", "is_conj", "is_neg", "is_cuda", "get_device", "data_ptr", "shape", "stride",
-                           "strides", "data", "device", "id"};
-    PyObject **strs[] = {&str_dtype, &str_is_conj, &str_is_neg, &str_is_cuda, &str_get_device, &str_data_ptr,
-                         &str_shape, &str_stride, &str_strides, &str_data, &str_device, &str_id};
-    for (int i = 0; i < 12; i++) {
-        *strs[i] = PyUnicode_InternFromString(names[i]);
-        if (*strs[i] == NULL) return NULL;
-    }
+    if (hot_gpu_init() < 0) return NULL;
     str_ptr = PyUnicode_InternFromString("ptr");
-    str_bound = PyUnicode_InternFromString("bound");
-    str_handle = PyUnicode_InternFromString("handle");
-    str_check = PyUnicode_InternFromString("check");
-    if (str_ptr == NULL || str_bound == NULL || str_handle == NULL || str_check == NULL) return NULL;
+    if (str_ptr == NULL) return NULL;
     if (PyType_Ready(&HotEntryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
