@@ -162,7 +162,7 @@ def hot_remember(key, array, kind: int, other=None) -> None:
     matmul's ``b``): a call with default arguments whose key is ``key``; ``kind`` is the domain's code of the key's
     other parts. Where the cached plan says it can (``plan._hot_spec()``: None where it cannot serve its calls
     exactly as ``execute`` would; a tuple for a host FFT plan, ``(runner, package)`` for a GPU FFT plan,
-    ``("matmul", package, ...)`` for an advanced matmul). Called after a stateless call ran the Python path; a
+    ``("matmul", package, ...)`` for an advanced matmul; False: not now, ask again). Called after a stateless call ran the Python path; a
     key that cannot be served is remembered as such (one dict lookup next time)."""
     if hot_put is None or plan_cache.enabled is not True:
         return
@@ -173,6 +173,8 @@ def hot_remember(key, array, kind: int, other=None) -> None:
     if entry is None:
         return
     spec = entry[0]._hot_spec()
+    if spec is False:  # not servable yet: asked again after a later call
+        return
     put = False
     if spec is not None and type(spec[0]) is str and spec[0] == "matmul":  # ("matmul", package, mm, ...)
         if other is not None and hot_gpu_type(type(array), spec[1]) and hot_gpu_type(type(other), spec[1]):

@@ -151,3 +151,82 @@ def test_argument_errors():
     with pytest.raises(TypeError, match="hot_put_mm"):
         native.hot_put_mm(1)
     assert native.hot_mm(np.zeros(2), np.zeros(2), 1) is None
+
+
+GPU_CHECK = """
+import json, sys
+import numpy as np
+import cumath.linalg.advanced as la
+from cumath.config import plan_cache
+pkg = sys.argv[1]
+rng = np.random.default_rng(4)
+def check(d, ref):
+    err = np.linalg.norm(d - ref) / np.linalg.norm(ref)
+    assert err < 1e-3, err  # float32 (TF32 off by default)
+if pkg == "torch":
+    import torch
+    dev = lambda x: torch.as_tensor(x, device="cuda")
+    host = lambda y: y.cpu().numpy()
+    ptr = lambda y: y.data_ptr()
+    other = torch.cuda.Stream()
+    on_other = lambda: torch.cuda.stream(other)
+    sync = torch.cuda.synchronize
+else:
+    import cupy as cp
+    dev = cp.asarray
+    host = cp.asnumpy
+    ptr = lambda y: y.data.ptr
+    other = cp.cuda.Stream(non_blocking=True)
+    on_other = lambda: other
+    sync = cp.cuda.Device().synchronize
+plan_cache.clear()
+for m, k, n in [(64, 64, 64), (7, 5, 3), (33, 17, 9)]:
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    A, B = dev(a), dev(b)
+    for x, y, ref in [(A, B, a @ b), (dev(np.ascontiguousarray(a.T)).T, B, a @ b)]:
+        ds = [la.matmul(x, y) for _ in range(4)]
+        sync()
+        for d in ds:
+            check(host(d), ref)
+        assert len({ptr(d) for d in ds}) == 4
+        check(host(la.matmul(x, y, alpha=2.0)), 2 * ref)
+        for _ in range(2):
+            d = la.matmul(x, y)
+        sync()
+        check(host(d), ref)
+        with on_other():
+            for _ in range(3):
+                d = la.matmul(x, y)
+            sync()
+            check(host(d), ref)
+    for _ in range(3):  # new operands of a cached key, read every call
+        a2 = rng.standard_normal((m, k)).astype(np.float32)
+        check(host(la.matmul(dev(a2), B)), a2 @ b)
+mine = plan_cache._local.cache
+print(json.dumps({"hits": mine.fast.hits, "stats": plan_cache.stats()}))
+plan_cache.clear()
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("package", ["torch", "cupy"])
+def test_gpu_stateless_matmul_hits_equal_numpy_in_a_subprocess(package):
+    """Crash-class: CUDA operands of PyTorch and CuPy through the compiled matmul path, every result checked."""
+    import json
+    import subprocess
+
+    mod = pytest.importorskip(package)
+    try:
+        ok = mod.cuda.is_available() if package == "torch" else mod.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        ok = False
+    if not ok:
+        pytest.skip("no CUDA GPU on this machine")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([sys.executable, "-c", GPU_CHECK, package], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["hits"] > 0 and got["stats"]["hits"] >= got["hits"], got

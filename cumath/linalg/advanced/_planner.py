@@ -286,10 +286,12 @@ class Matmul(Operation):
         """What the compiled hit path of the stateless ``matmul`` needs to serve this plan's default-argument calls
         as :meth:`execute`'s hot path serves them after ``_bind``, or None: non-blocking, on the operands' current
         stream, new results (no reuse), not in place. The C path checks per call that the plan still uses this
-        variant, the variant is hot and alpha/beta are the defaults."""
+        variant, the variant is hot and alpha/beta are the defaults. False: not servable now, ask again later."""
         v = self._v
-        if v is None or not v.hot or self._inplace or self._wait or self._explicit_stream:
+        if self._inplace or self._wait or self._explicit_stream:
             return None
+        if v is None or not v.hot:
+            return False  # not now (no workspace yet, say): asked again after the next call
         r = v.results
         if r is None or r.snapshot is not None or type(v.args) is not list or v.c_direct:
             return None
