@@ -14,7 +14,7 @@ import cumath.linalg.advanced as la
 from cumath._core import _fast
 from cumath.config import plan_cache
 from cumath.linalg.advanced import _functions
-from helpers.fake_gpu_tensor import FakeCudaTensor, fake_gpu_tensors
+from helpers.hot_paths import FakeCudaTensor, fake_gpu_tensors, run_gpu_check, spy_cached_call
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "linalg", "advanced"))
 from fake_cublaslt import fake_library  # noqa: E402,F401 - an autouse fixture: cuBLASLt in NumPy
@@ -31,15 +31,7 @@ def fake(monkeypatch):
 
 @pytest.fixture
 def python_path(monkeypatch):
-    seen = []
-    real = _functions.cached_call
-
-    def spy(key, *args, **kwargs):
-        seen.append(key)
-        return real(key, *args, **kwargs)
-
-    monkeypatch.setattr(_functions, "cached_call", spy)
-    return seen
+    return spy_cached_call(monkeypatch, _functions)
 
 
 def table():
@@ -154,32 +146,11 @@ def test_argument_errors():
 
 
 GPU_CHECK = """
-import json, sys
-import numpy as np
 import cumath.linalg.advanced as la
-from cumath.config import plan_cache
-pkg = sys.argv[1]
 rng = np.random.default_rng(4)
 def check(d, ref):
     err = np.linalg.norm(d - ref) / np.linalg.norm(ref)
-    assert err < 1e-3, err  # float32 (TF32 off by default)
-if pkg == "torch":
-    import torch
-    dev = lambda x: torch.as_tensor(x, device="cuda")
-    host = lambda y: y.cpu().numpy()
-    ptr = lambda y: y.data_ptr()
-    other = torch.cuda.Stream()
-    on_other = lambda: torch.cuda.stream(other)
-    sync = torch.cuda.synchronize
-else:
-    import cupy as cp
-    dev = cp.asarray
-    host = cp.asnumpy
-    ptr = lambda y: y.data.ptr
-    other = cp.cuda.Stream(non_blocking=True)
-    on_other = lambda: other
-    sync = cp.cuda.Device().synchronize
-plan_cache.clear()
+    assert err < 1e-3, err  # float32 (TF32 is off by default)
 for m, k, n in [(64, 64, 64), (7, 5, 3), (33, 17, 9)]:
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
@@ -203,9 +174,6 @@ for m, k, n in [(64, 64, 64), (7, 5, 3), (33, 17, 9)]:
     for _ in range(3):  # new operands of a cached key, read every call
         a2 = rng.standard_normal((m, k)).astype(np.float32)
         check(host(la.matmul(dev(a2), B)), a2 @ b)
-mine = plan_cache._local.cache
-print(json.dumps({"hits": mine.fast.hits, "stats": plan_cache.stats()}))
-plan_cache.clear()
 """
 
 
@@ -213,20 +181,4 @@ plan_cache.clear()
 @pytest.mark.parametrize("package", ["torch", "cupy"])
 def test_gpu_stateless_matmul_hits_equal_numpy_in_a_subprocess(package):
     """Crash-class: CUDA operands of PyTorch and CuPy through the compiled matmul path, every result checked."""
-    import json
-    import subprocess
-
-    mod = pytest.importorskip(package)
-    try:
-        ok = mod.cuda.is_available() if package == "torch" else mod.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        ok = False
-    if not ok:
-        pytest.skip("no CUDA GPU on this machine")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    res = subprocess.run([sys.executable, "-c", GPU_CHECK, package], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert got["hits"] > 0 and got["stats"]["hits"] >= got["hits"], got
+    run_gpu_check(GPU_CHECK, package)

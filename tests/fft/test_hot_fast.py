@@ -19,7 +19,7 @@ import cumath.fft as F
 from cumath._core import _fast, nvtx
 from cumath.config import plan_cache
 from cumath.fft import _functions
-from helpers.fake_gpu_tensor import FakeCudaTensor, fake_gpu_tensors
+from helpers.hot_paths import FakeCudaTensor, fake_gpu_tensors, run_gpu_check, spy_cached_call
 from helpers.matrix import random_array, with_layout
 from helpers.reference import assert_close, fft_ref, ifft_ref, rfft_ref
 
@@ -38,16 +38,7 @@ def fresh_cache():
 
 @pytest.fixture
 def python_path(monkeypatch):
-    """Counts the calls that took the Python path (``cached_call``)."""
-    seen = []
-    real = _functions.cached_call
-
-    def spy(key, *args, **kwargs):
-        seen.append(key)
-        return real(key, *args, **kwargs)
-
-    monkeypatch.setattr(_functions, "cached_call", spy)
-    return seen
+    return spy_cached_call(monkeypatch, _functions)
 
 
 def table():
@@ -398,32 +389,10 @@ def test_the_ctypes_fallback_serves_the_same_calls():
 
 
 GPU_CHECK = """
-import json, sys
-import numpy as np
 import cumath.fft as F
-from cumath.config import plan_cache
-pkg = sys.argv[1]
-rng = np.random.default_rng(3)
 def check(y, ref):
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     assert err < 1e-12, err
-if pkg == "torch":
-    import torch
-    dev = lambda a: torch.as_tensor(a, device="cuda")
-    host = lambda y: y.cpu().numpy()
-    ptr = lambda y: y.data_ptr()
-    other = torch.cuda.Stream()
-    on_other = lambda: torch.cuda.stream(other)
-    sync = torch.cuda.synchronize
-else:
-    import cupy as cp
-    dev = cp.asarray
-    host = cp.asnumpy
-    ptr = lambda y: y.data.ptr
-    other = cp.cuda.Stream(non_blocking=True)
-    on_other = lambda: other
-    sync = cp.cuda.Device().synchronize
-plan_cache.clear()
 for shape in [(2048,), (5, 17), (3, 31, 4)]:
     values = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
     t = dev(values)
@@ -450,20 +419,7 @@ if pkg == "torch":
     z = dev(values).conj()  # lazily conjugated: the Python path resolves it
     for _ in range(3):
         check(host(F.fft(z)), np.fft.fftn(values.conj()))
-mine = plan_cache._local.cache
-print(json.dumps({"hits": mine.fast.hits, "entries": len(mine.fast), "stats": plan_cache.stats()}))
-plan_cache.clear()
 """
-
-
-def _gpu_or_skip(package):
-    mod = pytest.importorskip(package)
-    try:
-        ok = mod.cuda.is_available() if package == "torch" else mod.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        ok = False
-    if not ok:
-        pytest.skip("no CUDA GPU on this machine")
 
 
 @pytest.mark.gpu
@@ -471,15 +427,7 @@ def _gpu_or_skip(package):
 def test_gpu_stateless_hits_equal_numpy_in_a_subprocess(package):
     """Crash-class: CUDA tensors of PyTorch and CuPy through the compiled hit path (contiguous, transposed, strided,
     R2C, another current stream, lazy conjugation), every result checked against NumPy."""
-    _gpu_or_skip(package)
-    import json
-
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    res = subprocess.run([sys.executable, "-c", GPU_CHECK, package], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert got["hits"] > 0 and got["stats"]["hits"] >= got["hits"], got
+    run_gpu_check(GPU_CHECK, package)
 
 
 # ------------------------------------------------------------------------------------------- stateful execute

@@ -113,29 +113,7 @@ static PyObject *dev_runner(PyObject *module, PyObject *const *args, Py_ssize_t 
     return (PyObject *)r;
 }
 
-static int devrunner_traverse(DevRunner *r, visitproc visit, void *arg) {
-    Py_VISIT(r->plan);
-    Py_VISIT(r->new_out);
-    Py_VISIT(r->pointer);
-    Py_VISIT(r->exec_fn);
-    Py_VISIT(r->slow);
-    return 0;
-}
-
-static int devrunner_clear(DevRunner *r) {
-    Py_CLEAR(r->plan);
-    Py_CLEAR(r->new_out);
-    Py_CLEAR(r->pointer);
-    Py_CLEAR(r->exec_fn);
-    Py_CLEAR(r->slow);
-    return 0;
-}
-
-static void devrunner_dealloc(DevRunner *r) {
-    PyObject_GC_UnTrack(r);
-    devrunner_clear(r);
-    PyObject_GC_Del(r);
-}
+OBJECT_FIELDS_GC(devrunner, DevRunner, plan, slow)
 
 static PyTypeObject DevRunnerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -309,15 +287,7 @@ static PyObject *hot_put_gpu(PyObject *module, PyObject *const *args, Py_ssize_t
     e->move = Py_NewRef(args[4]);
     e->runner = Py_NewRef(args[5]);
     PyObject_GC_Track(e);
-    int rc = 0;
-    PyObject *old = PyDict_GetItemWithError(table->keys, args[3]);
-    if (old != NULL && old != Py_None && PyDict_DelItem(table->entries, old) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
-        else rc = -1;
-    }
-    if (rc == 0 && PyErr_Occurred()) rc = -1;
-    if (rc == 0) rc = PyDict_SetItem(table->entries, key, (PyObject *)e);
-    if (rc == 0) rc = PyDict_SetItem(table->keys, args[3], key);
+    int rc = table_store(table, args[3], key, (PyObject *)e);
     Py_DECREF(e);
     Py_DECREF(key);
     if (rc < 0) return NULL;
@@ -344,25 +314,7 @@ static PyObject *hot_setup_gpu(PyObject *module, PyObject *readers) {
     Py_RETURN_NONE;
 }
 
-static int gpuentry_traverse(GpuEntry *e, visitproc visit, void *arg) {
-    Py_VISIT(e->full_key);
-    Py_VISIT(e->move);
-    Py_VISIT(e->runner);
-    return 0;
-}
-
-static int gpuentry_clear(GpuEntry *e) {
-    Py_CLEAR(e->full_key);
-    Py_CLEAR(e->move);
-    Py_CLEAR(e->runner);
-    return 0;
-}
-
-static void gpuentry_dealloc(GpuEntry *e) {
-    PyObject_GC_UnTrack(e);
-    gpuentry_clear(e);
-    PyObject_GC_Del(e);
-}
+OBJECT_FIELDS_GC(gpuentry, GpuEntry, full_key, runner)
 
 static PyMemberDef gpuentry_members[] = {
     {"key", T_OBJECT, offsetof(GpuEntry, full_key), READONLY, "the plan cache key"},
@@ -491,21 +443,10 @@ fail:
 
 /* hot_mm(a, b, *rest): the cached advanced matmul of a @ b, or None (every one of `rest` must be None) */
 static PyObject *hot_mm(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError, "hot_mm(a, b, *defaults)");
-        return NULL;
-    }
-    for (Py_ssize_t i = 2; i < nargs; i++)
-        if (args[i] != Py_None) Py_RETURN_NONE;
-    if (gpu_readers == NULL || !hot_switched_on()) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
-    HotTable *table = hot_table();
-    if (table == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
+    HotTable *table;
+    int go = hot_begin(args, nargs, 2, "hot_mm(a, b, *defaults)", &table);
+    if (go <= 0) return go < 0 ? NULL : Py_NewRef(Py_None);
+    if (gpu_readers == NULL) Py_RETURN_NONE;
     PyObject *pa, *pb;
     PyObject *key = mm_key(args[0], args[1], &pa, &pb);
     if (key == NULL) {
@@ -573,52 +514,14 @@ static PyObject *hot_put_mm(PyObject *module, PyObject *const *args, Py_ssize_t 
     e->c_is_d = c_is_d;
     e->align_mask = mask;
     PyObject_GC_Track(e);
-    int rc = 0;
-    PyObject *old = PyDict_GetItemWithError(table->keys, args[3]);
-    if (old != NULL && old != Py_None && PyDict_DelItem(table->entries, old) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
-        else rc = -1;
-    }
-    if (rc == 0 && PyErr_Occurred()) rc = -1;
-    if (rc == 0) rc = PyDict_SetItem(table->entries, key, (PyObject *)e);
-    if (rc == 0) rc = PyDict_SetItem(table->keys, args[3], key);
+    int rc = table_store(table, args[3], key, (PyObject *)e);
     Py_DECREF(e);
     Py_DECREF(key);
     if (rc < 0) return NULL;
     Py_RETURN_TRUE;
 }
 
-static int mmentry_traverse(MmEntry *e, visitproc visit, void *arg) {
-    Py_VISIT(e->full_key);
-    Py_VISIT(e->move);
-    Py_VISIT(e->mm);
-    Py_VISIT(e->v);
-    Py_VISIT(e->args);
-    Py_VISIT(e->new_result);
-    Py_VISIT(e->pointer);
-    Py_VISIT(e->raw);
-    Py_VISIT(e->check);
-    return 0;
-}
-
-static int mmentry_clear(MmEntry *e) {
-    Py_CLEAR(e->full_key);
-    Py_CLEAR(e->move);
-    Py_CLEAR(e->mm);
-    Py_CLEAR(e->v);
-    Py_CLEAR(e->args);
-    Py_CLEAR(e->new_result);
-    Py_CLEAR(e->pointer);
-    Py_CLEAR(e->raw);
-    Py_CLEAR(e->check);
-    return 0;
-}
-
-static void mmentry_dealloc(MmEntry *e) {
-    PyObject_GC_UnTrack(e);
-    mmentry_clear(e);
-    PyObject_GC_Del(e);
-}
+OBJECT_FIELDS_GC(mmentry, MmEntry, full_key, check)
 
 static PyMemberDef mmentry_members[] = {
     {"key", T_OBJECT, offsetof(MmEntry, full_key), READONLY, "the plan cache key"},

@@ -25,13 +25,13 @@ typedef struct {
     PyObject *full_key;
     PyObject *move;      /* the thread cache's OrderedDict.move_to_end */
     PyObject *execs;     /* sign -> (execute function, plan) */
-    uintptr_t mask;      /* SIMD alignment the plans in execs were made for */
-    uintptr_t elem_mask; /* element alignment the engine needs at all */
     PyObject *any;       /* any(in_ptr, out_ptr, sign): plans what is missing, for any alignment */
     PyObject *alloc;     /* alloc(*alloc_args) -> a new ndarray for the result */
     PyObject *alloc_args;
     PyObject *descr;     /* the dtype the key was built with (held: its address is in the key) */
     PyObject *slow;      /* as a callable (stateful executes): the executor's Python execute, for what it declines */
+    uintptr_t mask;      /* SIMD alignment the plans in execs were made for */
+    uintptr_t elem_mask; /* element alignment the engine needs at all */
     vectorcallfunc vectorcall;
 } HotEntry;
 
@@ -82,6 +82,45 @@ static int hot_switched_on(void) {
         PyObject *v = PyDict_GetItemWithError(PyTuple_GET_ITEM(s, 0), PyTuple_GET_ITEM(s, 1));
         if (v != PyTuple_GET_ITEM(s, 2)) return 0;
     }
+    return 1;
+}
+
+/* what every entry type starts with */
+typedef struct {
+    PyObject_HEAD
+    PyObject *full_key;
+} AnyEntry;
+
+/* table[key] = entry for the plan cache key `full_key`: one entry per plan cache key and one plan cache key per
+ * entry, so whatever either had before goes (0, or -1 with an error set) */
+static int table_store(HotTable *table, PyObject *full_key, PyObject *key, PyObject *entry) {
+    PyObject *old = PyDict_GetItemWithError(table->keys, full_key);
+    if (old != NULL && old != Py_None && PyDict_DelItem(table->entries, old) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+        PyErr_Clear();
+    }
+    if (PyErr_Occurred()) return -1;
+    PyObject *prev = PyDict_GetItemWithError(table->entries, key);
+    if (prev != NULL && PyDict_DelItem(table->keys, ((AnyEntry *)prev)->full_key) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+        PyErr_Clear();
+    }
+    if (PyErr_Occurred()) return -1;
+    if (PyDict_SetItem(table->entries, key, entry) < 0) return -1;
+    return PyDict_SetItem(table->keys, full_key, key);
+}
+
+/* the common start of a hit path: args[nfixed:] must all be None and the path switched on; 1 with the calling
+ * thread's table, 0: not served (None), -1: an error */
+static int hot_begin(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t nfixed, const char *usage,
+                     HotTable **table) {
+    if (nargs < nfixed) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    for (Py_ssize_t i = nfixed; i < nargs; i++)
+        if (args[i] != Py_None) return 0;
+    if (!hot_switched_on() || (*table = hot_table()) == NULL) return PyErr_Occurred() ? -1 : 0;
     return 1;
 }
 
@@ -162,24 +201,12 @@ fail:
 /* hot_fft(operand, kind, sign, *rest): the result of a cached plan's FFT of `operand`, or None where this path
  * cannot serve the call (every one of `rest` must be None: the call's optional arguments) */
 static PyObject *hot_fft(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 3) {
-        PyErr_SetString(PyExc_TypeError, "hot_fft(operand, kind, sign, *defaults)");
-        return NULL;
-    }
-    for (Py_ssize_t i = 3; i < nargs; i++)
-        if (args[i] != Py_None) Py_RETURN_NONE;
+    HotTable *table;
+    int go = hot_begin(args, nargs, 3, "hot_fft(operand, kind, sign, *defaults)", &table);
+    if (go <= 0) return go < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *x = args[0];
     int host = (PyObject *)Py_TYPE(x) == hot_ndarray && hot_ndarray != NULL;
     if (!host && gpu_readers == NULL) Py_RETURN_NONE;
-    if (!hot_switched_on()) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
-    HotTable *table = hot_table();
-    if (table == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
-    }
     long kind = PyLong_AsLong(args[1]);
     if (kind == -1 && PyErr_Occurred()) return NULL;
     if (!host) return hot_fft_gpu(table, x, kind, args[2]);
@@ -255,19 +282,7 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
     e->slow = NULL;
     e->vectorcall = hotentry_vectorcall; /* which says it is no runner */
     PyObject_GC_Track(e);
-    /* one entry per plan cache key and one key per entry: whatever either had before goes */
-    int rc = 0;
-    PyObject *old = PyDict_GetItemWithError(table->keys, args[3]);
-    if (old != NULL) rc = PyDict_DelItem(table->entries, old) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError) ? -1 : 0;
-    if (rc == 0 && PyErr_Occurred()) PyErr_Clear();
-    PyObject *prev = rc == 0 ? PyDict_GetItemWithError(table->entries, bkey) : NULL;
-    if (prev != NULL && Py_IS_TYPE(prev, &HotEntryType) && PyDict_DelItem(table->keys, ((HotEntry *)prev)->full_key) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
-        else rc = -1;
-    }
-    if (rc == 0 && PyErr_Occurred()) rc = -1;
-    if (rc == 0) rc = PyDict_SetItem(table->entries, bkey, (PyObject *)e);
-    if (rc == 0) rc = PyDict_SetItem(table->keys, args[3], bkey);
+    int rc = table_store(table, args[3], bkey, (PyObject *)e);
     Py_DECREF(e);
     Py_DECREF(bkey);
     if (rc < 0) return NULL;
@@ -391,23 +406,7 @@ static PyObject *hottable_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     return (PyObject *)t;
 }
 
-static int hottable_traverse(HotTable *t, visitproc visit, void *arg) {
-    Py_VISIT(t->entries);
-    Py_VISIT(t->keys);
-    return 0;
-}
-
-static int hottable_clear(HotTable *t) {
-    Py_CLEAR(t->entries);
-    Py_CLEAR(t->keys);
-    return 0;
-}
-
-static void hottable_dealloc(HotTable *t) {
-    PyObject_GC_UnTrack(t);
-    hottable_clear(t);
-    Py_TYPE(t)->tp_free((PyObject *)t);
-}
+OBJECT_FIELDS_GC(hottable, HotTable, entries, keys)
 
 /* discard(full_key): drop the entry of a plan cache key (before its plan is freed) */
 static PyObject *hottable_discard(HotTable *t, PyObject *full_key) {
@@ -467,35 +466,7 @@ static PyTypeObject HotTableType = {
     .tp_as_sequence = &hottable_seq,
 };
 
-static int hotentry_traverse(HotEntry *e, visitproc visit, void *arg) {
-    Py_VISIT(e->full_key);
-    Py_VISIT(e->move);
-    Py_VISIT(e->execs);
-    Py_VISIT(e->any);
-    Py_VISIT(e->alloc);
-    Py_VISIT(e->alloc_args);
-    Py_VISIT(e->descr);
-    Py_VISIT(e->slow);
-    return 0;
-}
-
-static int hotentry_clear(HotEntry *e) {
-    Py_CLEAR(e->full_key);
-    Py_CLEAR(e->move);
-    Py_CLEAR(e->execs);
-    Py_CLEAR(e->any);
-    Py_CLEAR(e->alloc);
-    Py_CLEAR(e->alloc_args);
-    Py_CLEAR(e->descr);
-    Py_CLEAR(e->slow);
-    return 0;
-}
-
-static void hotentry_dealloc(HotEntry *e) {
-    PyObject_GC_UnTrack(e);
-    hotentry_clear(e);
-    PyObject_GC_Del(e);
-}
+OBJECT_FIELDS_GC(hotentry, HotEntry, full_key, slow)
 
 static PyMemberDef hotentry_members[] = {
     {"key", T_OBJECT, offsetof(HotEntry, full_key), READONLY, "the plan cache key"},

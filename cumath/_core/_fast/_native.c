@@ -316,6 +316,23 @@ fail:
     return NULL;
 }
 
+/* GC support of a type whose object fields are consecutive members, `first` to `last`: traverse, clear and a
+ * dealloc (objects made with PyObject_GC_New or the type's tp_alloc) */
+#define OBJECT_FIELDS_GC(prefix, Type, first, last)                                                              \
+    static int prefix##_traverse(Type *o, visitproc visit, void *arg) {                                          \
+        for (PyObject **p = &o->first; p <= &o->last; p++) Py_VISIT(*p);                                           \
+        return 0;                                                                                                \
+    }                                                                                                            \
+    static int prefix##_clear(Type *o) {                                                                         \
+        for (PyObject **p = &o->first; p <= &o->last; p++) Py_CLEAR(*p);                                           \
+        return 0;                                                                                                \
+    }                                                                                                            \
+    static void prefix##_dealloc(Type *o) {                                                                      \
+        PyObject_GC_UnTrack(o);                                                                                  \
+        prefix##_clear(o);                                                                                       \
+        PyObject_GC_Del(o);                                                                                      \
+    }
+
 #include "_hot_host.c"
 #include "_hot_gpu.c"
 
