@@ -2,6 +2,8 @@
 
     python benchmarks/percall_compare.py BEFORE_ROOT AFTER_ROOT [1 to add the GPU cases] [JSON_PATH]
 
+(the same root twice gives six runs of one tree, for the same-process ratios alone)
+
 Each child imports cumath from one root and times the per-call cases (CPU FFT 16 and 2048 points, CPU 64^3 matmul;
 on the GPU: FFT 2048 with CuPy and PyTorch operands, advanced and generic 64^3 matmuls, NumPy operands staged,
 and torch peers). Processes differ in speed from one another, so compare ratios to the peer measured in the same
@@ -98,7 +100,8 @@ def main():
         b = [r[k] for r in runs["before"] if k in r]; a = [r[k] for r in runs["after"] if k in r]
         mb, ma = (statistics.median(b) if b else float("nan")), (statistics.median(a) if a else float("nan"))
         table[k] = {"before": b, "after": a, "ratio": ma / mb if b and a else None}
-        print(f"{k:34s} {mb:12.2f} {ma:12.2f} {ma / mb:13.3f}   ({min(b):.2f}-{max(b):.2f} | {min(a):.2f}-{max(a):.2f})")
+        span = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
+        print(f"{k:34s} {mb:12.2f} {ma:12.2f} {ma / mb:13.3f}   ({span(b)} | {span(a)})")
     print(f"\nsame-process ratios (median over the runs; target in brackets):")
     ratios = {}
     for label, num, den, target in TARGETS:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from . import nvtx
 from ._fast import hot_attach, hot_gpu_type, hot_put, hot_put_gpu, hot_put_mm, hot_setup, hot_table
 
-__all__ = ["PlanCache", "plan_cache", "cached_call", "hot_remember"]
+__all__ = ["PlanCache", "plan_cache", "cached_call", "hot_remember", "hot_numpy"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,17 +144,25 @@ plan_cache = PlanCache()
 plan_cache._hot = True
 
 
-def _setup_hot() -> None:
+def _setup_hot(ndarray=None) -> None:
     if hot_setup is None:
         return
-    import numpy as np
-
     # the compiled path serves only while the cache is enabled (exactly True) and no profiler ranges calls
-    hot_setup(np.ndarray, ((plan_cache.__dict__, "enabled", True), (nvtx.__dict__, "ENABLED", False)),
+    hot_setup(ndarray, ((plan_cache.__dict__, "enabled", True), (nvtx.__dict__, "ENABLED", False)),
               f"{__name__}.hot")
 
 
-_setup_hot()
+_setup_hot()  # NumPy is not imported here (``import cumath.sparse`` loads none): the host path waits for it
+_hot_numpy = []
+
+
+def hot_numpy() -> None:
+    """Give the compiled path ``numpy.ndarray`` (its host operands), once; called where NumPy is in use."""
+    if not _hot_numpy and hot_setup is not None:
+        import numpy as np
+
+        _setup_hot(np.ndarray)
+        _hot_numpy.append(True)
 
 
 def hot_remember(key, array, kind: int, other=None) -> None:
@@ -166,6 +174,7 @@ def hot_remember(key, array, kind: int, other=None) -> None:
     key that cannot be served is remembered as such (one dict lookup next time)."""
     if hot_put is None or plan_cache.enabled is not True:
         return
+    hot_numpy()
     mine = getattr(plan_cache._local, "cache", None)
     if mine is None or key in mine.fast.keys:
         return

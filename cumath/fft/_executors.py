@@ -25,7 +25,7 @@ from .._core import cuda
 from .._core.dtypes import ITEMSIZE
 from .._core._fast import dev_runner, hot_runner, native_pointer
 from .._core.executors import DeviceMirror, HostMirror, choose
-from .._core.plan_cache import hot_remember  # noqa: F401 - sets the compiled path up (hot_runner needs it)
+from .._core.plan_cache import hot_numpy
 from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, strided_empty, view as host_view
 from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
@@ -130,6 +130,7 @@ class HostExecutor:
         self._take = None if self.results is None else self.results.take
         spec = self.hot_spec() if hot_runner is not None else None
         if spec is not None:  # execute() as one C call (HostExecutor.execute for what it declines)
+            hot_numpy()
             self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self))
 
     def prepare(self, sign):

@@ -343,8 +343,9 @@ static PyObject *hot_runner(PyObject *module, PyObject *const *args, Py_ssize_t 
 
 /* hot_setup(ndarray, switches, thread_key) */
 static PyObject *hot_setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyType_Check(args[0]) || !PyTuple_Check(args[1]) || !PyUnicode_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "hot_setup(ndarray type, ((dict, name, value), ...), str)");
+    if (nargs != 3 || !(PyType_Check(args[0]) || args[0] == Py_None) || !PyTuple_Check(args[1]) ||
+        !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "hot_setup(ndarray type or None, ((dict, name, value), ...), str)");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args[1]);
@@ -355,8 +356,7 @@ static PyObject *hot_setup(PyObject *module, PyObject *const *args, Py_ssize_t n
             return NULL;
         }
     }
-    Py_INCREF(args[0]);
-    Py_XSETREF(hot_ndarray, args[0]);
+    Py_XSETREF(hot_ndarray, args[0] == Py_None ? NULL : Py_NewRef(args[0])); /* None: no host path yet */
     Py_INCREF(args[1]);
     Py_XSETREF(hot_switches, args[1]);
     Py_INCREF(args[2]);
