@@ -648,3 +648,21 @@ def test_gpu_stateless_calls_it_cannot_serve(fake_gpu, python_path):
     F.fft(y, options={"blocking": True})
     F.fft(y, options={"blocking": True})
     assert table().hits == 0
+
+
+def test_torch_readers_leave_cpu_tensors_to_the_python_path(python_path):
+    torch = pytest.importorskip("torch")
+    saved = dict(_fast._READERS)
+    try:
+        assert _fast.hot_gpu_type(torch.Tensor, "torch")
+        assert not _fast.hot_gpu_type(type("T", (torch.Tensor,), {}), "torch")  # subclasses: never read in C
+        assert not _fast.hot_gpu_type(np.ndarray, "cupy") and not _fast.hot_gpu_type(list, "jax")
+        values = random_array((3, 10), "complex128")
+        t = torch.from_numpy(values.copy())
+        for _ in range(3):
+            assert_close(F.fft(t).numpy(), fft_ref(values), "complex128")
+        assert len(python_path) == 3 and table().hits == 0  # a CPU tensor is not is_cuda: declined
+    finally:
+        _fast._READERS.clear()
+        _fast._READERS.update(saved)
+        _fast._native.hot_setup_gpu(_fast._READERS)

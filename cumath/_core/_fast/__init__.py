@@ -81,7 +81,10 @@ def hot_gpu_type(cls, package: str) -> bool:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         reader = (1, raw if raw is not None else adapter.current_stream)  # the adapter's own stream function
     elif package == "cupy":
-        import cupy
+        try:
+            import cupy
+        except ImportError:
+            return False
 
         if cls is not cupy.ndarray:
             return False
