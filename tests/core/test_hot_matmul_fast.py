@@ -60,12 +60,21 @@ def test_served_calls_equal_numpy(fake, python_path, shapes):
     assert plan_cache.stats()["hits"] == 3 and plan_cache.stats()["misses"] == 1
 
 
+def _at(values, offset):
+    """``values`` copied to an address ``offset`` bytes past a 256-byte boundary."""
+    raw = np.empty(values.nbytes + 512, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 256 + offset
+    out = raw[start:start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out
+
+
 def test_new_operands_of_the_key_are_read_every_call(fake):
     a, b = r((9, 4)), r((4, 6))
-    la.matmul(FakeCudaTensor(a), FakeCudaTensor(b))
-    for _ in range(3):
+    la.matmul(FakeCudaTensor(_at(a, 0)), FakeCudaTensor(_at(b, 0)))
+    for _ in range(3):  # new arrays of the planned alignment (256 bytes): served
         a2, b2 = r((9, 4)), r((4, 6))
-        close(la.matmul(FakeCudaTensor(a2), FakeCudaTensor(b2)), a2 @ b2)
+        close(la.matmul(FakeCudaTensor(_at(a2, 0)), FakeCudaTensor(_at(b2, 0))), a2 @ b2)
     assert table().hits == 3
 
 
@@ -86,15 +95,6 @@ def test_what_it_does_not_serve(fake, python_path):
     hits = table().hits
     close(la.matmul(FakeCudaTensor(a, neg=True), B), a @ b)  # a lazily negated tensor is not read in C
     assert table().hits == hits
-
-
-def _at(values, offset):
-    """``values`` copied to an address ``offset`` bytes past a 256-byte boundary."""
-    raw = np.empty(values.nbytes + 512, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 256 + offset
-    out = raw[start:start + values.nbytes].view(values.dtype).reshape(values.shape)
-    out[...] = values
-    return out
 
 
 def test_a_misaligned_operand_takes_the_python_path(fake, python_path):
