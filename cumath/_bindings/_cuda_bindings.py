@@ -18,7 +18,7 @@ import threading
 
 from ..errors import LibraryNotFoundError
 
-__all__ = ["LazyModule", "bindings_major", "missing_message"]
+__all__ = ["LazyModule", "bindings_major", "missing_message", "status_checker", "lazy_attributes"]
 
 _lock = threading.Lock()
 
@@ -84,3 +84,41 @@ class LazyModule:
 
     def __delattr__(self, attr):
         self.__dict__.pop(attr, None)
+
+
+def status_checker(error_class, types: LazyModule, enum_name: str, prefix: str = ""):
+    """``check(status, detail=None)``: raise ``error_class(status, name, detail)`` unless ``status`` (an int or one of
+    cuda-bindings' enum members) is 0. The name is ``prefix`` + the member's name in ``types.<enum_name>`` (None,
+    so that the message keeps the number, for a status it does not know or without cuda-bindings);
+    ``check.name(status)`` gives it alone."""
+
+    def name(status) -> str | None:
+        member = status if hasattr(status, "name") else None
+        if member is None:
+            try:
+                member = getattr(types, enum_name)(int(status))
+            except Exception:  # cuda-bindings missing, or a status it does not know
+                return None
+        return prefix + member.name
+
+    def check(status, detail: str | None = None) -> None:
+        if status:
+            raise error_class(int(status), name(status), detail)
+
+    check.name = name
+    return check
+
+
+def lazy_attributes(module: str, names: dict):
+    """A module ``__getattr__`` giving ``names[attr]()`` for the attributes of ``names`` (made once, then kept in
+    the module's globals), AttributeError for any other."""
+    import sys
+
+    def __getattr__(attr: str):
+        if attr in names:
+            value = names[attr]()
+            setattr(sys.modules[module], attr, value)
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {attr!r}")
+
+    return __getattr__

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 
 from ..errors import CUDADriverError
-from ._cuda_bindings import LazyModule
+from ._cuda_bindings import LazyModule, lazy_attributes, status_checker
 
 __all__ = [
     "check",
@@ -51,31 +51,12 @@ __all__ = [
 _drv = LazyModule("cuda.bindings.driver", library="cuda", what="the CUDA driver")
 _types = LazyModule("cuda.bindings.driver", what="the CUDA driver's enums")  # no libcuda needed for these
 
-_ENUMS = ("CUresult", "CUdevice_attribute", "CUfunction_attribute", "CUoccupancyB2DSize")
+__getattr__ = lazy_attributes(__name__, {name: (lambda name=name: getattr(_types, name)) for name in (
+    "CUresult", "CUdevice_attribute", "CUfunction_attribute", "CUoccupancyB2DSize")})
 
-
-def __getattr__(name: str):
-    if name in _ENUMS:
-        value = getattr(_types, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _name(status) -> str | None:
-    name = getattr(status, "name", None)
-    if name is not None:
-        return name
-    try:
-        return _types.CUresult(int(status)).name
-    except Exception:  # cuda-bindings missing, or a status it does not know: the message keeps the number
-        return None
-
-
-def check(status, detail: str | None = None) -> None:
-    """Raise ``CUDADriverError`` for a failure status (an int or a ``CUresult``), named as in ``cuda.h``."""
-    if status:
-        raise CUDADriverError(int(status), _name(status), detail)
+check = status_checker(CUDADriverError, _types, "CUresult")
+check.__doc__ = "Raise ``CUDADriverError`` for a failure status (an int or a ``CUresult``), named as in ``cuda.h``."
+_name = check.name
 
 
 # ------------------------------------------------------------------------------------ initialisation

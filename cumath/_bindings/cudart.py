@@ -23,7 +23,7 @@ from __future__ import annotations
 from ctypes import c_int, c_void_p
 
 from ..errors import CUDARuntimeError
-from ._cuda_bindings import LazyModule
+from ._cuda_bindings import LazyModule, lazy_attributes, status_checker
 from ._loader import LazyFunctions
 from .library_types import cudaDataType, cudaDataType_t, libraryPropertyType
 
@@ -108,16 +108,10 @@ __all__ = [
 _rt = LazyModule("cuda.bindings.runtime", what="the CUDA runtime")
 
 # The enums cuda-bindings defines, read from it on first use (``cudart.cudaDeviceAttr.cudaDevAttr...``).
-_ENUMS = {"cudaError_t": "cudaError_t", "cudaError": "cudaError_t", "cudaMemcpyKind": "cudaMemcpyKind",
-          "cudaMemoryType": "cudaMemoryType", "cudaDeviceAttr": "cudaDeviceAttr"}
-
-
-def __getattr__(name: str):
-    if name in _ENUMS:
-        value = getattr(_rt, _ENUMS[name])
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {
+    name: (lambda source=source: getattr(_rt, source)) for name, source in (
+        ("cudaError_t", "cudaError_t"), ("cudaError", "cudaError_t"), ("cudaMemcpyKind", "cudaMemcpyKind"),
+        ("cudaMemoryType", "cudaMemoryType"), ("cudaDeviceAttr", "cudaDeviceAttr"))})
 
 
 # ---------------------------------------------------------------------------------- flag constants
@@ -167,20 +161,8 @@ FAST_TABLE = {
 _fast = LazyFunctions("cudart", FAST_TABLE)
 
 
-def _name(status) -> str | None:
-    name = getattr(status, "name", None)
-    if name is not None:
-        return name
-    try:
-        return _rt.cudaError_t(int(status)).name
-    except Exception:  # cuda-bindings missing, or a status it does not know: the message keeps the number
-        return None
-
-
-def check(status, detail: str | None = None) -> None:
-    """Raise ``CUDARuntimeError(status, name, detail)`` unless ``status`` (an int or a ``cudaError_t``) is 0."""
-    if status:
-        raise CUDARuntimeError(int(status), _name(status), detail)
+check = status_checker(CUDARuntimeError, _rt, "cudaError_t")
+check.__doc__ = "Raise ``CUDARuntimeError(status, name, detail)`` unless ``status`` (an int or a cudaError_t) is 0."
 
 
 # ---------------------------------------------------------------------------------------- devices

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 
 from ..errors import NVJitLinkError
-from ._cuda_bindings import LazyModule
+from ._cuda_bindings import LazyModule, lazy_attributes, status_checker
 
 __all__ = [
     "check",
@@ -43,29 +43,20 @@ __all__ = [
 _nj = LazyModule("cuda.bindings.nvjitlink", library="nvJitLink", what="nvJitLink")
 _types = LazyModule("cuda.bindings.nvjitlink", what="nvJitLink's enums")  # no libnvJitLink needed for these
 
-_C_PREFIX = {"nvJitLinkResult": ("Result", "NVJITLINK_"), "nvJitLinkInputType": ("InputType", "NVJITLINK_INPUT_")}
 
 
-def __getattr__(name: str):
-    if name in _C_PREFIX:
-        source, prefix = _C_PREFIX[name]
-        value = enum.IntEnum(name, [(prefix + m.name, int(m)) for m in getattr(_types, source)], module=__name__)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _c_named(name: str, source: str, prefix: str):
+    """An IntEnum ``name`` with the C names (``prefix`` + the member's name) of cuda-bindings' ``source`` enum."""
+    return enum.IntEnum(name, [(prefix + m.name, int(m)) for m in getattr(_types, source)], module=__name__)
 
 
-def _name(status: int) -> str | None:
-    try:
-        return "NVJITLINK_" + _types.Result(int(status)).name
-    except Exception:  # cuda-bindings missing, or a status it does not know: the message keeps the number
-        return None
+__getattr__ = lazy_attributes(__name__, {
+    "nvJitLinkResult": lambda: _c_named("nvJitLinkResult", "Result", "NVJITLINK_"),
+    "nvJitLinkInputType": lambda: _c_named("nvJitLinkInputType", "InputType", "NVJITLINK_INPUT_")})
 
-
-def check(status: int, detail: str | None = None) -> None:
-    """Raise ``NVJitLinkError(status, name, detail)`` unless ``status`` is 0 (NVJITLINK_SUCCESS)."""
-    if status:
-        raise NVJitLinkError(int(status), _name(status), detail)
+check = status_checker(NVJitLinkError, _types, "Result", prefix="NVJITLINK_")
+check.__doc__ = "Raise ``NVJitLinkError(status, name, detail)`` unless ``status`` is 0 (NVJITLINK_SUCCESS)."
+_name = check.name
 
 
 def _call(fn, *args, handle: int | None = None):

@@ -13,7 +13,7 @@ which finds the library loaded.
 from __future__ import annotations
 
 from ..errors import NVRTCError
-from ._cuda_bindings import LazyModule
+from ._cuda_bindings import LazyModule, lazy_attributes, status_checker
 
 __all__ = [
     "check",
@@ -41,27 +41,11 @@ _nv = LazyModule("cuda.bindings.nvrtc", library="nvrtc", what="NVRTC")
 _types = LazyModule("cuda.bindings.nvrtc", what="NVRTC's enums")  # no libnvrtc needed for these
 
 
-def __getattr__(name: str):
-    if name == "nvrtcResult":
-        value = globals()[name] = _types.nvrtcResult
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {"nvrtcResult": lambda: _types.nvrtcResult})
 
-
-def _name(status) -> str | None:
-    name = getattr(status, "name", None)
-    if name is not None:
-        return name
-    try:
-        return _types.nvrtcResult(int(status)).name
-    except Exception:  # cuda-bindings missing, or a status it does not know: the message keeps the number
-        return None
-
-
-def check(status, detail: str | None = None) -> None:
-    """Raise ``NVRTCError(status, name, detail)`` unless ``status`` (an int or an ``nvrtcResult``) is 0."""
-    if status:
-        raise NVRTCError(int(status), _name(status), detail)
+check = status_checker(NVRTCError, _types, "nvrtcResult")
+check.__doc__ = "Raise ``NVRTCError(status, name, detail)`` unless ``status`` (an int or an ``nvrtcResult``) is 0."
+_name = check.name
 
 
 def _bytes(s: str | bytes) -> bytes:
