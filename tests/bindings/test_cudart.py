@@ -309,3 +309,66 @@ def test_a_missing_native_library_is_reported_before_the_import(monkeypatch, rt)
     monkeypatch.setattr(nvrtc, "_nv", LazyModule("cuda.bindings.nvrtc", library="nvrtc_absent", what="NVRTC"))
     with pytest.raises(LibraryNotFoundError, match=r"libnvrtc_absent.*cumath\[cu13\]"):
         nvrtc.nvrtcVersion()
+
+
+# ---------------------------------------------------------------------------------------------- on a GPU
+
+@pytest.mark.gpu
+def test_runtime_round_trip_on_a_gpu(cuda_device):
+    """Streams, events, memory and pointer attributes through cuda-bindings, and the handle-only calls through
+    libcudart on the same handles (both runtimes share the driver's primary context)."""
+    import ctypes
+
+    import numpy as np
+
+    cudart.cudaSetDevice(cuda_device)
+    assert cudart.cudaGetDevice() == cuda_device and cudart.cudaGetDeviceCount() >= 1
+    assert cudart.cudaDriverGetVersion() >= 12000 and cudart.cudaRuntimeGetVersion() >= 12000
+    assert cudart.cudaGetDeviceName(cuda_device)
+    free, total = cudart.cudaMemGetInfo()
+    assert 0 < free <= total
+    x = np.random.default_rng(5).standard_normal(1001)
+    out = np.empty_like(x)
+    stream = cudart.cudaStreamCreateWithFlags(cudart.cudaStreamNonBlocking)
+    start, end = (cudart.cudaEventCreateWithFlags(cudart.cudaEventDefault) for _ in range(2))
+    d = cudart.cudaMalloc(x.nbytes)
+    try:
+        assert cudart.cudaPointerGetAttributes(d) == (int(cudart.cudaMemoryType.cudaMemoryTypeDevice), cuda_device)
+        cudart.cudaEventRecord(start, stream)
+        cudart.cudaMemcpyAsync(d, x.ctypes.data, x.nbytes, 1, stream)
+        a = cudart.cudaMallocAsync(x.nbytes, stream)
+        cudart.cudaMemsetAsync(a, 0, x.nbytes, stream)
+        cudart.cudaMemcpy2DAsync(a, 8, d, 8, 8, x.size, 3, stream)  # a column copy: every element
+        cudart.cudaMemcpyAsync(out.ctypes.data, a, x.nbytes, 2, stream)
+        cudart.cudaFreeAsync(a, stream)
+        cudart.cudaEventRecord(end, stream)
+        cudart.cudaStreamSynchronize(stream)
+        assert cudart.cudaStreamQuery(stream) is True and cudart.cudaEventQuery(end) is True
+        assert cudart.cudaEventElapsedTime(start, end) >= 0.0
+        np.testing.assert_array_equal(out, x)
+        other = cudart.cudaStreamCreateWithFlags(cudart.cudaStreamNonBlocking)
+        cudart.cudaStreamWaitEvent(other, end, 0)
+        cudart.cudaStreamSynchronize(other)
+        cudart.cudaStreamDestroy(other)
+        host = cudart.cudaMallocHost(64)
+        cudart.cudaMemcpy(host, d, 64, 2)
+        assert ctypes.string_at(host, 64) == x.tobytes()[:64]
+        cudart.cudaFreeHost(host)
+        buf = np.zeros(4096, dtype=np.uint8)
+        cudart.cudaHostRegister(buf.ctypes.data, buf.nbytes, cudart.cudaHostRegisterDefault)
+        assert cudart.cudaPointerGetAttributes(buf.ctypes.data)[0] == int(cudart.cudaMemoryType.cudaMemoryTypeHost)
+        cudart.cudaHostUnregister(buf.ctypes.data)
+        with pytest.raises(CUDARuntimeError, match="cudaErrorInvalidDevice"):
+            cudart.cudaSetDevice(10_000)
+        with pytest.raises(CUDARuntimeError, match="cudaErrorInvalidDevice"):
+            cudart.cudaPeekAtLastError()  # the failure stays the runtime's last error ...
+        with pytest.raises(CUDARuntimeError, match="cudaErrorInvalidDevice"):
+            cudart.cudaGetLastError()  # ... until it is read
+        cudart.cudaGetLastError()
+        cudart.cudaDeviceSynchronize()
+    finally:
+        cudart.cudaFree(d)
+        for ev in (start, end):
+            cudart.cudaEventDestroy(ev)
+        cudart.cudaStreamDestroy(stream)
+        cudart.cudaSetDevice(cuda_device)
