@@ -1,4 +1,4 @@
-"""Per-call cost of the CUDA runtime and driver entry points on cumath's hot paths: ctypes against cuda-bindings.
+"""CUDA runtime and driver per-call benchmark: the calls on cumath's hot paths through ctypes and cuda-bindings.
 
 cumath calls the CUDA runtime, the driver, NVRTC and nvJitLink through ``cuda-bindings`` (NVIDIA's Cython
 binding). This script times, for each call that sits on a hot path (the current device, event record/query,
