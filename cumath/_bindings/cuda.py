@@ -1,7 +1,7 @@
 """The CUDA driver API functions cumath calls, over cuda-bindings' ``cuda.bindings.driver``.
 
-One Python function per C function, named after it (cuda-bindings binds the versioned symbols the header maps a
-name to, e.g. ``cuDevicePrimaryCtxRelease_v2``, and the legacy-default-stream entry points). Contexts, modules,
+One Python function per C function, named after it (cuda-bindings resolves each one through ``cuGetProcAddress``
+to the version the header maps the name to, e.g. ``cuDevicePrimaryCtxRelease_v2``). Contexts, modules,
 functions and streams are Python ints; outputs are returned instead of taken as out-pointers; a failure status
 raises ``CUDADriverError`` with the status's name (``CUDA_ERROR_INVALID_IMAGE``). The enums ``CUresult``,
 ``CUdevice_attribute``, ``CUfunction_attribute`` and the callback type ``CUoccupancyB2DSize`` are cuda-bindings'

@@ -1,7 +1,8 @@
 """The nvJitLink functions cumath calls, over cuda-bindings' ``cuda.bindings.nvjitlink``.
 
-One Python function per C function, named after it (cuda-bindings binds the versioned symbols,
-``__nvJitLinkCreate_13_0`` and friends, that the header maps the names to). Handles are Python ints; outputs are
+One Python function per C function, named after it (cuda-bindings binds the library's plain exports,
+``nvJitLinkCreate`` and friends, which behave as the loaded library's newest version; the library also exports
+``__nvJitLinkCreate_13_0``-style names for programs built against an older header). Handles are Python ints; outputs are
 returned instead of taken as out-pointers; a failure raises ``NVJitLinkError`` with the C name of the status
 (``NVJITLINK_ERROR_NVVM_COMPILE``), and a failed ``nvJitLinkAddData``/``nvJitLinkAddFile``/``nvJitLinkComplete``
 carries the linker's error log in the message and in the exception's ``log`` attribute.
