@@ -162,7 +162,8 @@ def test_wrappers_return_plain_values(fake_rt, rt):
     ok = rt.cudaError_t.cudaSuccess
     fake_rt(cudaGetDevice=lambda: (ok, 3), cudaMalloc=lambda n: (ok, 0x7000 + n), cudaMemGetInfo=lambda: (ok, 5, 9),
             cudaStreamCreateWithFlags=lambda f: (ok, rt.cudaStream_t(0x1234 + f)),
-            cudaEventCreateWithFlags=lambda f: (ok, rt.cudaEvent_t(0x4321)), cudaEventElapsedTime=lambda a, b: (ok, 1.5),
+            cudaEventCreateWithFlags=lambda f: (ok, rt.cudaEvent_t(0x4321)),
+            cudaEventElapsedTime=lambda a, b: (ok, 1.5),
             cudaPointerGetAttributes=lambda p: (ok, SimpleNamespace(type=rt.cudaMemoryType.cudaMemoryTypeDevice,
                                                                     device=1)),
             cudaGetDeviceProperties=lambda d: (ok, SimpleNamespace(name=b"NVIDIA H200\0\0junk")))
