@@ -155,8 +155,11 @@ def _runtime_fns(call: str):
 
 def runtime_case(case, call: str):
     need("cuda.bindings.runtime")
+    import cuda.bindings
+
     fns = _runtime_fns(call)
     h = handles()
+    case.note(f"cuda-bindings {cuda.bindings.__version__}")
     case.note("a GPU: the calls succeed on a real stream, event and buffer" if h.gpu else
               "no GPU: every call fails fast with cudaErrorInsufficientDriver (binding overhead only); the cumath "
               "row includes raising and catching its CUDARuntimeError")
