@@ -41,6 +41,7 @@ CONDA_NAMES = {
     "cuda-toolkit[cccl]": ["cuda-cccl"],
     "cuda-toolkit[nvtx]": ["cuda-nvtx"],
     "cuda-pathfinder": ["cuda-pathfinder"],
+    "cuda-bindings": ["cuda-bindings"],
     "nvidia-cudss-cu13": ["libcudss"],
     "cutensor-cu13": ["cutensor"],
     "numba-cuda[cu13]": ["numba-cuda"],

@@ -127,8 +127,14 @@ def test_numba_extra_can_compile_callbacks():
 
 def test_cu13_brings_nothing_unused():
     reqs = " ".join(EXTRAS["cu13"])
-    for unused in ("cusparse", "curand", "cuda-core", "cuda-bindings"):
+    for unused in ("cusparse", "curand", "cuda-core"):
         assert unused not in reqs
+
+
+def test_cuda_extras_bring_cuda_bindings_of_their_major():
+    """The runtime, driver, NVRTC and nvJitLink are called through cuda-bindings, built per CUDA major version."""
+    assert "cuda-bindings>=13.0,<14" in EXTRAS["cu13"]
+    assert "cuda-bindings>=12.0,<13" in EXTRAS["cu12"]
 
 
 def test_conda_recipe_and_pixi_follow_pyproject():
