@@ -13,8 +13,8 @@ import numpy as np
 
 from ..._core import jit
 from ..._core.operand import adapter
-from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, range_tables, schedule, \
-    spmm_source
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, launch_shape, range_tables, \
+    schedule, spmm_source, vector_width, vectors_per_thread
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -79,6 +79,8 @@ class GeneratedExecutor:
         cc = cc or device_arch(place.device)
         t0 = time.perf_counter()
         self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
+        self._width = vector_width(geom.dtype)
+        self._per_thread = vectors_per_thread(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, **names)
@@ -154,12 +156,13 @@ class GeneratedExecutor:
             ldb = 1 if g.n is None else _strides(b2)[0]
             ldd = 1 if g.n is None else _strides(d2)[0]
             zero = int(beta == 0)
-            if self.schedule == "gather":  # one thread per result element; beta and the epilog in the same pass
-                bx = 1 if n == 1 else min(256, -(-n // 32) * 32)
-                by = 256 // bx
-                rows = -(-g.m // by)
-                self.kernel.launch((max(1, min(rows, 1 << 22)), 1, 1), (bx, by, 1), 0, stream, *levels, val,
-                                   ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd, a_re, a_im, b_re, b_im, zero)
+            vec = int(self._vec_ok(n, ldb, ldd, b2, d2))
+            if self.schedule in ("gather", "owned"):  # a thread per row (or row block) and V vectors of columns
+                rows = g.m if self.schedule == "gather" else outer
+                block_, grid_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread)
+            if self.schedule == "gather":  # beta and the epilog in the same pass
+                self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
+                                   a_re, a_im, b_re, b_im, zero, vec)
                 if d2 is not d:
                     self.pkg.copy(d, d2)
                 continue
@@ -169,13 +172,23 @@ class GeneratedExecutor:
                 self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m,
                                   n, ldd, ldd, b_re, b_im, zero)
                 kb = (1.0, 0.0, 0)
-            self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
-                               g.m, g.k, n, ldb, ldd, a_re, a_im, *kb)
+            if self.schedule == "owned":
+                self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
+                                   a_re, a_im, *kb, vec)
+            else:
+                self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
+                                   g.m, g.k, n, ldb, ldd, a_re, a_im, *kb, 0)
             if self.epilog is not None:
                 self.epilog.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), g.m, n, ldd)
             if d2 is not d:
                 self.pkg.copy(d, d2)
         return result.obj
+
+    def _vec_ok(self, n, ldb, ldd, b, d) -> bool:
+        """Whether b and d can be moved as 16-byte vectors: whole vectors per row, rows and bases aligned."""
+        w = self._width
+        return (w > 1 and self.geom.n is not None and n % w == 0 and ldb % w == 0 and ldd % w == 0
+                and self.pkg.pointer(b) % 16 == 0 and self.pkg.pointer(d) % 16 == 0)
 
     def _rowmajor(self, x, what):
         shape = tuple(x.shape)

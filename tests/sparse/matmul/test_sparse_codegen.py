@@ -94,12 +94,19 @@ def test_schedules():
     assert schedule(N.DIAI, atomic_add="aa") == "atomic" and schedule(N.DIAI, add="ad", atomic_add="aa") == "gather"
     gather = spmm_source(N.DIAI, (9, 9), "float32", "int32", epilog="ep", add="ad", mul="mu")
     main = gather[gather.index("schedule: gather"):gather.index("cumath_ust_spmm_scale")]
-    assert "atomic" not in main and "ep(acc)" in main and "acc = ad(acc, t);" in main
+    assert "atomic" not in main and "ep(acc[u][w])" in main and "acc[u][w] = ad(acc[u][w], t);" in main
+    # the diagonals' tables are staged in shared memory, b and d move as 16-byte vectors (4 floats) where allowed
+    assert "__shared__ long long s_c0[DCH]" in main and "cumath_ust_rows<4>(" in main and "cumath_ust_rows<1>(" in main
+    assert "load_vec<W>(b_, B + qb + col)" in main and "store_vec<W>(D + r * ldd + col, out)" in main
     owned = spmm_source(N.CSR, (9, 9), "float32", "int32")
     main = owned[owned.index("schedule: owned"):owned.index("cumath_ust_spmm_scale")]
-    assert "atomic_acc(" not in main and "acc[r - c0] = acc[r - c0] + t;" in main
+    assert "atomic_acc(" not in main and "acc[r - c0][u][w] = acc[r - c0][u][w] + t;" in main
+    assert "constexpr int V = 2, ROWS = 1;" in main
     bsr = spmm_source(N.BSRRight(4, 4), (9, 9), "float32", "int32")
-    assert "acc[r - (c0 * 4LL)] = acc[r - (c0 * 4LL)] + t;" in bsr and "float acc[4];" in bsr
+    assert "acc[r - (c0 * 4LL)][u][w] = acc[r - (c0 * 4LL)][u][w] + t;" in bsr and "float acc[ROWS][V][W];" in bsr
+    assert "constexpr int V = 1, ROWS = 4;" in bsr and "cumath_ust_rows<2>(" in spmm_source(
+        N.BSRRight(4, 4), (9, 9), "float64", "int32") and "cumath_ust_rows<1>(" in spmm_source(
+        N.DIAI, (9, 9), "complex128", "int32")
     assert fuses_beta(N.DIAI) and fuses_beta(N.CSR) and fuses_beta(N.BSRRight(2, 3)) and fuses_beta(N.CSC, True)
     assert not fuses_beta(N.DCSR) and not fuses_beta(N.COO) and not fuses_beta(N.CSR, atomic_add="aa")
     assert "atomic_acc(&D" in spmm_source(N.COO, (9, 9), "float32", "int32")

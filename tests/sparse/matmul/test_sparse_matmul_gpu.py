@@ -196,3 +196,62 @@ def test_generated_cache_second_process(tmp_path):
                                   check=True).stdout.split()[-1]) for _ in range(2)]
     print("plan times (first, second process):", times)
     assert times[1] < times[0]
+
+
+def _banded(rng, m, k, offsets, dtype):
+    d = np.zeros((m, k), dtype)
+    for off in offsets:
+        for i in range(m):
+            if 0 <= i + off < k:
+                d[i, i + off] = rng.standard_normal() + (1j * rng.standard_normal() if dtype.startswith("complex") else 0)
+    return d
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 8, 64, 300])
+def test_generated_dia_tuned_shapes(dtype, n):
+    """The DIA gather kernel: more diagonals than one shared-memory chunk (> 64), diagonals that leave the matrix,
+    column counts on the 16-byte vector path (8, 64), off it (3), a vector (1), several column tiles (300);
+    beta != 0, a misaligned b (a view one element in), a column-major b, a batch of b."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(11)
+    offsets = rng.choice(np.arange(-250, 270), 80, replace=False).tolist()  # 80 diagonals of 301 x 277, short ones
+    d = _banded(rng, 301, 277, offsets, dtype)
+    a = _ust_gpu(d, N.DIAI)
+    bh = _dense(rng, 277, n + 1, dtype, 1.0)
+    ch = _dense(rng, 301, n, dtype, 1.0)
+    for b in (cp.asarray(bh[:, :n]), cp.asarray(bh)[:, 1:], cp.asfortranarray(cp.asarray(bh[:, :n]))):
+        ref = 2 * d.astype(np.complex128) @ b.get() - 0.5 * ch
+        got = matmul(a, b, cp.asarray(ch), alpha=2.0, beta=-0.5, options={"codegen": True})
+        assert relerr(got.get(), ref) < TOL[dtype], (b.strides, n)
+    bb = cp.asarray(_dense(rng, 3 * 277, n, dtype, 1.0).reshape(3, 277, n))
+    ref = np.einsum("ik,bkn->bin", d.astype(np.complex128), bb.get())
+    assert relerr(matmul(a, bb, options={"codegen": True}).get(), ref) < TOL[dtype]
+    if n == 1:
+        x = cp.asarray(bh[:, 0])
+        assert relerr(matmul(a, x, options={"codegen": True}).get(), d @ bh[:, 0]) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("block", [(3, 5), (4, 4), (1, 7)])
+@pytest.mark.parametrize("n", [5, 64, 260])
+def test_generated_bsr_tuned_shapes(dtype, block, n):
+    """The BSR 'owned' kernel: odd block sizes, extents that are not multiples of the block, columns on and off
+    the vector path and across column tiles, beta != 0, a misaligned b and a batch."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(12)
+    d = _dense(rng, 103, 97, dtype, 0.2)
+    a = _ust_gpu(d, N.BSRRight(*block))
+    bh = _dense(rng, 97, n + 1, dtype, 1.0)
+    ch = _dense(rng, 103, n, dtype, 1.0)
+    for b in (cp.asarray(bh[:, :n]), cp.asarray(bh)[:, 1:]):
+        ref = 1.5 * d.astype(np.complex128) @ b.get() + 0.25 * ch
+        got = matmul(a, b, cp.asarray(ch), alpha=1.5, beta=0.25, options={"codegen": True})
+        assert relerr(got.get(), ref) < TOL[dtype], (block, n)
+    bb = cp.asarray(_dense(rng, 2 * 97, n, dtype, 1.0).reshape(2, 97, n))
+    ref = np.einsum("ik,bkn->bin", d.astype(np.complex128), bb.get())
+    assert relerr(matmul(a, bb, options={"codegen": True}).get(), ref) < TOL[dtype]
