@@ -156,9 +156,54 @@ class Matmul(Operation):
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
                                           "CPU compute the transformed operands first")
             self._prologs = (prologs, epilog, semiring, compute_capability)
+        alg = self._options.algorithm
+        if alg not in (None, "autotune") and not self._on_gpu:
+            raise ValueError(f"algorithm={alg!r} names a cuSPARSE algorithm, but this product runs on the CPU; "
+                             f"choose the CPU engine with cpu_engine= (or algorithm='autotune' to measure it)")
         if self._planned:
             self._drop_plan()
         self._plan(stream)
+        if alg == "autotune":
+            try:
+                self.autotune(stream=stream)
+            except BaseException:
+                self._drop_plan()
+                raise
+
+    @requires_alive
+    def autotune(self, *, iterations: int = 5, stream=None) -> list:
+        """(cumath) Choose by measurement what runs the planned product, and keep it: on the GPU, cuSPARSE's
+        SpMM/SpMV algorithms for the stored format (CSR: DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3; BSR: DEFAULT,
+        BSR_ALG1; SpMV: DEFAULT, CSR_ALG1, CSR_ALG2), each timed over ``iterations`` executions with CUDA events;
+        on the CPU, MKL's sparse BLAS against SciPy when ``cpu_engine`` is 'auto'. The executions write a scratch
+        result, never ``c``. ``MatmulOptions(algorithm='autotune')`` does this at plan(); a stateless call with
+        those options reuses the tuned plan from the plan cache. A generated kernel has nothing to choose.
+
+        Returns ``[(name, milliseconds per execution), ...]``, fastest first (the first one is kept)."""
+        if self._executor is None or self._released:
+            self._not_ready("autotune")
+        if not isinstance(iterations, int) or iterations < 1:
+            raise ValueError(f"iterations={iterations!r} must be an int >= 1")
+        ex = self._executor
+        if self._on_gpu:
+            if not hasattr(ex, "autotune"):
+                self._log.info("autotune: a generated kernel has no algorithms to choose from")
+                return []
+            s, explicit = self._stream_arg(stream)
+            return self._ordered(s, explicit, ex.autotune, self._ops, self._alpha, self._beta, s, iterations)
+        from ._autotune import autotune_cpu
+
+        self._executor, times = autotune_cpu(self, ex, iterations)
+        return times
+
+    @property
+    def algorithm(self) -> str | None:
+        """(cumath) What runs the plan: cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
+        'generated' for a generated kernel, the engine ('mkl', 'scipy') on the CPU; None before plan()."""
+        ex = self._executor
+        if ex is None:
+            return None
+        return getattr(ex, "algorithm", ex.engine.name)
 
     def _make_executor(self):
         if self._on_gpu:
@@ -167,6 +212,10 @@ class Matmul(Operation):
 
             a = self._ops["a"]
             if wants_generated(a, self._options, self._prologs):
+                if self._options.algorithm not in (None, "autotune"):
+                    raise ValueError(f"algorithm={self._options.algorithm!r} names a cuSPARSE algorithm, but this "
+                                     f"product runs on a generated kernel (a {a.format} operand, codegen, prologs, "
+                                     f"an epilog or a semiring); drop algorithm=")
                 return GeneratedExecutor(self._geom, a, self._ops, self._options, self._log, self._place,
                                          self._prologs)
             return DeviceExecutor(self._geom, self._ops, self._options, self._log, self._place, self._prologs)

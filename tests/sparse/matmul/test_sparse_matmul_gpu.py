@@ -255,3 +255,59 @@ def test_generated_bsr_tuned_shapes(dtype, block, n):
     bb = cp.asarray(_dense(rng, 2 * 97, n, dtype, 1.0).reshape(2, 97, n))
     ref = np.einsum("ik,bkn->bin", d.astype(np.complex128), bb.get())
     assert relerr(matmul(a, bb, options={"codegen": True}).get(), ref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", ("float32", "complex128"))
+def test_cusparse_algorithms_and_autotune(dtype):
+    """Every cuSPARSE algorithm cumath offers for CSR SpMM / SpMV and BSR SpMM gives the right product (those the
+    installed cuSPARSE refuses for the problem raise CUSPARSEError at plan); autotune() keeps one that runs and
+    does not touch c; algorithm='autotune' tunes once for stateless calls."""
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    from cumath.errors import CUSPARSEError
+
+    rng = np.random.default_rng(13)
+    d = _dense(rng, 301, 203, dtype, 0.05)
+    a = csp.csr_matrix(cp.asarray(d))
+    b = cp.asarray(_dense(rng, 203, 33, dtype, 1.0))
+    c = cp.asarray(_dense(rng, 301, 33, dtype, 1.0))
+    ref = d.astype(np.complex128) @ b.get() + 0.5 * c.get()
+    ran = []
+    for alg in ("DEFAULT", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3"):
+        try:
+            with Matmul(a, b, c.copy(), beta=0.5, options={"algorithm": alg}) as mm:
+                mm.plan()
+                assert mm.algorithm == alg
+                assert relerr(mm.execute().get(), ref) < TOL[dtype], alg
+                assert relerr(mm.execute().get(), d @ b.get() + 0.5 * (d @ b.get() + 0.5 * c.get())) < TOL[dtype]
+                ran.append(alg)
+        except CUSPARSEError:
+            assert alg != "DEFAULT"
+    x = cp.asarray(_dense(rng, 203, 1, dtype, 1.0)[:, 0])
+    for alg in ("DEFAULT", "CSR_ALG1", "CSR_ALG2"):
+        assert relerr(matmul(a, x, options={"algorithm": alg}).get(), d @ x.get()) < TOL[dtype], alg
+    c0 = c.copy()
+    with Matmul(a, b, c, beta=0.5) as mm:
+        mm.plan()
+        times = mm.autotune(iterations=3)
+        assert [n for n, _ in times][0] == mm.algorithm and set(n for n, _ in times) <= set(ran)
+        assert bool((c == c0).all())
+        assert relerr(mm.execute().get(), ref) < TOL[dtype]
+    for _ in range(2):
+        assert relerr(matmul(a, b, options={"algorithm": "autotune"}).get(), d @ b.get()) < TOL[dtype]
+    torch = pytest.importorskip("torch")
+    tb = torch.as_tensor(b, device="cuda")
+    hb = torch.tensor(np.kron(_dense(rng, 40, 30, dtype, 0.2), np.ones((3, 3))), device="cuda")
+    bsr = hb.to_sparse_bsr((3, 3))
+    bref = hb.cpu().numpy() @ np.ones((90, 33))
+    ones = torch.ones((90, 33), dtype=hb.dtype, device="cuda")
+    for alg in ("DEFAULT", "BSR_ALG1"):
+        with Matmul(bsr, ones, options={"algorithm": alg}) as mm:
+            mm.plan()
+            assert relerr(mm.execute().cpu().numpy(), bref) < TOL[dtype], alg
+    with Matmul(bsr, ones) as mm:
+        mm.plan()
+        mm.autotune()
+        assert mm.algorithm in ("DEFAULT", "BSR_ALG1", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3")
+        assert relerr(mm.execute().cpu().numpy(), bref) < TOL[dtype]
+    del tb
