@@ -152,8 +152,9 @@ def test_dsl_mapping_and_errors():
     assert np.array_equal(t.convert(tensor_format=N.CSR).to_package().toarray(), d)
     with pytest.raises(TypeError, match="no numpy counterpart"):
         t.to_package()
-    with pytest.raises(NotImplementedError, match="DELTA"):
-        Tensor.from_package(sp.csr_array(d)).convert(tensor_format=TensorFormat((i, j), {i: F.DENSE, j: F.DELTA}))
+    delta = TensorFormat((i, j), {i: F.DENSE, j: F.DELTA})  # DELTA and STRUCTURED: test_ust_delta_structured.py
+    assert np.array_equal(Tensor.from_package(sp.csr_array(d)).convert(tensor_format=delta).convert(
+        tensor_format=N.CSR).to_package().toarray(), d)
 
 
 @pytest.mark.parametrize("fmt", [N.CSR, N.CSC, N.COO, N.DIAI, N.BSRRight(2, 2), N.DCSR, N.CROW], ids=lambda f: f.name)
