@@ -25,11 +25,28 @@ import numpy as np
 from ..ust._dsl import LevelFormat as F, TensorFormat
 
 __all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "vector_width", "launch_shape",
+           "kernel_kinds", "decoded_crd",
            "vectors_per_thread", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
            "CTYPES"]
 
 KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
 CTYPES = {"float32": "float", "float64": "double", "complex64": "cplx<float>", "complex128": "cplx<double>"}
+
+
+def kernel_kinds(fmt: TensorFormat) -> tuple:
+    """The level formats as the kernel walks them: a DELTA level is read as COMPRESSED, from its coordinates
+    decoded once at plan() (:func:`decoded_crd`)."""
+    return tuple(F.COMPRESSED if k == F.DELTA else k for k in fmt.level_formats)
+
+
+def decoded_crd(fmt: TensorFormat, pos, crd) -> list:
+    """The coordinate arrays with every DELTA level's gaps summed into coordinates (host arrays)."""
+    from ..ust._storage import _delta_decode
+
+    return [_delta_decode(np.asarray(pos[lvl], np.int64), np.asarray(c, np.int64)[: int(np.asarray(pos[lvl])[-1])])
+            .astype(np.asarray(c).dtype) if kind == F.DELTA else c
+            for lvl, (kind, c) in enumerate(zip(fmt.level_formats, crd))]
+
 
 _PRELUDE = r"""
 template <typename R> struct cplx { R x, y; };
@@ -72,8 +89,9 @@ def range_tables(fmt: TensorFormat, extents, host_pos, host_crd) -> dict:
     from ..ust._storage import _range_bounds, level_sizes
 
     sizes = level_sizes(fmt, extents)
+    host_crd = decoded_crd(fmt, host_pos, host_crd)
     out, table, nparents = {}, [], 1
-    for level, kind in enumerate(fmt.level_formats):
+    for level, kind in enumerate(kernel_kinds(fmt)):
         size = sizes[level]
         if kind in (F.DENSE, F.BATCH):
             table = [np.repeat(t, size) for t in table] + [np.tile(np.arange(size, dtype=np.int64), nparents)]
@@ -85,6 +103,10 @@ def range_tables(fmt: TensorFormat, extents, host_pos, host_crd) -> dict:
             nparents = int(p[-1])
         elif kind == F.SINGLETON:
             table = table + [np.asarray(host_crd[level], np.int64)[:nparents]]
+        elif kind == F.STRUCTURED:
+            n = fmt.level_param(level)
+            table = [np.repeat(t, n) for t in table] + [np.asarray(host_crd[level], np.int64)[: nparents * n]]
+            nparents *= n
         elif kind == F.RANGE:
             lo, hi = _range_bounds(fmt, extents, level, table, size)
             off = np.concatenate([[0], np.cumsum(hi - lo)[:-1]]).astype(np.int64)
@@ -115,7 +137,7 @@ def _dims_c(fmt: TensorFormat) -> list:
 def _loops(fmt: TensorFormat):
     """(opening lines, number of closing braces) of the level loop nest (level 0 over blocks)."""
     lines = []
-    for level, kind in enumerate(fmt.level_formats):
+    for level, kind in enumerate(kernel_kinds(fmt)):
         par = "0LL" if level == 0 else f"p{level - 1}"
         if kind in (F.DENSE, F.BATCH):
             if level == 0:
@@ -132,6 +154,10 @@ def _loops(fmt: TensorFormat):
                              f" ++p{level}) {{ long long c{level} = crd{level}[p{level}];")
         elif kind == F.SINGLETON:
             lines.append(f"{{ long long p{level} = {par}; long long c{level} = crd{level}[p{level}];")
+        elif kind == F.STRUCTURED:
+            n = fmt.level_param(level)
+            lines.append(f"for (long long p{level} = {par} * {n}LL; p{level} < ({par} + 1) * {n}LL; ++p{level}) {{ "
+                         f"long long c{level} = crd{level}[p{level}];")
         elif kind == F.RANGE:
             lines.append(f"for (long long c{level} = rlo{level}[{par}]; c{level} < rhi{level}[{par}]; ++c{level}) {{ "
                          f"long long p{level} = roff{level}[{par}] + (c{level} - rlo{level}[{par}]);")
@@ -157,7 +183,7 @@ def schedule(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_add
     """
     row = fmt.dimensions[1 if transpose else 0].dimension_name
     e0 = fmt.level_exprs[0]
-    kinds = fmt.level_formats
+    kinds = kernel_kinds(fmt)
     if len(kinds) == 2 and kinds[0] == F.COMPRESSED and kinds[1] == F.RANGE and (add or not atomic_add):
         e1 = fmt.level_exprs[1]
         if e1.op == "affine" and e1.dims == (row,) and e1.terms[row] == 1:
@@ -175,23 +201,23 @@ def fuses_beta(fmt: TensorFormat, transpose: bool = False, *, add=None, atomic_a
     how = schedule(fmt, transpose, add=add, atomic_add=atomic_add)
     if how == "gather":
         return True
-    return how == "owned" and not (atomic_add and not add) and fmt.level_formats[0] in (F.DENSE, F.BATCH)
+    return how == "owned" and not (atomic_add and not add) and kernel_kinds(fmt)[0] in (F.DENSE, F.BATCH)
 
 
 def arg_types(fmt: TensorFormat, dtype: str) -> tuple:
     """The launch-argument codes (``_core/kernels.ArgPacker``) of the main, scale and epilog kernels (the main
     kernel takes beta too: the 'gather' schedule applies it itself)."""
     r = "f" if dtype in ("float32", "complex64") else "d"
-    n = sum({F.COMPRESSED: 2, F.SINGLETON: 1, F.RANGE: 3}.get(k, 0) for k in fmt.level_formats)
+    n = sum({F.COMPRESSED: 2, F.SINGLETON: 1, F.STRUCTURED: 1, F.RANGE: 3}.get(k, 0) for k in kernel_kinds(fmt))
     return "P" * n + "PPPqqiqq" + r * 4 + "ii", "PPqiqq" + r + r + "i", "Pqiq"
 
 
 def _params(fmt: TensorFormat, it: str) -> list:
     ps = []
-    for level, kind in enumerate(fmt.level_formats):
+    for level, kind in enumerate(kernel_kinds(fmt)):
         if kind == F.COMPRESSED:
             ps += [f"const {it}* __restrict__ pos{level}", f"const {it}* __restrict__ crd{level}"]
-        elif kind == F.SINGLETON:
+        elif kind in (F.SINGLETON, F.STRUCTURED):
             ps.append(f"const {it}* __restrict__ crd{level}")
         elif kind == F.RANGE:
             ps += [f"const long long* __restrict__ rlo{level}", f"const long long* __restrict__ rhi{level}",
@@ -481,8 +507,9 @@ def emulate(fmt: TensorFormat, extents, pos, crd, val, b: np.ndarray, *, alpha=1
     rt = np.result_type(val, b2) if c is None else np.result_type(val, b2, c)
     d = np.zeros((m, b2.shape[1]), dtype=rt) if c is None or beta == 0 else (beta * c.reshape(m, -1)).astype(rt)
     tables = range_tables(fmt, extents, pos, crd)
+    crd = decoded_crd(fmt, pos, crd)
     sizes = fmt.dim2lvl(list(extents), as_size=True)
-    kinds = fmt.level_formats
+    kinds = kernel_kinds(fmt)
     last = fmt.num_levels - 1
 
     def walk(level, parent, coords):
@@ -493,6 +520,9 @@ def emulate(fmt: TensorFormat, extents, pos, crd, val, b: np.ndarray, *, alpha=1
             items = ((p, int(crd[level][p])) for p in range(int(pos[level][parent]), int(pos[level][parent + 1])))
         elif kind == F.SINGLETON:
             items = ((parent, int(crd[level][parent])),)
+        elif kind == F.STRUCTURED:
+            n = fmt.level_param(level)
+            items = ((p, int(crd[level][p])) for p in range(parent * n, (parent + 1) * n))
         else:
             lo, hi, off = (t[parent] for t in tables[level])
             items = ((off + cc - lo, cc) for cc in range(lo, hi))

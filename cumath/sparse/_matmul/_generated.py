@@ -13,8 +13,8 @@ import numpy as np
 
 from ..._core import jit
 from ..._core.operand import adapter
-from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, launch_shape, range_tables, \
-    schedule, spmm_source, vector_width, vectors_per_thread
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, decoded_crd, fuses_beta, kernel_kinds, \
+    launch_shape, range_tables, schedule, spmm_source, vector_width, vectors_per_thread
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -97,12 +97,18 @@ class GeneratedExecutor:
             log.info("generated SpMM for %s (%s, %s indices) ready in %.1f ms (compiled or loaded from the cache)",
                      fmt.name, geom.dtype, ust.index_type, 1e3 * (time.perf_counter() - t0))
         host = lambda a: None if a is None else np.asarray(self._host(a))  # noqa: E731
-        tables = range_tables(fmt, extents, [host(p) for p in ust._pos], [host(c) for c in ust._crd])
+        host_pos, host_crd = [host(p) for p in ust._pos], [host(c) for c in ust._crd]
+        tables = range_tables(fmt, extents, host_pos, host_crd)
         self._tables = {lvl: tuple(self.pkg.upload(t) for t in tabs) for lvl, tabs in tables.items()}
-        self.nbytes = sum(int(t.nbytes) for tabs in self._tables.values() for t in tabs)
         from ..ust._dsl import LevelFormat as F
 
-        first = fmt.level_formats[0]
+        # DELTA levels are read as COMPRESSED from coordinates decoded here (the pattern is the plan's)
+        self._decoded = {lvl: self.pkg.upload(c) for lvl, (kind, c) in enumerate(zip(
+            fmt.level_formats, decoded_crd(fmt, host_pos, host_crd))) if kind == F.DELTA}
+        self.nbytes = sum(int(t.nbytes) for tabs in self._tables.values() for t in tabs) + sum(
+            int(c.nbytes) for c in self._decoded.values())
+        kinds = kernel_kinds(fmt)
+        first = kinds[0]
         sizes = fmt.dim2lvl(list(extents), as_size=True)
         self._outer = sizes[0] if first in (F.DENSE, F.BATCH) else None
         self._first_pos = host(ust._pos[0]) if first == F.COMPRESSED else None
@@ -122,7 +128,9 @@ class GeneratedExecutor:
         for level, kind in enumerate(u.tensor_format.level_formats):
             if kind == F.COMPRESSED:
                 out += [ptr(u._pos[level]), ptr(u._crd[level])]
-            elif kind == F.SINGLETON:
+            elif kind == F.DELTA:
+                out += [ptr(u._pos[level]), ptr(self._decoded[level])]
+            elif kind in (F.SINGLETON, F.STRUCTURED):
                 out.append(ptr(u._crd[level]))
             elif kind == F.RANGE:
                 out += [ptr(t) for t in self._tables[level]]
@@ -202,4 +210,4 @@ class GeneratedExecutor:
         return y
 
     def free(self) -> None:
-        self._tables = {}
+        self._tables, self._decoded = {}, {}

@@ -309,3 +309,26 @@ def test_cusparse_algorithms_and_autotune(dtype):
         mm.autotune()
         assert mm.algorithm in ("DEFAULT", "BSR_ALG1", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3")
         assert relerr(mm.execute().cpu().numpy(), bref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_generated_structured_and_delta(dtype):
+    """Generated kernels for N:M structured tensors (a STRUCTURED level walked in blocks of N) and DELTA levels
+    (read as compressed from coordinates decoded at plan)."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(14)
+    d = _dense(rng, 45, 38, dtype, 0.6)
+    for r in range(45):  # prune to 2:4 along the rows
+        for b0 in range(0, 38, 4):
+            nz = np.flatnonzero(d[r, b0:b0 + 4])
+            d[r, b0 + nz[2:]] = 0
+    b = cp.asarray(_dense(rng, 38, 12, dtype, 1.0))
+    for fmt in (N.Structured(2, 4), N.Delta(N.CSR), N.Delta(N.DCSR), N.Delta(N.DIAI)):
+        a = _ust_gpu(d, fmt)
+        with Matmul(a, b, options={"codegen": True}) as mm:
+            mm.plan()
+            assert mm.engine == "generated"
+            assert relerr(mm.execute().get(), d @ b.get()) < TOL[dtype], fmt.name
+        assert relerr(matmul(a, b[:, 0]).get(), d @ b.get()[:, 0]) < TOL[dtype], fmt.name
