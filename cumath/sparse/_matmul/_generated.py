@@ -2,7 +2,13 @@
 ``MatmulOptions(codegen=True)``, formats cuSPARSE does not have (DIA, custom UST formats), and products with
 prologs, an epilog or a semiring. The kernel is compiled and linked once per format, dtype, index type and
 operators (content-addressed on disk: a second process loads it); the RANGE tables of the format are computed
-at plan() and uploaded."""
+at plan() and uploaded.
+
+Why not cuSPARSE's ``cusparseSpMMOp`` for cuSPARSE's own formats: its plan takes LTO-IR for the semiring's
+add and mul and for an epilogue only, so the prologs of a and b (what ``plan(prologs=...)`` is about) cannot be
+given to it; it multiplies CSR only; and ``cusparse.h`` (12.9, CUDA 13) marks cusparseSpMMOp_createPlan,
+cusparseSpMMOp and the plan type CUSPARSE_DEPRECATED ("will be removed in the next major release"). Every
+product with operators therefore runs here, for every format, with the same operator symbols."""
 
 from __future__ import annotations
 

@@ -150,7 +150,11 @@ class Matmul(Operation):
         """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
         ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
         ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
-        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan."""
+        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan.
+
+        Deliberate difference: nvmath-python runs products with prologs on cuSPARSE's formats through
+        cusparseSpMMOp; cumath runs them on its generated kernels, because SpMMOp takes no prologs (only add, mul
+        and an epilogue) and is deprecated in cuSPARSE 12.9 (CUDA 13)."""
         if prologs or epilog is not None or semiring is not None:
             if not self._on_gpu:
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
