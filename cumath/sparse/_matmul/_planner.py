@@ -152,9 +152,9 @@ class Matmul(Operation):
         ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
         zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan.
 
-        Deliberate difference: nvmath-python runs products with prologs on cuSPARSE's formats through
-        cusparseSpMMOp; cumath runs them on its generated kernels, because SpMMOp takes no prologs (only add, mul
-        and an epilogue) and is deprecated in cuSPARSE 12.9 (CUDA 13)."""
+        Products with prologs, an epilog or a semiring run on generated kernels for every format, cuSPARSE's
+        included: cuSPARSE's cusparseSpMMOp takes no prologs (only add, mul and an epilogue), multiplies CSR only
+        and is deprecated in cuSPARSE 12.9 (CUDA 13)."""
         if prologs or epilog is not None or semiring is not None:
             if not self._on_gpu:
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
