@@ -24,10 +24,9 @@ import numpy as np
 
 from ..ust._dsl import LevelFormat as F, TensorFormat
 
-__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "vector_width", "launch_shape",
-           "kernel_kinds", "decoded_crd",
-           "vectors_per_thread", "KERNEL", "SCALE_KERNEL", "EPILOG_KERNEL",
-           "CTYPES"]
+__all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "vector_width",
+           "launch_shape", "kernel_kinds", "decoded_crd", "vectors_per_thread", "KERNEL", "SCALE_KERNEL",
+           "EPILOG_KERNEL", "CTYPES"]
 
 KERNEL, SCALE_KERNEL, EPILOG_KERNEL = "cumath_ust_spmm", "cumath_ust_spmm_scale", "cumath_ust_spmm_epilog"
 CTYPES = {"float32": "float", "float64": "double", "complex64": "cplx<float>", "complex128": "cplx<double>"}
@@ -282,6 +281,22 @@ def _store(T, semiring, indent, acc, at, ep=lambda x: x):
     return lines + [f"{indent}store_vec<W>(D + {at}, out);"]
 
 
+def _columns(indent: str, lines, skip: bool = True) -> list:
+    """C lines running ``lines`` for each of the thread's V vectors of columns (``col``: the vector's first
+    column; with ``skip``, vectors past N are skipped)."""
+    return ["#pragma unroll", f"{indent}for (int u = 0; u < V; ++u) {{",
+            f"{indent}  const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
+            *([f"{indent}  if (col >= N) continue;"] if skip else []),
+            *(x if x.startswith("#") else f"{indent}  {x}" for x in lines), f"{indent}}}"]
+
+
+def _accumulate(T, add, prod, slot, indent) -> list:
+    """C lines adding ``v`` times row ``q`` of b (16-byte vectors of it) into the thread's accumulators."""
+    return [f"{indent}const long long qb = q * ldb;",
+            *_columns(indent, [f"{T} b_[W]; load_vec<W>(b_, B + qb + col);", "#pragma unroll",
+                               f"for (int w = 0; w < W; ++w) {{ {_combine(T, add, slot, prod)} }}"])]
+
+
 def _gather_body(T, it, inner, prod, conjugate, add, mul, epilog) -> str:
     """The 'gather' schedule: a thread per result row and V vectors of W columns; the stored diagonals' level-0
     coordinate and RANGE table entries are staged in shared memory in chunks of 64 (read once per block, not per
@@ -299,13 +314,8 @@ def _gather_body(T, it, inner, prod, conjugate, add, mul, epilog) -> str:
         "    const long long r = tile * blockDim.y + threadIdx.y;",
         "    const bool live = r < M;",
         f"    {T} acc[V][W];",
-        "#pragma unroll",
-        "    for (int u = 0; u < V; ++u) {",
-        "      const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "      const bool ok = live && col < N;",
-        f"      {T} (&acc_)[W] = acc[u];",
-        *_init(T, semi, "      ", "r * ldd + col"),
-        "    }",
+        *_columns("    ", ["const bool ok = live && col < N;", f"{T} (&acc_)[W] = acc[u];",
+                            *_init(T, semi, "", "r * ldd + col")], skip=False),
         "    for (long long base = 0; base < nd; base += DCH) {",
         "      const int cnt = (int)(nd - base < DCH ? nd - base : DCH);",
         "      __syncthreads();",
@@ -321,24 +331,11 @@ def _gather_body(T, it, inner, prod, conjugate, add, mul, epilog) -> str:
         "        if (c1 < lo || c1 >= s_hi[g] || q < 0 || q >= K) continue;",
         f"        {T} v = val[s_off[g] + (c1 - lo)];",
         f"        if (is_zero(v)) continue; {'v = conj_(v);' if conjugate else ''}",
-        "        const long long qb = q * ldb;",
-        "#pragma unroll",
-        "        for (int u = 0; u < V; ++u) {",
-        "          const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "          if (col >= N) continue;",
-        f"          {T} b_[W]; load_vec<W>(b_, B + qb + col);",
-        "#pragma unroll",
-        f"          for (int w = 0; w < W; ++w) {{ {_combine(T, add, 'acc[u][w]', prod)} }}",
-        "        }",
+        *_accumulate(T, add, prod, "acc[u][w]", "        "),
         "      }",
         "    }",
         "    if (!live) continue;",
-        "#pragma unroll",
-        "    for (int u = 0; u < V; ++u) {",
-        "      const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "      if (col >= N) continue;",
-        *_store(T, semi, "      ", "acc[u][w]", "r * ldd + col", ep),
-        "    }",
+        *_columns("    ", _store(T, semi, "", "acc[u][w]", "r * ldd + col", ep)),
         "  }",
     ])
 
@@ -369,28 +366,15 @@ def _owned_body(fmt, T, loops, close, row, inner, prod, conjugate, add, mul, las
         "#pragma unroll",
         "    for (int k = 0; k < ROWS; ++k) {",
         f"      const long long rr = {row0} + k;",
-        "#pragma unroll",
-        "      for (int u = 0; u < V; ++u) {",
-        "        const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "        const bool ok = rr < M && col < N;",
-        f"        {T} (&acc_)[W] = acc[k][u];",
-        *_init(T, semi, "        ", "rr * ldd + col"),
-        "      }",
+        *_columns("      ", ["const bool ok = rr < M && col < N;", f"{T} (&acc_)[W] = acc[k][u];",
+                              *_init(T, semi, "", "rr * ldd + col")], skip=False),
         "    }",
         *("    " + x if not x.startswith("#") else x for x in inner_loops),
         f"    long long r = {row}; long long q = {inner};",
         "    if (r >= 0 && r < M && q >= 0 && q < K) {",
         f"      {T} v = val[p{last}];",
         f"      if (!is_zero(v)) {{ {'v = conj_(v);' if conjugate else ''}",
-        "        const long long qb = q * ldb;",
-        "#pragma unroll",
-        "        for (int u = 0; u < V; ++u) {",
-        "          const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "          if (col >= N) continue;",
-        f"          {T} b_[W]; load_vec<W>(b_, B + qb + col);",
-        "#pragma unroll",
-        f"          for (int w = 0; w < W; ++w) {{ {_combine(T, add, slot, prod)} }}",
-        "        }",
+        *_accumulate(T, add, prod, slot, "        "),
         "      }",
         "    }",
         "    " + "}" * (close - 1),
@@ -398,12 +382,7 @@ def _owned_body(fmt, T, loops, close, row, inner, prod, conjugate, add, mul, las
         "    for (int k = 0; k < ROWS; ++k) {",
         f"      const long long rr = {row0} + k;",
         "      if (rr >= M) continue;",
-        "#pragma unroll",
-        "      for (int u = 0; u < V; ++u) {",
-        "        const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;",
-        "        if (col >= N) continue;",
-        *_store(T, semi, "        ", "acc[k][u][w]", "rr * ldd + col"),
-        "      }",
+        *_columns("      ", _store(T, semi, "", "acc[k][u][w]", "rr * ldd + col")),
         "    }",
         "    }",
         "  }",
@@ -484,7 +463,8 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
         f"// generated SpMM for {fmt.name}: levels {[f.name for f in fmt.level_formats]}, extents {list(extents)}",
         _PRELUDE, *decl, size_consts,
         f"// schedule: {how}", *rows_fn,
-        f'extern "C" __global__ void __launch_bounds__(256) {KERNEL}({params}) {{', "  " + make("alpha"), "  " + make("beta"), body, "}",
+        f'extern "C" __global__ void __launch_bounds__(256) {KERNEL}({params}) {{',
+        "  " + make("alpha"), "  " + make("beta"), body, "}",
         f'extern "C" __global__ void {SCALE_KERNEL}(const {T}* __restrict__ C, {T}* __restrict__ D, long long M, '
         f"int N, long long ldc, long long ldd, {R} beta_re, {R} beta_im, int zero) {{", "  " + make("beta"),
         "  for (long long r = blockIdx.x; r < M; r += gridDim.x)",

@@ -10,6 +10,7 @@ from ..._core.lifecycle import requires_alive
 from ..._core.operand import Operand, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
+from .._common import check_dense_beside, check_given_after_release
 from .._formats import SparseMatrix, wrap_sparse_matrix
 from ._executors import HostExecutor, new_result
 from ._options import MatmulOptions
@@ -106,14 +107,8 @@ class Matmul(Operation):
         B = wrap_dense(b, "b")
         C = None if c is None else wrap_dense(c, "c")
         for name, op in (("b", B), ("c", C)):
-            if op is None:
-                continue
-            if op.package != A.package:
-                raise TypeError(f"{name} is a {op.package} array while a is a sparse matrix of {A.package} arrays; "
-                                f"pass operands of one package")
-            if op.device_id != A.device_id:
-                raise ValueError(f"{name} and a are in different memory spaces ({op.device_id} and {A.device_id}; "
-                                 f"None is the host); move them to one device")
+            if op is not None:
+                check_dense_beside(name, op, A, f"a sparse matrix of {A.package} arrays")
         if C is not None and C.readonly:
             raise ValueError("c receives the result, but c is read-only; pass a writeable c")
         quals = check_qualifiers(qualifiers, C is not None)
@@ -283,11 +278,8 @@ class Matmul(Operation):
                  "c": None if c is None else wrap_dense(c, "c")}
         if c is not None and self._signatures["c"] is None:
             raise ValueError("this Matmul was created without c, so c cannot be reset; create a new Matmul with c")
-        if self._released:
-            missing = [k for k in self._NAMES if self._signatures.get(k) is not None and given[k] is None]
-            if missing:
-                raise ValueError(f"after release_operands(), every operand must be given again; missing "
-                                 f"{', '.join(missing)}")
+        check_given_after_release(self._released, given,
+                                  [k for k in self._NAMES if self._signatures.get(k) is not None])
         for name, op in given.items():
             if op is None:
                 continue

@@ -13,13 +13,22 @@ def _fmt(dims, levels, name):
     return TensorFormat(dims, levels, name=name)
 
 
-def _blocked(kind: str, order: str, r: int, c: int) -> TensorFormat:
-    """Block formats: 'BSR' (block rows dense, block columns compressed) or 'BSC' (the other way), blocks stored
-    row-major ('Right') or column-major ('Left')."""
-    outer = {"BSR": (_i // r, _j // c), "BSC": (_j // c, _i // r)}[kind]
-    inner = {"Right": (_i % r, _j % c), "Left": (_j % c, _i % r)}[order]
-    return _fmt((_i, _j), {outer[0]: F.DENSE, outer[1]: F.COMPRESSED, inner[0]: F.DENSE, inner[1]: F.DENSE},
-                f"{kind}{order}{r}x{c}")
+class _BlockBuilder:
+    """A builder of block formats, called with the block's ``r x c``: 'BSR' (block rows dense, block columns
+    compressed) or 'BSC' (the other way round), blocks stored row-major ('Right') or column-major ('Left')."""
+
+    def __init__(self, kind: str, order: str, doc: str):
+        self.kind, self.order, self.__doc__ = kind, order, doc
+        self.__name__ = self.__qualname__ = f"{kind}{order}"
+
+    def __call__(self, r: int, c: int) -> TensorFormat:
+        outer = {"BSR": (_i // r, _j // c), "BSC": (_j // c, _i // r)}[self.kind]
+        inner = {"Right": (_i % r, _j % c), "Left": (_j % c, _i % r)}[self.order]
+        return _fmt((_i, _j), {outer[0]: F.DENSE, outer[1]: F.COMPRESSED, inner[0]: F.DENSE, inner[1]: F.DENSE},
+                    f"{self.kind}{self.order}{r}x{c}")
+
+    def __repr__(self):
+        return f"NamedFormats.{self.__name__}"
 
 
 class NamedFormats:
@@ -50,25 +59,10 @@ class NamedFormats:
                                  "BatchedDIAINonUniform")
     BatchedDIAIUniform = _fmt((_b, _i, _j), {_j - _i: F.COMPRESSED, _b: F.DENSE, _i: F.RANGE}, "BatchedDIAIUniform")
 
-    @staticmethod
-    def BSRRight(r: int, c: int) -> TensorFormat:
-        """Block CSR with row-major ``r x c`` blocks."""
-        return _blocked("BSR", "Right", r, c)
-
-    @staticmethod
-    def BSRLeft(r: int, c: int) -> TensorFormat:
-        """Block CSR with column-major ``r x c`` blocks."""
-        return _blocked("BSR", "Left", r, c)
-
-    @staticmethod
-    def BSCRight(r: int, c: int) -> TensorFormat:
-        """Block CSC with row-major ``r x c`` blocks."""
-        return _blocked("BSC", "Right", r, c)
-
-    @staticmethod
-    def BSCLeft(r: int, c: int) -> TensorFormat:
-        """Block CSC with column-major ``r x c`` blocks."""
-        return _blocked("BSC", "Left", r, c)
+    BSRRight = _BlockBuilder("BSR", "Right", "Block CSR with row-major ``r x c`` blocks.")
+    BSRLeft = _BlockBuilder("BSR", "Left", "Block CSR with column-major ``r x c`` blocks.")
+    BSCRight = _BlockBuilder("BSC", "Right", "Block CSC with row-major ``r x c`` blocks.")
+    BSCLeft = _BlockBuilder("BSC", "Left", "Block CSC with column-major ``r x c`` blocks.")
 
     @staticmethod
     def Structured(n: int, m: int) -> TensorFormat:
