@@ -238,7 +238,10 @@ class DeviceExecutor:
         caller's c) and keep the fastest. Returns ``[(name, ms per execution), ...]``, fastest first; algorithms
         cuSPARSE refuses for the problem are left out (logged)."""
         g = self.geom
+        from ..._core import cuda
+
         timer = timer or _event_timer
+        cuda.synchronize(stream)  # earlier executions may still use the workspace replaced below
         scratch = self.pkg.empty(g.result_shape, g.dtype)
         if ops.get("c") is not None:
             self.pkg.copy(scratch, ops["c"].obj)
