@@ -171,3 +171,31 @@ def test_gather_and_owned_sources_compile(fmt):
     assert f"schedule: {'gather' if fmt.name.startswith('DIA') else 'owned'}" in src
     art = jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a generated SpMM")
     assert art.data
+
+
+def test_launch_shape_and_vector_widths():
+    """The 'gather' / 'owned' launch shape covers every row and column with 256-thread blocks (a power-of-two
+    number of column threads, at most a warp), within CUDA's grid limits; 16-byte vectors per dtype."""
+    from cumath.sparse._matmul._codegen import launch_shape, vector_width, vectors_per_thread
+
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    @hyp.settings(max_examples=200, deadline=None)
+    @hyp.given(rows=st.integers(0, 10**9), n=st.integers(1, 10**7), width=st.sampled_from([1, 2, 4]),
+               per=st.sampled_from([1, 2]))
+    def check(rows, n, width, per):
+        (gx, gy, gz), (bx, by, bz) = launch_shape(rows, n, width, per)
+        assert bx * by == 256 and bz == gz == 1 and bx & (bx - 1) == 0 and 1 <= bx <= 32
+        assert 1 <= gx <= 1 << 22 and 1 <= gy <= 65535
+        assert gx * by >= min(rows, (1 << 22) * by)  # the kernels stride over the rest
+        assert gy * bx * width * per >= min(n, 65535 * bx * width * per)
+        if n <= 32 * width * per:
+            assert gy == 1
+
+    check()
+    assert launch_shape(1_000_000, 64, 4, 2) == ((31250, 1, 1), (8, 32, 1))  # the Laplacian case: 32 rows a block
+    assert launch_shape(50_000, 64, 4, 1) == ((3125, 1, 1), (16, 16, 1))  # 4x4 BSR: 16 block rows a block
+    assert launch_shape(10, 1, 1, 2) == ((1, 1, 1), (1, 256, 1))  # SpMV: a thread per row
+    assert [vector_width(d) for d in ("float32", "float64", "complex64", "complex128")] == [4, 2, 2, 1]
+    assert vectors_per_thread(N.DIAI) == 2 and vectors_per_thread(N.CSR) == 2 and vectors_per_thread(N.BSRRight(4, 4)) == 1
