@@ -13,7 +13,8 @@ from cumath.sparse.ust import Dimension, LevelFormat as F, LevelProperty as P, N
 
 MATRIX_FORMATS = [N.CSR, N.CSC, N.COO, N.DCSR, N.DCSC, N.CROW, N.CCOL, N.DIAI, N.DIAJ, N.SkewDIAI, N.SkewDIAJ,
                   N.DenseMatrixRight, N.DenseMatrixLeft, N.BSRRight(2, 3), N.BSRLeft(3, 2), N.BSCRight(2, 2),
-                  N.BSCLeft(4, 2)]
+                  N.BSCLeft(4, 2), N.Delta(N.CSR), N.Delta(N.CSC), N.Delta(N.DCSR), N.Delta(N.BSRRight(2, 3)),
+                  N.Delta(N.DIAI)]
 
 
 def matrix(rng, m=7, n=11, density=0.35, dtype="float64"):
