@@ -244,3 +244,20 @@ def test_autotune_option_and_named_algorithms(fake, monkeypatch):
         with pytest.raises(ValueError, match="not one cuSPARSE has for this product .SpMM of CSR.; use one of "
                                              "DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3"):
             mm.plan()
+
+
+def test_operand_space_and_algorithm_errors(fake):
+    """b in another memory space than a, b of another package, and a cuSPARSE algorithm named for a product that
+    runs on a generated kernel: clear errors."""
+    rng = np.random.default_rng(23)
+    a = sparse(rng, 6, 5, "csr", "float64", "int32")
+    with pytest.raises(ValueError, match="b is in GPU 0 while a is in host memory; move them to one device"):
+        Matmul(a, device(rand(rng, (5, 2), "float64")))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="b is a torch array while a is a sparse matrix of numpy arrays; pass a "
+                                        "numpy array"):
+        Matmul(a, torch.ones(5, 2, dtype=torch.float64))
+    with Matmul(device_sparse(a), device(rand(rng, (5, 2), "float64")),
+                options={"algorithm": "CSR_ALG2", "allocator": _Alloc()}) as mm:
+        with pytest.raises(ValueError, match="names a cuSPARSE algorithm, but this product runs on a generated kernel"):
+            mm.plan(prologs={"a": b"not compiled"})  # prologs run on generated kernels only
