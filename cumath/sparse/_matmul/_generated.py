@@ -173,7 +173,7 @@ class GeneratedExecutor:
             vec = int(self._vec_ok(n, ldb, ldd, b2, d2))
             if self.schedule in ("gather", "owned"):  # a thread per row (or row block) and V vectors of columns
                 rows = g.m if self.schedule == "gather" else outer
-                block_, grid_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread)
+                grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread)
             if self.schedule == "gather":  # beta and the epilog in the same pass
                 self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
                                    a_re, a_im, b_re, b_im, zero, vec)
