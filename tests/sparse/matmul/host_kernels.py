@@ -33,10 +33,18 @@ static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
 #define __shared__ static
 struct uint4 { unsigned x, y, z, w; };
 template <class T> inline void atomicAdd(T* p, T v) { std::atomic_ref<T>(*p).fetch_add(v); }
+static std::atomic<int> cumath_fault{0};
+static inline bool cumath_check16(const void* p) {  // a GPU faults on a misaligned 16-byte access
+  if (reinterpret_cast<unsigned long long>(p) % 16 == 0) return true;
+  cumath_fault = 1;
+  return false;
+}
+extern "C" int host_fault() { return cumath_fault.exchange(0); }
 """
 
 _HOST_STORES = r"""
-template <class T, int K> inline void store16(T* p, const T (&a)[K]) { std::memcpy((void*)p, (const void*)a, 16); }
+template <class T, int K> inline void store16(T* p, const T (&a)[K]) {
+  if (cumath_check16(p)) std::memcpy((void*)p, (const void*)a, 16); }
 """
 
 _KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\((.*?)\) \{')
@@ -54,6 +62,9 @@ def host_source(source: str, operators: str = "") -> str:
     start = source.index("// 16-byte stores written out")
     end = source.index("template <int W, typename T> __device__ __forceinline__ void store_vec")
     src = source[:start] + _HOST_STORES + source[end:]
+    load = "x.u = *reinterpret_cast<const uint4*>(p);"
+    assert load in src, "the 16-byte load of load_vec changed: update host_kernels"
+    src = src.replace(load, "if (!cumath_check16(p)) return; " + load)
     launchers = []
     for name, params in _KERNEL.findall(source):
         names = ", ".join(p.rsplit(" ", 1)[1] for p in params.split(", "))
@@ -97,7 +108,7 @@ class HostKernel:
     """``launch(grid, block, shared_bytes, stream, *args)`` of one kernel of a host-compiled source."""
 
     def __init__(self, lib, name: str, arg_types: str):
-        self.fn = getattr(lib, f"host_launch_{name}")
+        self.fn, self.fault = getattr(lib, f"host_launch_{name}"), lib.host_fault
         self.fn.argtypes = [ctypes.c_uint] * 4 + [_CTYPES[c] for c in arg_types]
         self.fn.restype = None
         self.launches = []
@@ -106,6 +117,7 @@ class HostKernel:
         assert block[0] * block[1] * block[2] <= 256 and grid[0] >= 1 and grid[1] >= 1 and grid[1] <= 65535
         self.launches.append((tuple(grid), tuple(block)))
         self.fn(grid[0], grid[1], block[0], block[1], *args)
+        assert self.fault() == 0, "the kernel made a misaligned 16-byte access (a GPU would fault)"
 
 
 class _Artifact:
