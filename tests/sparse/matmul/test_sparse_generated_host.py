@@ -114,6 +114,12 @@ def test_vector_path_is_taken_when_aligned(monkeypatch):
     assert k["cumath_ust_spmm"].launches == [((2, 1, 1), (8, 32, 1))]
     got, _ = run(N.DIAI, d, rand(rng, (40, 7), "float32"), monkeypatch=monkeypatch)
     assert seen[-1] is False
+    # rows 16-byte multiples apart, but the first element 4 bytes past an aligned address: the element path
+    wide = rand(rng, (40, 68), "float32")
+    got, _ = run(N.DIAI, d, wide[:, 1:65], monkeypatch=monkeypatch)
+    assert seen[-1] is False and relerr(got, d @ wide[:, 1:65]) < 1e-5
+    got, _ = run(N.BSRRight(4, 4), d, wide[:, 4:68], monkeypatch=monkeypatch)  # aligned again: vectors
+    assert seen[-1] is True and relerr(got, d @ wide[:, 4:68]) < 1e-5
 
 
 @pytest.mark.parametrize("fmt", [N.CSR, N.BSRRight(3, 5), N.BSRLeft(2, 2), N.DCSR, N.COO, N.Structured(2, 4),
