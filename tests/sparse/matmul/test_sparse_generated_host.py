@@ -90,6 +90,9 @@ def test_gather_dia(monkeypatch, dtype):
         assert relerr(got, 1.5 * d.astype(np.complex128) @ b - 0.5 * cc) < TOL[dtype], (n, b.strides)
         (grid, block), = k["cumath_ust_spmm"].launches
         assert block[0] * block[1] == 256
+    bb = rand(rng, (3, 61, 8), dtype)  # a batch of b against one a
+    got, _ = run(N.DIAI, d, bb, monkeypatch=monkeypatch)
+    assert got.shape == (3, 70, 8) and relerr(got, np.matmul(d, bb)) < TOL[dtype]
     x = rand(rng, (61,), dtype)
     got, _ = run(N.DIAI, d, x, monkeypatch=monkeypatch)
     assert relerr(got, d @ x) < TOL[dtype]
