@@ -358,3 +358,26 @@ def _have_mkl_engine() -> bool:
         return bool(available())
     except Exception:  # noqa: BLE001
         return False
+
+
+def test_property_autotuned_products():
+    """Whatever engine autotune() keeps, the product is right and c is untouched by the measurement."""
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+    from cumath.sparse import Matmul
+
+    @hyp.settings(max_examples=15, deadline=None)
+    @hyp.given(m=st.integers(1, 13), k=st.integers(1, 11), n=st.integers(1, 5), beta=st.sampled_from([0.0, 0.5]),
+               seed=st.integers(0, 2**31))
+    def check(m, k, n, beta, seed):
+        rng = np.random.default_rng(seed)
+        a = sp.random_array((m, k), density=0.4, format="csr", rng=rng)
+        b, c = rng.standard_normal((k, n)), rng.standard_normal((m, n))
+        c0 = c.copy()
+        with Matmul(a, b, c, beta=beta) as mm:
+            mm.plan()
+            mm.autotune(iterations=1)
+            assert np.array_equal(c, c0)
+            assert np.abs(mm.execute() - (a @ b + beta * c0)).max() < 1e-12
+
+    check()
