@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..errors import LibraryNotFoundError
 
 __all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
-           "install_hint", "EXTRAS_HINT"]
+           "install_hint", "EXTRAS_HINT", "once"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +142,11 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
     # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
     "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
+    # NVSHMEM's host library (cumath.distributed on GPUs) and cuFFTMp, a cuFFT of its own that links it: cuFFTMp
+    # is kept local and deep-bound so that its cuFFT entry points and the single-GPU libcufft's never mix.
+    "nvshmem_host": LibrarySpec(("libnvshmem_host.so.3",), "cu13-distributed", pathfinder="nvshmem_host"),
+    "cufftMp": LibrarySpec(("libcufftMp.so.12",), "cu13-distributed", deepbind=True, wheel_globs=(
+        "nvidia/cufftmp/cu13/lib/libcufftMp.so.12", "nvidia/cufftmp/lib/libcufftMp.so.12")),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
@@ -266,40 +271,50 @@ def find_library(name: str) -> str | None:
     return _paths.get(name)
 
 
+def once(table: dict, key, lock, make):
+    """``table[key]``, made by ``make()`` under ``lock`` the first time (checked again under the lock: two threads
+    never make it twice; a hit takes no lock). What loads a native thing once per process uses it."""
+    value = table.get(key)
+    if value is not None:
+        return value
+    with lock:
+        value = table.get(key)
+        if value is None:
+            value = table[key] = make()
+        return value
+
+
 def load_library(name: str) -> ctypes.CDLL:
     """Load library ``name`` (a key of ``LIBRARIES``) once and return its handle.
 
     Raises ``LibraryNotFoundError`` naming the pip extra that brings the library.
     """
     lib = _loaded.get(name)
-    if lib is not None:
+    return lib if lib is not None else once(_loaded, name, _lock, lambda: _load(name))
+
+
+def _load(name: str) -> ctypes.CDLL:
+    spec = LIBRARIES[name]
+    errors = []
+    for path, how in _candidates(name, spec):
+        try:
+            mode = ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL
+            if spec.deepbind:
+                mode |= getattr(os, "RTLD_DEEPBIND", 0)
+            lib = ctypes.CDLL(path, mode=mode)
+        except OSError as exc:
+            errors.append(f"{path}: {exc}")
+            continue
+        _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
+        logger.info("loaded %s from %s (%s)", name, _paths[name], how)
+        if spec.preload and spec.companion_of is None:
+            _preload_next_to(_paths[name], spec.preload)
         return lib
-    with _lock:
-        lib = _loaded.get(name)
-        if lib is not None:
-            return lib
-        spec = LIBRARIES[name]
-        errors = []
-        for path, how in _candidates(name, spec):
-            try:
-                mode = ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL
-                if spec.deepbind:
-                    mode |= getattr(os, "RTLD_DEEPBIND", 0)
-                lib = ctypes.CDLL(path, mode=mode)
-            except OSError as exc:
-                errors.append(f"{path}: {exc}")
-                continue
-            _loaded[name] = lib
-            _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
-            logger.info("loaded %s from %s (%s)", name, _paths[name], how)
-            if spec.preload and spec.companion_of is None:
-                _preload_next_to(_paths[name], spec.preload)
-            return lib
-        raise LibraryNotFoundError(
-            f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
-            f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
-            + (f". Last error: {errors[-1]}" if errors else "")
-        )
+    raise LibraryNotFoundError(
+        f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
+        f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
+        + (f". Last error: {errors[-1]}" if errors else "")
+    )
 
 
 def _preload_next_to(path: str, patterns: tuple[str, ...], mode: int = ctypes.RTLD_GLOBAL) -> None:

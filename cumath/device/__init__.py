@@ -21,7 +21,7 @@ Importing this package imports neither numba nor any native library; everything 
 
 from __future__ import annotations
 
-import importlib
+from .._core.lazy import lazy_getattr
 
 __all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize",
            "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",
@@ -44,17 +44,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
-    if name == "random":
-        module = importlib.import_module(f"{__name__}.random")
-        globals()[name] = module
-        return module
-    source = _LAZY.get(name)
-    if source is None:
-        raise AttributeError(f"module 'cumath.device' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _LAZY, ("random",))
 
 
 def unavailable_reason(*needs: str) -> str | None:
