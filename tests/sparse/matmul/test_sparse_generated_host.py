@@ -164,3 +164,19 @@ def test_semiring_and_epilog(monkeypatch):
         got, k = run(fmt, d, b, np.full((23, 8), np.inf), 1.0, 1.0, monkeypatch=monkeypatch, operators=ops,
                      prologs=(None, "ep", {"add": "ad", "mul": "mu"}, 90))
         assert np.array_equal(got, ref + 1), fmt.name
+
+
+def test_prologs(monkeypatch):
+    """Prologs of a and b (applied as the elements are read) on the three schedules, alpha and beta applied."""
+    ops = 'extern "C" double pa(double a) { return 2 * a; }\n' \
+          'extern "C" double pb(double b) { return b < 0 ? -b : b; }\n'
+    import cumath.sparse._matmul._generated as G
+
+    monkeypatch.setattr(G, "_symbol", lambda ir, what: ir)
+    rng = np.random.default_rng(5)
+    d = rand(rng, (29, 21), "float64", 0.3)
+    b, c = rand(rng, (21, 8), "float64"), rand(rng, (29, 8), "float64")
+    for fmt in (N.DIAI, N.BSRRight(2, 3), N.COO):
+        got, _ = run(fmt, d, b, c, 1.5, 0.5, monkeypatch=monkeypatch, operators=ops,
+                     prologs=({"a": "pa", "b": "pb"}, None, None, 90))
+        assert relerr(got, 1.5 * (2 * d) @ np.abs(b) + 0.5 * c) < 1e-12, fmt.name
