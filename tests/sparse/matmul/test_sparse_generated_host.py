@@ -44,7 +44,7 @@ def run(fmt, d, b, c=None, alpha=1.0, beta=0.0, transpose=False, monkeypatch=Non
     u = Tensor.from_package(sp.csr_array(d)).convert(tensor_format=fmt)
     a = u._as_sparse_matrix("a", convert=False)
     B = wrap_operand(b, "b")
-    out = (np.zeros if c is None else np.copy)(c if c is not None else None) if c is not None else None
+    out = None if c is None else c.copy()
     C = None if c is None else wrap_operand(out, "c")
     q = None
     if transpose:
