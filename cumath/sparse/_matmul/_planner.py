@@ -73,7 +73,9 @@ class Matmul(Operation):
     (transpose, conjugate) for a and b.
 
     Where it runs: the operands' space; on the CPU (which nvmath-python does not offer) oneMKL's sparse BLAS
-    (inspector-executor: analysed once at plan(), ``MatmulOptions.expected_calls``) or SciPy.
+    (inspector-executor: analysed once at plan(), ``MatmulOptions.expected_calls``) or SciPy. On the GPU cuSPARSE
+    runs its default algorithm, the one ``MatmulOptions.algorithm`` names, or the fastest that :meth:`autotune`
+    measures (cumath additions, as is the CPU's choice between MKL and SciPy by measurement).
 
     Example (CPU)::
 
