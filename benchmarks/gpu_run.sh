@@ -118,6 +118,8 @@ case "$phase" in
     echo "solvers rc=$?" | tee -a "$log"
     ;;
   dist)
+    # Open MPI's singleton start needs no ssh/rsh, but its rsh launcher refuses to load without one (containers)
+    export OMPI_MCA_plm=${OMPI_MCA_plm:-^rsh}
     pytest_gpu dist-tests 200 -m gpu tests/distributed
     timeout 240 python3 benchmarks/distributed.py --case gpu/fft-512cube,gpu/matmul-8192,gpu/solve-8192 \
       --json "$OUT/distributed.json" > "$OUT/distributed.txt" 2>&1

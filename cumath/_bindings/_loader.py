@@ -261,14 +261,28 @@ def _candidates(name: str, spec: LibrarySpec):
         yield from _companion_candidates(spec)
         return
     path = _try_pathfinder(spec)
-    if path:
+    wheels = _nvidia_wheel_candidates(spec)
+    sonames = _sonames(spec)
+    if path and not _named(path, sonames[0]):
+        # cuda-pathfinder may know only an older soname (libcudss.so.0 where cuDSS 1.0 ships .so.1): a wheel
+        # folder's copy of the preferred version comes first, so a second install beside it (another library's
+        # pin) is not picked up instead
+        for w in wheels:
+            if _named(w, sonames[0]):
+                yield w, "sys.path wheel folder (preferred version)"
+    if path and any(_named(path, soname) for soname in sonames):  # (not another major version's soname)
         yield path, "cuda-pathfinder"
-    for path in _nvidia_wheel_candidates(spec):
+    for path in wheels:
         yield path, "sys.path wheel folder"
     for path in _bundled_candidates(spec):
         yield path, "bundled copy"
     for soname in _sonames(spec):
         yield soname, "system loader"
+
+
+def _named(path: str, soname: str) -> bool:
+    base = os.path.basename(path)
+    return base == soname or base.startswith(soname + ".")
 
 
 def find_library(name: str) -> str | None:
@@ -322,7 +336,7 @@ def _load(name: str) -> ctypes.CDLL:
     raise LibraryNotFoundError(
         f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
         f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
-        + (f". Last error: {errors[-1]}" if errors else "")
+        + (f". Tried: {'; '.join(dict.fromkeys(errors))}" if errors else "")
     )
 
 

@@ -108,3 +108,8 @@ class CupyMemoryManager:
 
 
 memory_manager = CupyMemoryManager  # the default allocator of this package's operands (cumath.memory.default_allocator)
+
+
+def finite_per_system(x, count: int):
+    """One bool per system of ``x`` (a NumPy array on the host): all entries finite."""
+    return cupy.isfinite(x).reshape(count, -1).all(axis=1).get()

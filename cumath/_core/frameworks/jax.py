@@ -189,3 +189,10 @@ class _NoStreamContext:
 def stream_context(device_id: int, stream: int):
     """JAX has no current stream to set: a caller's stream orders cumath's own work only."""
     return _NoStreamContext()
+
+
+def finite_per_system(x, count: int):
+    """One bool per system of ``x`` (a NumPy array on the host): all entries finite."""
+    import numpy as np
+
+    return np.asarray(jax.numpy.isfinite(x).reshape(count, -1).all(axis=1))

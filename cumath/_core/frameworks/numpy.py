@@ -144,3 +144,10 @@ def recycle_snapshot(e):
     x = e[0]
     base = x.base
     return _rc(x), (0 if base is None else _rc(base)), x.shape, x.strides, x.dtype
+
+
+def finite_per_system(x, count: int):
+    """One bool per system of ``x`` (its ``count`` leading batch entries, the rest flattened): all entries finite."""
+    import numpy as np
+
+    return np.isfinite(np.asarray(x)).reshape(count, -1).all(axis=1)

@@ -117,3 +117,8 @@ class TorchMemoryManager:
 
 
 memory_manager = TorchMemoryManager  # the default allocator of this package's operands (cumath.memory.default_allocator)
+
+
+def finite_per_system(x, count: int):
+    """One bool per system of ``x`` (a NumPy array on the host): all entries finite."""
+    return torch.isfinite(x).reshape(count, -1).all(dim=1).cpu().numpy()

@@ -314,18 +314,25 @@ def _index(batch_shape, p: int):
 
 
 def check_infos(infos, geom: Geometry, routine: str, library_error=errors.LAPACKError, problem=None,
-                pivots=None) -> None:
+                pivots=None, input_finite=None) -> None:
     """Raise for the first system whose ``info`` (an int array, one per system) is not 0: SingularMatrixError
     for a failed factorization, ``library_error`` for a refused argument (a bug of the plan). ``problem``:
     the index an explicit batch gives its single system (None: from the batch shape). ``pivots`` (as
     ``ill_conditioned`` takes them): a system whose factor is not finite is not reported as singular here, but by
     ``ill_conditioned`` as non-finite, on every engine alike (LAPACK's potrf stops at a NaN pivot with info > 0
-    where a GPU library may go on: the NaN, not the stop, is what the caller needs to hear about)."""
+    where a GPU library may go on: the NaN, not the stop, is what the caller needs to hear about).
+    ``input_finite()``: one bool per system, whether ``a`` itself was finite; asked only when a failed system's
+    factor is not finite, because a failed factorization can write NaN itself (cuSOLVER's Cholesky takes the
+    square root of the negative pivot of a matrix that is not positive definite): such a system is reported as
+    not positive definite / singular, not as non-finite."""
     infos = np.asarray(infos).reshape(-1)
     if pivots is not None:
         nonfinite = ~np.isfinite(np.asarray(pivots).reshape(geom.count, -1)).all(axis=1)
-        if nonfinite.any():
-            infos = np.where(nonfinite & (infos > 0), 0, infos)
+        suppress = nonfinite & (infos > 0)
+        if suppress.any() and input_finite is not None:
+            suppress &= ~np.asarray(input_finite(), dtype=bool).reshape(-1)
+        if suppress.any():
+            infos = np.where(suppress, 0, infos)
     bad = np.flatnonzero(infos)
     if bad.size == 0:
         return

@@ -28,6 +28,7 @@ import warnings
 import weakref
 
 from ..._bindings import cutensor as ct
+from ..._bindings.cutensor import Algo, JitMode
 from ..._core._fast import call_words
 from ..._core.allocators import allocate, default_allocator
 from ..._core.cuda import set_device
@@ -210,8 +211,13 @@ class _Apply:
         ctype, cplx = _SCALAR.get(scalar, (ctypes.c_float, False))
         self.alpha = (ctype * 2)(1.0, 0.0) if cplx else (ctype * 1)(1.0)
         self.alpha_ptr = ctypes.addressof(self.alpha)
-        # the default preference (NULL); cutensorPermute takes no workspace, so the plan may use none
-        self.plan = ct.cutensorCreatePlan(handle, self.desc, 0, 0)
+        # an explicit default preference (the library refused a NULL one with INVALID_VALUE); cutensorPermute
+        # takes no workspace, so the plan may use none
+        pref = ct.cutensorCreatePlanPreference(handle, int(Algo.DEFAULT), int(JitMode.NONE))
+        try:
+            self.plan = ct.cutensorCreatePlan(handle, self.desc, pref, 0)
+        finally:
+            ct.cutensorDestroyPlanPreference(pref)
         owned.append((ct.cutensorDestroyPlan, self.plan))
         self.buffer = None
 
