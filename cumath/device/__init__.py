@@ -22,6 +22,19 @@ Importing this package imports neither numba nor any native library; everything 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what __getattr__ below loads on first use, visible to type checkers
+    from . import random
+    from ._access import load, store
+    from ._common import CodeType, ComputeCapability, Dim3, LeadingDimension, TransposeMode
+    from ._fft import FFT, fft
+    from ._matmul import Matmul, matmul
+    from ._solver import (CholeskySolver, LeastSquaresSolver, LQFactorize, LQMultiply, LUPivotSolver, LUSolver,
+                          QRFactorize, QRMultiply, Solver, TriangularSolver)
+    from ._tensors import (Accumulator, Layout, OpaqueTensor, Partitioner, axpby, clear, copy, copy_fragment,
+                           copy_wait, make_tensor)
+    from ._vector import float16x2, float16x4
 
 __all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize",
            "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",
@@ -44,7 +57,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name == "random":
         module = importlib.import_module(f"{__name__}.random")
         globals()[name] = module

@@ -5,6 +5,8 @@ CPU engine: ScaLAPACK ``p?getrf`` (factorize, once) and ``p?getrs`` (solve, per 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 import numpy as np
@@ -15,6 +17,11 @@ from .._context import require_context
 from .._operands import host_view, wrap_result
 from ._blocks import MatrixOperand
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, StreamLike
+
 __all__ = ["DirectSolver", "direct_solver", "DirectSolverOptions"]
 
 logger = logging.getLogger(__name__)
@@ -23,7 +30,7 @@ logger = logging.getLogger(__name__)
 class DirectSolverOptions:
     """Options of the distributed direct solver: ``transpose`` ('N', 'T' or 'C': solve op(A) X = B)."""
 
-    def __init__(self, transpose: str = "N", logger=None):
+    def __init__(self, transpose: str = "N", logger: logging.Logger | None = None) -> None:
         transpose = str(transpose).upper()
         if transpose not in ("N", "T", "C"):
             raise ValueError(f"transpose={transpose!r}; the allowed values are 'N', 'T', 'C'")
@@ -49,7 +56,8 @@ class DirectSolver(Stateful):
                "factorized": ("_factorized", "needs the factors: call factorize() first")}
     _factorized = False
 
-    def __init__(self, a, b, *, distributions, options=None, stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, *, distributions: Any,
+                 options: DirectSolverOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         self._ctx = ctx = require_context()
         self.options = options if isinstance(options, DirectSolverOptions) else DirectSolverOptions(
             **(options or {}))
@@ -112,7 +120,7 @@ class DirectSolver(Stateful):
         return int(common[zero[0]]) + 1 if zero.size else 0
 
     @requires("planned", "factorized")
-    def solve(self):
+    def solve(self) -> AnyTensor:
         """This rank's block of X (a new array, distributed as B)."""
         from ..._bindings import scalapack
 
@@ -126,7 +134,7 @@ class DirectSolver(Stateful):
         return wrap_result(x, self._b.package)
 
     @requires("planned")
-    def reset_operands(self, a=None, b=None) -> None:
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None) -> None:
         for name, x in (("a", a), ("b", b)):
             if x is None:
                 continue
@@ -145,7 +153,9 @@ class DirectSolver(Stateful):
         self._a = self._b = self._lu = None
 
 
-def direct_solver(a, b, /, *, distributions, options=None, stream=None):
+def direct_solver(a: AnyTensor, b: AnyTensor, /, *, distributions: Any,
+                  options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                  stream: StreamLike = None) -> AnyTensor:
     """Solve ``A X = B`` for distributed A and B; returns this rank's block of X (distributed as B)."""
     with DirectSolver(a, b, distributions=distributions, options=options, stream=stream) as s:
         s.plan()

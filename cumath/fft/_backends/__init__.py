@@ -64,10 +64,10 @@ def _module(name: str):
 ENGINES: dict[str, Callable[[], CPUEngine]] = {
     "fftw": lambda: _module("fftw").FFTWEngine("fftw"),
     "mkl": lambda: _module("fftw").FFTWEngine("mkl"),
-    "nvpl": lambda: _module("fftw").FFTWEngine("nvpl"),
     "scipy": lambda: _module("scipy").ScipyEngine(),
     "dfti": lambda: _module("dfti").DftiEngine(),
     "fftw+dfti": lambda: _module("dfti").TunedEngine(REGISTRY),
+    "nvpl": lambda: _module("fftw").FFTWEngine("nvpl"),
 }
 AUTO_ORDER = ("fftw+dfti", "nvpl", "fftw", "mkl", "scipy")
 
