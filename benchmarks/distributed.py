@@ -4,12 +4,19 @@ and data (mpi4py-fft for the FFT) and against the single-process cumath call (ma
 Cases (``--list``):
   cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in (cumath, FFTW_MEASURE per-rank plans) against
                       mpi4py-fft's PFFT (FFTW_MEASURE) on the same slab decomposition (forward, output in the
-                      other slab, as cumath with redistribute=False; cumath with redistribute=True too)
+                      other slab, as cumath with redistribute=False; cumath with redistribute=True too, with
+                      engine 'auto' and each CPU engine: MKL Cluster DFT and per-rank plans + transposes)
   cpu/matmul-2048     2048^2 float64 matmul on a 1 x P block-cyclic grid (ScaLAPACK p?gemm), against
                       single-process cumath.linalg.matmul on rank 0 with all the process's threads
   cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
                       single-process cumath.linalg.direct_solver
-  gpu/*               one-rank GPU cases (distributed FFT 512^3 c64, matmul 8192^2 f32): need the GPU engines
+  gpu/fft-512cube     one rank, one GPU: 3-D C2C FFT of 512^3 complex64 by cuFFTMp on a symmetric buffer (in
+                      place) against single-GPU cumath FFT.execute (in place, out of place); forward + inverse
+  gpu/matmul-8192     one-rank distributed 8192^2 float32 matmul (cuBLASMp over NCCL, CuPy operands on GPU 0,
+                      128 x 128 blocks, FP32 compute) against single-GPU cumath.linalg.advanced.matmul (cuBLASLt)
+                      on the same CuPy arrays; both timed to the end of the stream
+  gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side (cuSOLVERMp getrf +
+                      getrs, 256 x 256 blocks) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
 
 The script launches itself under ``mpiexec -n RANKS`` (``--ranks``, default 2); every rank runs the same fixed
 number of calls between barriers (the harness's calibration would give ranks different counts, and collective
@@ -32,7 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cube", "gpu/matmul-8192"]
+CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cube", "gpu/matmul-8192",
+         "gpu/solve-8192"]
 
 
 def _timed(comm, fn, rounds, number):
@@ -66,6 +74,77 @@ def _single(comm, fn, rounds, number):
     return comm.bcast(samples)
 
 
+def _timed_gpu(fn, rounds, number):
+    import cupy
+
+    fn()  # warm-up: plans, workspaces
+    cupy.cuda.Device().synchronize()
+    samples = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        cupy.cuda.Device().synchronize()
+        samples.append((time.perf_counter() - t) / number)
+    return samples
+
+
+def _gpu_fft(comm, rounds) -> dict:
+    """One rank, one GPU: cuFFTMp on a symmetric 512^3 complex64 buffer (in place) against single-GPU cumath
+    FFT.execute on the same data (in place and out of place); each call is a forward and an inverse transform."""
+    import numpy as np
+
+    case = "gpu/fft-512cube"
+    try:
+        import cupy
+    except ImportError:
+        return {"case": case, "skipped": "CuPy is not installed"}
+    sys.path.insert(0, ROOT)
+    import cumath
+    import cumath.distributed as dist
+    from cumath.distributed.distribution import Slab
+
+    n = 512
+    shape = (n, n, n)
+    # the 1 GiB operand and cuFFTMp's scratch live on the symmetric heap
+    os.environ.setdefault("NVSHMEM_SYMMETRIC_SIZE", str(8 << 30))
+    from cumath._bindings import cufftmp, nvshmem
+
+    if not nvshmem.available():
+        return {"case": case, "skipped": "NVSHMEM (nvidia-nvshmem-cu13) is not installed"}
+    dist.initialize(0, comm, backends=("nvshmem",))
+    from cumath.distributed.fft import FFT
+
+    if not cufftmp.available():
+        dist.finalize()
+        return {"case": case, "skipped": "cuFFTMp (nvidia-cufftmp-cu13) is not installed"}
+    rng = cupy.random.default_rng(0)
+    x = (rng.standard_normal(shape, dtype=cupy.float32) + 1j * rng.standard_normal(shape, dtype=cupy.float32)
+         ).astype(cupy.complex64)
+    rows = {}
+    a = dist.allocate_symmetric_memory(shape, cupy, dtype=np.complex64)
+    a[...] = x
+    f = FFT(a, distribution=Slab.X)
+    f.plan()
+    rows["cumath.distributed FFT (cuFFTMp, 1 rank, in place)"] = _timed_gpu(
+        lambda: (f.execute(direction="forward"), f.execute(direction="inverse")), rounds, 3)
+    f.free()
+    dist.free_symmetric_memory(a)
+    y = x.copy()
+    g = cumath.fft.FFT(y, options={"inplace": True})
+    g.plan()
+    rows["cumath.fft FFT.execute (1 GPU, in place)"] = _timed_gpu(
+        lambda: (g.execute(direction="forward"), g.execute(direction="inverse")), rounds, 3)
+    g.free()
+    h = cumath.fft.FFT(x)
+    h.plan()
+    rows["cumath.fft FFT.execute (1 GPU, out of place)"] = _timed_gpu(
+        lambda: (h.execute(direction="forward"), h.execute(direction="inverse")), rounds, 3)
+    h.free()
+    dist.finalize()
+    return {"case": case, "ranks": 1, "rows": rows}
+
+
 def worker(case: str, rounds: int) -> dict:
     import numpy as np
     from mpi4py import MPI
@@ -77,23 +156,23 @@ def worker(case: str, rounds: int) -> dict:
 
     comm = MPI.COMM_WORLD
     r, p = comm.rank, comm.size
+    if case == "gpu/fft-512cube":
+        return _gpu_fft(comm, rounds)
+    if case in ("gpu/matmul-8192", "gpu/solve-8192"):
+        return gpu_linalg(case, rounds, comm)
+    if case.startswith("gpu/"):
+        return {"case": case, "skipped": f"no GPU case named {case}"}
     dist.initialize(None, comm)
     rng = np.random.default_rng(0)
     rows = {}
-    if case.startswith("gpu/"):
-        return {"case": case, "skipped": "the GPU engines of cumath.distributed are not in this version"}
     if case == "cpu/fft-128cube":
         n = 128
         ix = Slab.X.indices((n, n, n), r, p)
         x = (rng.standard_normal((len(ix[0]), n, n)) + 1j * rng.standard_normal((len(ix[0]), n, n)))
         from cumath.distributed.fft import FFT
 
-        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
-        f_keep.plan()
-        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
-        f_back.plan()
-        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
-        rows["cumath redistribute=True"] = _timed(comm, f_back.execute, rounds, 3)
+        # mpi4py-fft first: MKL's LP64 layer, loaded globally for the Cluster DFT and ScaLAPACK, exports FFTW3
+        # wrappers that would take the place of FFTW in mpi4py-fft's calls not yet bound (its plans then fail)
         try:
             from mpi4py_fft import PFFT, newDistArray
 
@@ -104,6 +183,17 @@ def worker(case: str, rounds: int) -> dict:
             rows["mpi4py-fft PFFT forward"] = _timed(comm, lambda: pf.forward(u, uh, normalize=False), rounds, 3)
         except ImportError:
             rows["mpi4py-fft PFFT forward"] = None
+        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
+        f_keep.plan()
+        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
+        f_back.plan()
+        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
+        rows[f"cumath redistribute=True (auto: {f_back.engine})"] = _timed(comm, f_back.execute, rounds, 3)
+        for engine in ("mkl", "transposes"):  # both CPU engines, Slab.X in and out
+            f = FFT(x, distribution=Slab.X, options={"engine": engine, "planning_effort": "measure"})
+            f.plan()
+            rows[f"cumath engine={engine} redistribute=True"] = _timed(comm, f.execute, rounds, 3)
+            f.free()
         f_keep.free()
         f_back.free()
     elif case in ("cpu/matmul-2048", "cpu/solve-2048"):
@@ -140,6 +230,66 @@ def worker(case: str, rounds: int) -> dict:
             s.free()
     dist.finalize()
     return {"case": case, "ranks": p, "rows": rows}
+
+
+def gpu_linalg(case: str, rounds: int, comm) -> dict:
+    """One rank on GPU 0: the distributed GPU engine against the single-GPU cumath call on the same data."""
+    import numpy as np
+
+    try:
+        import cupy as cp
+    except ImportError:
+        return {"case": case, "skipped": "CuPy is not installed"}
+    import cumath
+    import cumath.distributed as dist
+    from cumath.distributed.distribution import BlockCyclic, ProcessGrid
+
+    if comm.size != 1:
+        return {"case": case, "skipped": "the GPU cases run on one rank"}
+    dist.initialize(0, comm, backends=("nccl",))
+    stream = cp.cuda.get_current_stream()
+    rows = {}
+    n = 8192
+    rng = cp.random.default_rng(0)
+    if case == "gpu/matmul-8192":
+        from cumath.distributed.linalg.advanced import Matmul
+
+        d = BlockCyclic(ProcessGrid(shape=(1, 1)), (128, 128))
+        a = cp.asfortranarray(rng.standard_normal((n, n), dtype=cp.float32))
+        b = cp.asfortranarray(rng.standard_normal((n, n), dtype=cp.float32))
+        mm = Matmul(a, b, distributions=[d] * 3)
+        mm.plan()
+        rows["cumath.distributed matmul (cuBLASMp, 1 rank)"] = _timed(comm, mm.execute, rounds, 3)
+
+        def single():
+            cumath.linalg.advanced.matmul(a, b)
+            stream.synchronize()
+
+        rows["cumath.linalg.advanced.matmul (1 GPU)"] = _timed(comm, single, rounds, 3)
+        mm.free()
+    else:
+        from cumath.distributed.linalg import DirectSolver
+
+        d = BlockCyclic(ProcessGrid(shape=(1, 1)), (256, 256))
+        a = cp.asfortranarray(rng.standard_normal((n, n)) + n * cp.eye(n))
+        b = cp.asfortranarray(rng.standard_normal((n, 1)))
+        s = DirectSolver(a, b, distributions=[d, d])
+        s.plan()
+
+        def run():
+            s.factorize()
+            s.solve()
+
+        rows["cumath.distributed direct_solver (cuSOLVERMp, 1 rank)"] = _timed(comm, run, rounds, 1)
+
+        def single():
+            cumath.linalg.direct_solver(a, b)
+            stream.synchronize()
+
+        rows["cumath.linalg.direct_solver (1 GPU)"] = _timed(comm, single, rounds, 1)
+        s.free()
+    dist.finalize()
+    return {"case": case, "ranks": 1, "rows": rows}
 
 
 def report(result: dict) -> list:
@@ -195,12 +345,14 @@ def main(argv=None) -> int:
     if exe is None:
         print("no mpiexec: pip install cumath[distributed]")
         return 1
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    flags = [] if "HYDRA" in version.upper() else ["--oversubscribe", "--allow-run-as-root"]  # Open MPI
     rows, status = [], 0
     for case in cases:
         env = dict(os.environ)
-        ranks = 1 if case.startswith("gpu/") else args.ranks
-        cmd = [exe, "-n", str(ranks), sys.executable, os.path.abspath(__file__), "--worker", case,
-               "--rounds", str(rounds)]
+        worker_cmd = [sys.executable, os.path.abspath(__file__), "--worker", case, "--rounds", str(rounds)]
+        # the GPU cases run on one rank: a singleton MPI process, no launcher needed
+        cmd = worker_cmd if case.startswith("gpu/") else [exe, "-n", str(args.ranks), *flags, *worker_cmd]
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if out.returncode or not lines:

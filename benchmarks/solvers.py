@@ -241,6 +241,49 @@ def gpu_batched(case):
     a = well_conditioned(np, (count, n, n), np.float32)
     b = RNG.standard_normal((count, n, 1)).astype(np.float32)
     gpu_case(case, a, b, "float32", case.rounds(7, 3))
+    _pivot_check_alone(case, a)
+
+
+def _pivot_check_alone(case, a) -> None:
+    """The batched engine's check of its factors on its own: the narrow pivot kernel (every entry of each factor
+    read for NaN and inf, the diagonal's magnitudes reduced, the verdict judged on the GPU) on a's 16,384
+    matrices, timed with CUDA events over 50 launches, against the factorize+solve row."""
+    cp = optional("cupy")
+    if cp is None:
+        case.note("the pivot check alone: needs CuPy")
+        return
+    from cumath.linalg._solver._backends import _pivots
+
+    count, n = a.shape[0], a.shape[1]
+    kernel = _pivots.pivot_kernel("float32", cp.cuda.Device().id)
+    if kernel is None:
+        case.note("the pivot check alone: its kernel did not build (see the log)")
+        return
+    f = cp.asarray(np.swapaxes(a, 1, 2).copy())  # column-major factors
+    ptrs = cp.asarray(np.array([f.data.ptr + i * n * n * 4 for i in range(count)], np.uint64))
+    info, out, flagged = cp.zeros(count, cp.int32), cp.zeros((count, 2)), cp.zeros(1, cp.uint64)
+    stream = cp.cuda.get_current_stream()
+    grid = -(-count // (_pivots.NARROW_BLOCK // 32))
+
+    def launch(epoch):
+        kernel.launch(grid, _pivots.NARROW_BLOCK, 0, stream.ptr, ptrs.data.ptr, n, n, count, info.data.ptr, 0, 1,
+                      float(np.finfo(np.float32).eps), epoch, out.data.ptr, flagged.data.ptr, _pivots.PART["lu"])
+
+    launch(1)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    for k in range(50):
+        launch(2 + k)
+    end.record(stream)
+    end.synchronize()
+    us = cp.cuda.get_elapsed_time(start, end) * 1e3 / 50
+    case.value("pivot check alone (narrow kernel, every entry of 16,384 factors)", us, "us",
+               bytes_read=int(f.nbytes))
+    mine = case.stats("cumath DirectSolver factorize+solve (torch)") or case.stats(
+        "cumath DirectSolver factorize+solve (cupy)")
+    if mine is not None:
+        case.note(f"the pivot check is {us / (mine.median * 1e6):.1%} of cumath's factorize+solve median "
+                  f"({f.nbytes / 2 ** 20:.0f} MiB read in {us:.1f} us)")
 
 
 @bench.case("dense/gpu-batch-method", "GPU, one cuSOLVER call per system ('loop') against the batched routines "

@@ -11,9 +11,15 @@ Group ``sparse`` (``--list`` shows every case):
                     NumPy operands staged to the GPU; cupyx.scipy.sparse.linalg.spsolve; nvmath-python's
                     direct_solver where importable (stateless, and split into plan / factorize / solve, with
                     its multithreading_lib naming cuDSS's libcudss_mtlayer_gomp.so.0 and without); which
-                    threading layer cuDSS loaded for cumath and with how many host threads.
+                    threading layer cuDSS loaded for cumath and with how many host threads; where a fresh
+                    solver's host time goes, step by step (DirectSolver.timings: handle, config and data
+                    objects, threading layer, matrix objects, each cudssExecute, the status reads). nvmath-python
+                    needs cuDSS 0.x (libcudss.so.0) beside cuDSS 1.0 and LD_LIBRARY_PATH naming its folder;
+                    without it the case says why and has no nvmath-python rows.
   gpu-poisson-1m    1000 x 1000 grid (1,000,000 unknowns): first call split (cumath and nvmath-python),
                     stateless re-solve.
+  gpu-plan-settings fresh solves of the 90k system with other planning settings (cuDSS host threads, superpanels,
+                    nested-dissection levels, AMD, cudss_config), each with its step-by-step breakdown.
   cpu-pardiso-iparm (optional) fresh PARDISO solves of that system with other iparm settings (parallel METIS,
                     matching and scaling off, classic factorization, in-core), against cumath's defaults.
   gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
@@ -106,6 +112,39 @@ def _split(case, make_solver, sync, prefix: str, repeats: int = 3):
         case.note(f"{prefix}: engine {info[1]}, factors' stored entries {info[0]:,}")
 
 
+def _breakdown(case, make_solver, prefix: str, repeats: int = 3) -> None:
+    """Rows of where a fresh cumath solver's host time goes, step by step (DirectSolver.timings, taken with the
+    solver's logger at DEBUG, so that each step waits for the stream: GPU work is charged to the step that
+    queued it), the median of ``repeats`` fresh solvers per step. The totals here include those waits; the
+    plan / factorize / solve rows above do not."""
+    import logging
+
+    log = logging.getLogger("cumath.sparse.advanced")
+    level = log.level
+    runs = []
+    log.setLevel(logging.DEBUG)
+    try:
+        for _ in range(repeats):
+            solver = make_solver()
+            try:
+                solver.plan()
+                solver.factorize()
+                solver.solve()
+                runs.append(solver.timings)
+            finally:
+                solver.free()
+    finally:
+        log.setLevel(level)
+    if not runs or not runs[0]:
+        case.note(f"{prefix}: no step timings (a solver without DirectSolver.timings)")
+        return
+    for phase, steps in runs[0].items():
+        for step in steps:
+            values = [r.get(phase, {}).get(step, 0.0) for r in runs]
+            case.value(f"{prefix} {phase}: {step} (median of {repeats})", float(np.median(values)), "ms",
+                       min_ms=min(values), max_ms=max(values))
+
+
 # ------------------------------------------------------------------------------------------------ CPU
 def cpu_poisson(case, m=300):
     splinalg = need("scipy.sparse.linalg")
@@ -150,6 +189,7 @@ def cpu_poisson(case, m=300):
     case.ratio("cumath fresh", "scipy spsolve", "fresh solve / scipy spsolve")
     case.ratio("cumath same pattern, new values", "cumath fresh", "new values (stateless) / fresh solve")
     _split(case, lambda: S.DirectSolver(values(), b), lambda: None, "cumath first call")
+    _breakdown(case, lambda: S.DirectSolver(values(), b), "cumath steps")
 
 
 #: PARDISO settings tried by sparse/cpu-pardiso-iparm: label -> {iparm index: value} over cumath's defaults
@@ -262,7 +302,16 @@ def _gpu_poisson(case, m: int, peers: bool):
     case.note(f"cumath's residual max|a x - b| = {float(cp.abs(a @ x - b).max()):.2e}")
     _threading_note(case, a, b)
     _split(case, lambda: S.DirectSolver(values(), b), sync, "cumath fresh call")
-    _nvmath_split(case, values, b, sync)
+    _breakdown(case, lambda: S.DirectSolver(values(), b), "cumath steps")
+    nvmath, why = _nvmath_sparse()
+    if nvmath is None:
+        case.note(f"no nvmath-python rows: {why}")
+    else:
+        _nvmath_split(case, nvmath, values, b, sync)
+        _value_ratio(case, "cumath fresh call total (best of 3)", "nvmath-python, threading layer named total (best "
+                     "of 3)", "fresh call total: cumath / nvmath-python with its threading layer named")
+        _value_ratio(case, "cumath fresh call plan (best of 3)", "nvmath-python, threading layer named plan (best "
+                     "of 3)", "plan: cumath / nvmath-python with its threading layer named")
     fns = {"cumath same pattern, new values (CuPy)": lambda: S.direct_solver(values(), b)}
     host_values = _Cycle(_variants(a_host))
     b_host = cp.asnumpy(b)
@@ -272,7 +321,6 @@ def _gpu_poisson(case, m: int, peers: bool):
         cspl = optional("cupyx.scipy.sparse.linalg")
         if cspl is not None:
             fns["cupyx spsolve"] = lambda: cspl.spsolve(values(), b)
-        nvmath = optional("nvmath.sparse.advanced")
         layer = _nvmath_mt_layer()
         if nvmath is not None:
             fns["nvmath-python direct_solver"] = lambda: nvmath.direct_solver(values(), b)
@@ -289,6 +337,59 @@ def _gpu_poisson(case, m: int, peers: bool):
         case.ratio("cumath same pattern, new values (CuPy)", "cupyx spsolve")
         case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver")
         case.ratio("cumath same pattern, new values (CuPy)", "nvmath-python direct_solver, threading layer")
+
+
+def _value_ratio(case, num: str, den: str, label: str) -> None:
+    """A row with the ratio of two single-value rows (skipped when either is missing)."""
+    got = {r["contender"]: r.get("value") for r in case.rows}
+    a, b = got.get(num), got.get(den)
+    if isinstance(a, float) and isinstance(b, float) and b > 0:
+        case.value(label, a / b, "x")
+
+
+#: planning settings tried by sparse/gpu-plan-settings: label -> (plan_config fields, DirectSolverOptions fields)
+PLAN_VARIANTS = {
+    "cumath's defaults": ({}, {}),
+    "host_nthreads=1": ({"host_nthreads": 1}, {}),
+    "host_nthreads=4": ({"host_nthreads": 4}, {}),
+    "host_nthreads=8": ({"host_nthreads": 8}, {}),
+    "host threads = the cores (os.cpu_count)": ({"host_nthreads": os.cpu_count() or 1}, {}),
+    "use_superpanels=False": ({"use_superpanels": False}, {}),
+    "nd_min_levels=1": ({"nd_min_levels": 1}, {}),
+    "reordering AMD": ({"reordering_algorithm": "amd"}, {}),
+    "cudss_config DETERMINISTIC_MODE=1": ({}, {"cudss_config": {"deterministic_mode": 1}}),
+}
+
+
+def gpu_plan_settings(case, m=300):
+    """Fresh solvers of the 90k Poisson system with each of PLAN_VARIANTS: plan / factorize / solve (best of 3)
+    and the analysis step alone (cudssExecute(ANALYSIS), from DirectSolver.timings)."""
+    cp = need("cupy")
+    csp = need("cupyx.scipy.sparse")
+    import cumath.sparse.advanced as S
+
+    a_host = poisson(m)
+    values = _Cycle([csp.csr_matrix(v) for v in _variants(a_host)])
+    b = cp.asarray(np.random.default_rng(0).standard_normal(a_host.shape[0]))
+    sync = device_sync()
+    S.direct_solver(values(), b)  # cuDSS's run-time kernels compiled or loaded, the shared handle made
+
+    def maker(config, options):
+        def make():
+            s = S.DirectSolver(values(), b, options=options or None)
+            for name, value in config.items():
+                setattr(s.plan_config, name, value)
+            return s
+        return make
+
+    for label, (config, options) in PLAN_VARIANTS.items():
+        try:
+            _split(case, maker(config, options), sync, label)
+            _breakdown(case, maker(config, options), f"{label} steps", repeats=1)
+        except Exception as exc:  # noqa: BLE001 - a setting cuDSS refuses is a row too
+            case.value(label, f"failed: {type(exc).__name__}: {exc}")
+    case.note("each setting: fresh DirectSolver(s) of one process (the shared cuDSS handle and its threading layer "
+              "kept); the 'steps' rows wait for the stream after each step")
 
 
 def _threading_note(case, a, b) -> None:
@@ -317,12 +418,37 @@ def _nvmath_mt_layer() -> str | None:
     return None
 
 
-def _nvmath_split(case, values, b, sync) -> None:
-    """nvmath-python's stateful solver, plan / factorize / solve, with and without cuDSS's threading layer."""
+def _nvmath_sparse():
+    """(nvmath.sparse.advanced, None) when nvmath-python's sparse direct solver runs here, else (None, why).
+    nvmath-python 1.0 takes cuDSS 0.x only (``libcudss.so.0``, wheel nvidia-cudss-cu13==0.8.0.10), which may sit
+    beside cumath's cuDSS 1.0 (``libcudss.so.1``) in one nvidia/cu13/lib folder; nvmath-python finds it through
+    cuda-pathfinder, which does not look in ``pip install --target`` folders on PYTHONPATH: LD_LIBRARY_PATH must
+    name that folder. A 3 x 3 system solved once says whether it works."""
+    import ctypes
+
     nvmath = optional("nvmath.sparse.advanced")
     if nvmath is None:
-        case.note("nvmath-python not importable: no nvmath-python rows")
-        return
+        return None, "nvmath-python (nvmath.sparse.advanced) is not importable"
+    try:
+        ctypes.CDLL("libcudss.so.0")
+    except OSError as exc:
+        return None, (f"cuDSS 0.x (libcudss.so.0, which nvmath-python 1.0 needs) cannot be loaded ({exc}): install "
+                      f"nvidia-cudss-cu13==0.8.0.10 beside cuDSS 1.0 and set LD_LIBRARY_PATH to the nvidia/cu13/lib "
+                      f"folder that holds it (LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH', '')!r})")
+    try:
+        cp = need("cupy")
+        csp = need("cupyx.scipy.sparse")
+        a = csp.csr_matrix(cp.asarray([[4.0, 1, 0], [1, 3, 0], [0, 0, 2]]))
+        x = nvmath.direct_solver(a, cp.asarray([1.0, 2, 3]))
+        if float(cp.abs(a @ x - cp.asarray([1.0, 2, 3])).max()) > 1e-12:
+            return None, "nvmath-python's direct_solver gave a wrong solution of a 3 x 3 system"
+    except Exception as exc:  # noqa: BLE001 - a peer that does not run is a note, not a failed benchmark
+        return None, f"nvmath-python's direct_solver does not run here ({type(exc).__name__}: {exc})"
+    return nvmath, None
+
+
+def _nvmath_split(case, nvmath, values, b, sync) -> None:
+    """nvmath-python's stateful solver, plan / factorize / solve, with and without cuDSS's threading layer."""
     layer = _nvmath_mt_layer()
     for label, opts in (("nvmath-python, threading layer named", {"multithreading_lib": layer} if layer else None),
                         ("nvmath-python, default", {})):
@@ -412,6 +538,8 @@ def register(bench: Bench) -> None:
     bench.case("sparse/gpu-poisson-90k", "2-D Poisson 90k f64 on the GPU (cuDSS) vs cupyx, nvmath-python",
                gpu=True)(gpu_poisson_90k)
     bench.case("sparse/gpu-poisson-1m", "2-D Poisson 1M f64 on the GPU (cuDSS)", gpu=True)(gpu_poisson_1m)
+    bench.case("sparse/gpu-plan-settings", "cuDSS planning settings on the 2-D Poisson 90k system (fresh solves)",
+               gpu=True)(gpu_plan_settings)
     bench.case("sparse/gpu-reorderings", "every cuDSS reordering on the 1M Poisson system", gpu=True,
                default=False)(gpu_reorderings)
 

@@ -33,6 +33,9 @@ __all__ = [
     "DFTIError",
     "ScaLAPACKError",
     "CollectiveError",
+    "NCCLError",
+    "CUBLASMpError",
+    "CUSOLVERMpError",
 ]
 
 
@@ -189,3 +192,15 @@ class ScaLAPACKError(LibraryError):
 class CollectiveError(CumathError, RuntimeError):
     """Ranks of a distributed operation disagree (different calls, shapes or distributions), or a rank did not
     reach a collective call within the timeout; the message says which ranks and what they called."""
+
+
+class NCCLError(LibraryError):
+    library = "NCCL"
+
+
+class CUBLASMpError(LibraryError):
+    library = "cuBLASMp"
+
+
+class CUSOLVERMpError(LibraryError):
+    library = "cuSOLVERMp"

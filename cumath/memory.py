@@ -3,14 +3,8 @@ how an allocator is chosen): ``memalloc(size) -> MemoryPointer``, optionally ``m
 
 from __future__ import annotations
 
-from ._core.allocators import (BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, CudaRuntimeMemoryManager,
+from ._core import allocators as _allocators
+from ._core.allocators import (BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, CudaRuntimeMemoryManager,  # noqa: F401
                                MemoryPointer, allocate, default_allocator)
 
-__all__ = [
-    "MemoryPointer",
-    "BaseCUDAMemoryManager",
-    "BaseCUDAMemoryManagerAsync",
-    "CudaRuntimeMemoryManager",
-    "default_allocator",
-    "allocate",
-]
+__all__ = list(_allocators.__all__)  # the public names are those of the module that defines them

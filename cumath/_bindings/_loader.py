@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..errors import LibraryNotFoundError
 
 __all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
-           "install_hint", "EXTRAS_HINT", "machine"]
+           "install_hint", "EXTRAS_HINT", "once", "machine"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +157,22 @@ LIBRARIES: dict[str, LibrarySpec] = {
     "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor",
                             wheel_globs=("cutensor/lib/libcutensor.so.2", "nvidia/cu13/lib/libcutensor.so.2")),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
+    # the distributed GPU engines: NCCL (nvidia/nccl/lib), cuBLASMp (nvidia/cublasmp/cu13/lib), cuSOLVERMp
+    # (nvidia/cu13/lib); CUDA 13 builds only
+    "nccl": LibrarySpec(("libnccl.so.2",), "cu13-distributed", pathfinder="nccl",
+                        wheel_globs=("nvidia/nccl/lib/libnccl.so.2",)),
+    "cublasmp": LibrarySpec(("libcublasmp.so.0",), "cu13-distributed", pathfinder="cublasmp",
+                            wheel_globs=("nvidia/cublasmp/cu13/lib/libcublasmp.so.0",)),
+    "cusolvermp": LibrarySpec(("libcusolverMp.so.0",), "cu13-distributed", pathfinder="cusolvermp",
+                              wheel_globs=("nvidia/cu13/lib/libcusolverMp.so.0",
+                                           "nvidia/cusolvermp/cu13/lib/libcusolverMp.so.0")),
     # NVTX (ranges for profilers, cumath/_core/nvtx.py): NVTX 3's compiled interop library
     "nvtx": LibrarySpec(("libnvtx3interop.so.1",), "cu13", pathfinder="nvtx", cuda12=("libnvtx3interop.so.1",)),
+    # NVSHMEM's host library (cumath.distributed on GPUs) and cuFFTMp, a cuFFT of its own that links it: cuFFTMp
+    # is kept local and deep-bound so that its cuFFT entry points and the single-GPU libcufft's never mix.
+    "nvshmem_host": LibrarySpec(("libnvshmem_host.so.3",), "cu13-distributed", pathfinder="nvshmem_host"),
+    "cufftMp": LibrarySpec(("libcufftMp.so.12",), "cu13-distributed", deepbind=True, wheel_globs=(
+        "nvidia/cufftmp/cu13/lib/libcufftMp.so.12", "nvidia/cufftmp/lib/libcufftMp.so.12")),
     # The CUDA driver comes with the NVIDIA driver, not a wheel: found by soname only.
     "cuda": LibrarySpec(("libcuda.so.1",), "driver"),
     # FFTW3 double and single precision with its OpenMP threading layer, as bundled by the pyFFTW wheel
@@ -293,46 +307,56 @@ def find_library(name: str) -> str | None:
     return _paths.get(name)
 
 
+def once(table: dict, key, lock, make):
+    """``table[key]``, made by ``make()`` under ``lock`` the first time (checked again under the lock: two threads
+    never make it twice; a hit takes no lock). What loads a native thing once per process uses it."""
+    value = table.get(key)
+    if value is not None:
+        return value
+    with lock:
+        value = table.get(key)
+        if value is None:
+            value = table[key] = make()
+        return value
+
+
 def load_library(name: str) -> ctypes.CDLL:
     """Load library ``name`` (a key of ``LIBRARIES``) once and return its handle.
 
     Raises ``LibraryNotFoundError`` naming the pip extra that brings the library.
     """
     lib = _loaded.get(name)
-    if lib is not None:
-        return lib
-    with _lock:
-        lib = _loaded.get(name)
-        if lib is not None:
-            return lib
-        spec = LIBRARIES[name]
-        if spec.machines and machine() not in spec.machines:
-            raise LibraryNotFoundError(
-                f"the {name} library is built for {' and '.join(spec.machines)} machines only; this one is "
-                f"{machine()} (not looked for)")
-        errors = []
-        for path, how in _candidates(name, spec):
-            if spec.before and os.path.isabs(path):
-                _preload_next_to(path, spec.before)
-            try:
-                mode = ctypes.RTLD_GLOBAL if spec.pathfinder or spec.global_symbols else ctypes.RTLD_LOCAL
-                if spec.deepbind:
-                    mode |= getattr(os, "RTLD_DEEPBIND", 0)
-                lib = ctypes.CDLL(path, mode=mode)
-            except OSError as exc:
-                errors.append(f"{path}: {exc}")
-                continue
-            _loaded[name] = lib
-            _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
-            logger.info("loaded %s from %s (%s)", name, _paths[name], how)
-            if spec.preload and spec.companion_of is None:
-                _preload_next_to(_paths[name], spec.preload)
-            return lib
+    return lib if lib is not None else once(_loaded, name, _lock, lambda: _load(name))
+
+
+def _load(name: str) -> ctypes.CDLL:
+    spec = LIBRARIES[name]
+    if spec.machines and machine() not in spec.machines:
         raise LibraryNotFoundError(
-            f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
-            f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
-            + (f". Last error: {errors[-1]}" if errors else "")
-        )
+            f"the {name} library is built for {' and '.join(spec.machines)} machines only; this one is "
+            f"{machine()} (not looked for)")
+    errors = []
+    for path, how in _candidates(name, spec):
+        if spec.before and os.path.isabs(path):
+            _preload_next_to(path, spec.before)
+        try:
+            mode = ctypes.RTLD_GLOBAL if spec.pathfinder or spec.global_symbols else ctypes.RTLD_LOCAL
+            if spec.deepbind:
+                mode |= getattr(os, "RTLD_DEEPBIND", 0)
+            lib = ctypes.CDLL(path, mode=mode)
+        except OSError as exc:
+            errors.append(f"{path}: {exc}")
+            continue
+        _paths[name] = path if os.path.isabs(path) else _resolved_path(lib, path)
+        logger.info("loaded %s from %s (%s)", name, _paths[name], how)
+        if spec.preload and spec.companion_of is None:
+            _preload_next_to(_paths[name], spec.preload)
+        return lib
+    raise LibraryNotFoundError(
+        f"could not load the {name} library (looked for {', '.join(_sonames(spec))} through cuda-pathfinder, "
+        f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
+        + (f". Last error: {errors[-1]}" if errors else "")
+    )
 
 
 def _preload_next_to(path: str, patterns: tuple[str, ...], mode: int = ctypes.RTLD_GLOBAL) -> None:
@@ -402,13 +426,18 @@ class LazyFunctions:
     raises AttributeError naming the library).
     """
 
-    def __init__(self, library: str, table: dict):
+    def __init__(self, library: str, table: dict, depends: tuple = ()):
         self.__dict__["_library"] = library
         self.__dict__["_table"] = table
+        # libraries loaded first, so that the dynamic loader finds them by soname when ``library`` needs them
+        # and its RPATH does not lead there (wheels installed in different folders)
+        self.__dict__["_depends"] = depends
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
+        for dependency in self._depends:
+            load_library(dependency)
         lib = load_library(self._library)
         with _lock:
             for fname, (restype, argtypes) in self._table.items():

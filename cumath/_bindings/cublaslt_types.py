@@ -31,6 +31,13 @@ _CTYPES = {"i8": c_int8, "u16": c_uint16, "i32": c_int32, "u32": c_uint32, "i64"
            "f32": c_float, "ptr": c_void_p, "u32[]": ArrayOf(c_uint32)}
 
 
+def _numbered(name: str, prefix: str, zero: str, suffixes: str, start: int):
+    """An IntEnum whose member ``prefix + zero`` is 0 and whose other members, ``prefix + suffix`` for the
+    whitespace-separated ``suffixes`` in the header's order, count up from ``start``."""
+    members = [(prefix + zero, 0)] + [(prefix + x, i) for i, x in enumerate(suffixes.split(), start=start)]
+    return enum.IntEnum(name, members, module=__name__)
+
+
 def _enum(name: str, prefix: str, table: str, typed: bool = False):
     """An IntEnum from ``"Suffix value [ctype] Suffix value [ctype] ..."`` (members ``prefix + Suffix``).
 
@@ -124,12 +131,7 @@ _TILES = """
 704x48 704x56 704x72 704x80 704x88 768x8 768x16 768x24 768x32 768x40 768x48 768x56 768x72 768x80 256x512
 256x1024 512x512 512x1024
 """
-cublasLtMatmulTile_t = enum.IntEnum(
-    "cublasLtMatmulTile_t",
-    [("CUBLASLT_MATMUL_TILE_UNDEFINED", 0)]
-    + [(f"CUBLASLT_MATMUL_TILE_{s}", i) for i, s in enumerate(_TILES.split(), start=1)],
-    module=__name__,
-)
+cublasLtMatmulTile_t = _numbered("cublasLtMatmulTile_t", "CUBLASLT_MATMUL_TILE_", "UNDEFINED", _TILES, 1)
 
 cublasLtMatmulStages_t = _enum("cublasLtMatmulStages_t", "CUBLASLT_MATMUL_STAGES_", """
 UNDEFINED 0   16x1 1   16x2 2   16x3 3   16x4 4   16x5 5   16x6 6   32x1 7   32x2 8   32x3 9   32x4 10   32x5 11
@@ -144,12 +146,7 @@ _CLUSTERS = """
 7x1x1 9x1x1 10x1x1 11x1x1 12x1x1 13x1x1 14x1x1 15x1x1 3x2x1 5x2x1 6x2x1 7x2x1 1x3x1 2x3x1 3x3x1 4x3x1 5x3x1
 3x4x1 1x5x1 2x5x1 3x5x1 1x6x1 2x6x1 1x7x1 2x7x1 1x9x1 1x10x1 1x11x1 1x12x1 1x13x1 1x14x1 1x15x1
 """
-cublasLtClusterShape_t = enum.IntEnum(
-    "cublasLtClusterShape_t",
-    [("CUBLASLT_CLUSTER_SHAPE_AUTO", 0)]
-    + [(f"CUBLASLT_CLUSTER_SHAPE_{s}", i) for i, s in enumerate(_CLUSTERS.split(), start=2)],
-    module=__name__,
-)
+cublasLtClusterShape_t = _numbered("cublasLtClusterShape_t", "CUBLASLT_CLUSTER_SHAPE_", "AUTO", _CLUSTERS, 2)
 
 cublasLtMatmulInnerShape_t = _enum("cublasLtMatmulInnerShape_t", "CUBLASLT_MATMUL_INNER_SHAPE_", """
 UNDEFINED 0   MMA884 1   MMA1684 2   MMA1688 3   MMA16816 4

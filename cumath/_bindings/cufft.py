@@ -298,46 +298,31 @@ def cufftMakePlanMany64(
 # --------------------------------------------------------------------------------------- execution
 
 
-def cufftXtExec(plan: int, idata: int, odata: int, direction: int) -> None:
-    s = _L.cufftXtExec(plan, idata, odata, direction)
-    if s:
-        check(s)
+def _exec(name: str, directed: bool):
+    """The binding of one cuFFT execute function: ``name(plan, idata, odata[, direction])`` (device addresses;
+    ``direction`` CUFFT_FORWARD or CUFFT_INVERSE for the complex-to-complex ones), raising CUFFTError."""
+    if directed:
+        def run(plan: int, idata: int, odata: int, direction: int) -> None:
+            s = getattr(_L, name)(plan, idata, odata, direction)
+            if s:
+                check(s)
+    else:
+        def run(plan: int, idata: int, odata: int) -> None:
+            s = getattr(_L, name)(plan, idata, odata)
+            if s:
+                check(s)
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"{name}(plan, idata, odata{', direction' if directed else ''}): see cufft.h / cufftXt.h."
+    return run
 
 
-def cufftExecC2C(plan: int, idata: int, odata: int, direction: int) -> None:
-    s = _L.cufftExecC2C(plan, idata, odata, direction)
-    if s:
-        check(s)
-
-
-def cufftExecZ2Z(plan: int, idata: int, odata: int, direction: int) -> None:
-    s = _L.cufftExecZ2Z(plan, idata, odata, direction)
-    if s:
-        check(s)
-
-
-def cufftExecR2C(plan: int, idata: int, odata: int) -> None:
-    s = _L.cufftExecR2C(plan, idata, odata)
-    if s:
-        check(s)
-
-
-def cufftExecD2Z(plan: int, idata: int, odata: int) -> None:
-    s = _L.cufftExecD2Z(plan, idata, odata)
-    if s:
-        check(s)
-
-
-def cufftExecC2R(plan: int, idata: int, odata: int) -> None:
-    s = _L.cufftExecC2R(plan, idata, odata)
-    if s:
-        check(s)
-
-
-def cufftExecZ2D(plan: int, idata: int, odata: int) -> None:
-    s = _L.cufftExecZ2D(plan, idata, odata)
-    if s:
-        check(s)
+cufftXtExec = _exec("cufftXtExec", True)
+cufftExecC2C = _exec("cufftExecC2C", True)
+cufftExecZ2Z = _exec("cufftExecZ2Z", True)
+cufftExecR2C = _exec("cufftExecR2C", False)
+cufftExecD2Z = _exec("cufftExecD2Z", False)
+cufftExecC2R = _exec("cufftExecC2R", False)
+cufftExecZ2D = _exec("cufftExecZ2D", False)
 
 
 # ----------------------------------------------------------------------------------------- version

@@ -22,7 +22,7 @@ from ._status import make_checker
 __all__ = [
     "CUTENSOR_VERSION", "TABLE", "Status", "Operator", "Algo", "WorksizePreference", "OperationDescriptorAttribute",
     "PlanPreferenceAttribute", "AutotuneMode", "JitMode", "CacheMode", "PlanAttribute", "DataType",
-    "COMPUTE_DESCRIPTORS", "compute_descriptor", "check",
+    "COMPUTE_DESCRIPTORS", "compute_descriptor", "check", "raw_function",
     "cutensorCreate", "cutensorDestroy", "cutensorHandleResizePlanCache", "cutensorHandleWritePlanCacheToFile",
     "cutensorHandleReadPlanCacheFromFile", "cutensorWriteKernelCacheToFile", "cutensorReadKernelCacheFromFile",
     "cutensorCreateTensorDescriptor", "cutensorDestroyTensorDescriptor", "cutensorCreateContraction",
@@ -230,6 +230,12 @@ def _preload_dependencies() -> None:
 
 _L = _Functions("cutensor", TABLE)
 check = make_checker(CUTENSORError, Status)
+
+
+def raw_function(name: str):
+    """The typed ctypes function ``name`` of the table itself (it returns its status; ``check`` raises for it),
+    for hot paths that build a faster caller over it (``cumath._core._fast.call_words``)."""
+    return getattr(_L, name)
 
 
 def _check(status: int, what: str | None = None) -> None:

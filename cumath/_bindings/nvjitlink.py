@@ -1,34 +1,28 @@
-"""ctypes bindings of nvJitLink (libnvJitLink), 1:1 with the C functions cumath uses.
+"""The nvJitLink functions cumath calls, over cuda-bindings' ``cuda.bindings.nvjitlink``.
 
-Enum values and signatures were read from ``nvJitLink.h`` of the ``nvidia-nvjitlink`` 13.0.88 wheel.
-
-The header maps ``nvJitLinkCreate`` and friends to versioned symbols (``__nvJitLinkCreate_13_0``, ...), so a
-program built against 13.0 keeps the 13.0 behaviour under a newer library. This binding does what such a
-program would do with the newest header the loaded library supports: it asks ``nvJitLinkVersion`` (not
-versioned) for the library's (major, minor) and binds, per function, the newest ``__<name>_<major>_<m>``
-the library exports for m = minor down to 0; a library that exports none of them gets the plain name.
-:func:`select_symbols` is that choice, pure (tested with a fake library object).
-
-Nothing is loaded at import time. Handles are Python ints. Every wrapper returns its outputs instead of
-taking out-pointers and raises ``NVJitLinkError``; a failed ``nvJitLinkComplete`` (or ``nvJitLinkAddData``)
+One Python function per C function, named after it (cuda-bindings binds the library's plain exports,
+``nvJitLinkCreate`` and friends, which behave as the loaded library's newest version; the library also exports
+``__nvJitLinkCreate_13_0``-style names for programs built against an older header). Handles are Python ints; outputs are
+returned instead of taken as out-pointers; a failure raises ``NVJitLinkError`` with the C name of the status
+(``NVJITLINK_ERROR_NVVM_COMPILE``), and a failed ``nvJitLinkAddData``/``nvJitLinkAddFile``/``nvJitLinkComplete``
 carries the linker's error log in the message and in the exception's ``log`` attribute.
+
+``nvJitLinkResult`` and ``nvJitLinkInputType`` are IntEnums with the C names, made on first use from
+cuda-bindings' ``Result`` and ``InputType`` (which drop the ``NVJITLINK_`` prefix).
+
+Nothing is imported or loaded at import time; the first call loads libnvJitLink with cumath's loader (its CUDA
+12 / 13 choice, an error naming the extra when it is missing), then imports cuda-bindings.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
-from ctypes import POINTER, byref, c_char_p, c_size_t, c_uint, c_uint32, c_void_p, create_string_buffer
 
 from ..errors import NVJitLinkError
-from ._status import make_checker
+from ._cuda_bindings import LazyModule, lazy_attributes, status_checker
 
 __all__ = [
-    "TABLE",
-    "VERSIONED",
     "check",
-    "select_symbols",
-    "bound_symbols",
     "nvJitLinkResult",
     "nvJitLinkInputType",
     "nvJitLinkVersion",
@@ -47,245 +41,118 @@ __all__ = [
     "nvJitLinkGetInfoLog",
 ]
 
-
-class nvJitLinkResult(enum.IntEnum):
-    NVJITLINK_SUCCESS = 0
-    NVJITLINK_ERROR_UNRECOGNIZED_OPTION = 1
-    NVJITLINK_ERROR_MISSING_ARCH = 2
-    NVJITLINK_ERROR_INVALID_INPUT = 3
-    NVJITLINK_ERROR_PTX_COMPILE = 4
-    NVJITLINK_ERROR_NVVM_COMPILE = 5
-    NVJITLINK_ERROR_INTERNAL = 6
-    NVJITLINK_ERROR_THREADPOOL = 7
-    NVJITLINK_ERROR_UNRECOGNIZED_INPUT = 8
-    NVJITLINK_ERROR_FINALIZE = 9
-    NVJITLINK_ERROR_NULL_INPUT = 10
-    NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS = 11
-    NVJITLINK_ERROR_INCORRECT_INPUT_TYPE = 12
-    NVJITLINK_ERROR_ARCH_MISMATCH = 13
-    NVJITLINK_ERROR_OUTDATED_LIBRARY = 14
-    NVJITLINK_ERROR_MISSING_FATBIN = 15
-    NVJITLINK_ERROR_UNRECOGNIZED_ARCH = 16
-    NVJITLINK_ERROR_UNSUPPORTED_ARCH = 17
-    NVJITLINK_ERROR_LTO_NOT_ENABLED = 18
+_nj = LazyModule("cuda.bindings.nvjitlink", library="nvJitLink", what="nvJitLink")
+_types = LazyModule("cuda.bindings.nvjitlink", what="nvJitLink's enums")  # no libnvJitLink needed for these
 
 
-class nvJitLinkInputType(enum.IntEnum):
-    NVJITLINK_INPUT_NONE = 0
-    NVJITLINK_INPUT_CUBIN = 1
-    NVJITLINK_INPUT_PTX = 2
-    NVJITLINK_INPUT_LTOIR = 3
-    NVJITLINK_INPUT_FATBIN = 4
-    NVJITLINK_INPUT_OBJECT = 5
-    NVJITLINK_INPUT_LIBRARY = 6
-    NVJITLINK_INPUT_INDEX = 7
-    NVJITLINK_INPUT_ANY = 10
+
+def _c_named(name: str, source: str, prefix: str):
+    """An IntEnum ``name`` with the C names (``prefix`` + the member's name) of cuda-bindings' ``source`` enum."""
+    return enum.IntEnum(name, [(prefix + m.name, int(m)) for m in getattr(_types, source)], module=__name__)
 
 
-_p_ptr = POINTER(c_void_p)
-_p_size = POINTER(c_size_t)
-_p_uint = POINTER(c_uint)
+__getattr__ = lazy_attributes(__name__, {
+    "nvJitLinkResult": lambda: _c_named("nvJitLinkResult", "Result", "NVJITLINK_"),
+    "nvJitLinkInputType": lambda: _c_named("nvJitLinkInputType", "InputType", "NVJITLINK_INPUT_")})
 
-# C name -> (restype, argtypes). Every one but nvJitLinkVersion is exported under versioned names.
-TABLE = {
-    "nvJitLinkVersion": (c_uint, [_p_uint, _p_uint]),
-    "nvJitLinkCreate": (c_uint, [_p_ptr, c_uint32, POINTER(c_char_p)]),
-    "nvJitLinkDestroy": (c_uint, [_p_ptr]),
-    # handle, inputType, data, size, name
-    "nvJitLinkAddData": (c_uint, [c_void_p, c_uint, c_char_p, c_size_t, c_char_p]),
-    "nvJitLinkAddFile": (c_uint, [c_void_p, c_uint, c_char_p]),
-    "nvJitLinkComplete": (c_uint, [c_void_p]),
-    "nvJitLinkGetLinkedCubinSize": (c_uint, [c_void_p, _p_size]),
-    "nvJitLinkGetLinkedCubin": (c_uint, [c_void_p, c_char_p]),
-    "nvJitLinkGetLinkedPtxSize": (c_uint, [c_void_p, _p_size]),
-    "nvJitLinkGetLinkedPtx": (c_uint, [c_void_p, c_char_p]),
-    "nvJitLinkGetErrorLogSize": (c_uint, [c_void_p, _p_size]),
-    "nvJitLinkGetErrorLog": (c_uint, [c_void_p, c_char_p]),
-    "nvJitLinkGetInfoLogSize": (c_uint, [c_void_p, _p_size]),
-    "nvJitLinkGetInfoLog": (c_uint, [c_void_p, c_char_p]),
-}
-VERSIONED = tuple(n for n in TABLE if n != "nvJitLinkVersion")
-
-check = make_checker(NVJitLinkError, nvJitLinkResult)
+check = status_checker(NVJitLinkError, _types, "Result", prefix="NVJITLINK_")
+check.__doc__ = "Raise ``NVJitLinkError(status, name, detail)`` unless ``status`` is 0 (NVJITLINK_SUCCESS)."
+_name = check.name
 
 
-def select_symbols(lib, version: tuple[int, int]) -> dict[str, str]:
-    """For each C function of ``TABLE``: the symbol to bind in ``lib`` (anything answering ``getattr`` with
-    the exported names, like a ``ctypes.CDLL``), given the library's ``version`` (major, minor): the newest
-    ``__<name>_<major>_<m>`` with m from minor down to 0, else the plain name. Functions the library lacks
-    under every name are left out."""
-    major, minor = version
-    chosen = {}
-    for name in TABLE:
-        candidates = [f"__{name}_{major}_{m}" for m in range(minor, -1, -1)] if name in VERSIONED else []
-        for symbol in candidates + [name]:
-            try:
-                getattr(lib, symbol)
-            except AttributeError:
-                continue
-            chosen[name] = symbol
-            break
-    return chosen
-
-
-class _Functions:
-    """The bound functions, resolved on first use (the library loaded, its version asked, symbols chosen)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.symbols: dict[str, str] | None = None
-
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name == "symbols":
-            raise AttributeError(name)
-        with self._lock:
-            if self.symbols is None:
-                self._bind()
+def _call(fn, *args, handle: int | None = None):
+    """``fn(*args)``, its ``nvJitLinkError`` raised as cumath's, with ``handle``'s error log when one is given."""
+    try:
+        return fn(*args)
+    except _nj.nvJitLinkError as exc:
+        status = exc.status
+    log = ""
+    if handle is not None:
         try:
-            return self.__dict__[name]
-        except KeyError:
-            raise AttributeError(f"{name} is not available in the loaded nvJitLink library") from None
-
-    def _bind(self):
-        from ._loader import load_library
-
-        lib = load_library("nvJitLink")
-        version_fn = lib.nvJitLinkVersion
-        version_fn.restype, version_fn.argtypes = TABLE["nvJitLinkVersion"]
-        major, minor = c_uint(), c_uint()
-        s = version_fn(byref(major), byref(minor))
-        if s:
-            check(s)
-        symbols = select_symbols(lib, (major.value, minor.value))
-        for name, symbol in symbols.items():
-            fn = getattr(lib, symbol)
-            fn.restype, fn.argtypes = TABLE[name]
-            self.__dict__[name] = fn
-        self.__dict__["version"] = (major.value, minor.value)
-        self.symbols = symbols
-
-
-_L = _Functions()
-
-
-def bound_symbols() -> dict[str, str]:
-    """C function name -> the library symbol bound for it (loads the library)."""
-    _L.nvJitLinkVersion  # noqa: B018 (binds everything)
-    return dict(_L.symbols)
+            log = nvJitLinkGetErrorLog(handle)
+        except Exception:  # the log itself could not be read: report the status alone
+            log = ""
+    error = NVJitLinkError(int(status), _name(status), log.strip() or None)
+    if handle is not None:
+        error.log = log
+    raise error
 
 
 def _bytes(s: str | bytes) -> bytes:
     return s.encode() if isinstance(s, str) else bytes(s)
 
 
+def _str(s: str | bytes) -> str:
+    return s.decode() if isinstance(s, (bytes, bytearray)) else str(s)
+
+
 def nvJitLinkVersion() -> tuple[int, int]:
     """(major, minor) of the loaded nvJitLink."""
-    major, minor = c_uint(), c_uint()
-    s = _L.nvJitLinkVersion(byref(major), byref(minor))
-    if s:
-        check(s)
-    return major.value, minor.value
+    major, minor = _call(_nj.version)
+    return int(major), int(minor)
 
 
 def nvJitLinkCreate(options=()) -> int:
     """A link handle for ``options`` (e.g. ``["-arch=sm_90", "-lto"]``; ``-arch`` is required)."""
-    encoded = [_bytes(o) for o in options]
-    arr = (c_char_p * max(len(encoded), 1))(*encoded)
-    handle = c_void_p()
-    s = _L.nvJitLinkCreate(byref(handle), len(encoded), arr)
-    if s:
-        check(s)
-    return handle.value or 0
+    opts = [_str(o) for o in options]
+    return int(_call(_nj.create, len(opts), opts))
 
 
 def nvJitLinkDestroy(handle: int) -> None:
-    h = c_void_p(handle)
-    s = _L.nvJitLinkDestroy(byref(h))
-    if s:
-        check(s)
-
-
-def _fail(handle: int, status: int) -> None:
-    """Raise NVJitLinkError for ``status`` with the error log of ``handle`` (when it can be read)."""
-    try:
-        log = nvJitLinkGetErrorLog(handle)
-    except Exception:
-        log = ""
-    try:
-        check(status, log.strip() or None)
-    except NVJitLinkError as exc:
-        exc.log = log
-        raise
+    _call(_nj.destroy, handle)
 
 
 def nvJitLinkAddData(handle: int, input_type: int, data: bytes, name: str | bytes = "input") -> None:
     """Add an input (LTO-IR, PTX, CUBIN, ...) held in memory."""
     data = bytes(data)
-    s = _L.nvJitLinkAddData(handle, int(input_type), data, len(data), _bytes(name))
-    if s:
-        _fail(handle, s)
+    _call(_nj.add_data, handle, int(input_type), data, len(data), _str(name), handle=handle)
 
 
 def nvJitLinkAddFile(handle: int, input_type: int, file_name: str | bytes) -> None:
-    s = _L.nvJitLinkAddFile(handle, int(input_type), _bytes(file_name))
-    if s:
-        _fail(handle, s)
+    _call(_nj.add_file, handle, int(input_type), _str(file_name), handle=handle)
 
 
 def nvJitLinkComplete(handle: int) -> None:
     """Link; on failure raise ``NVJitLinkError`` whose message and ``log`` attribute hold the error log."""
-    s = _L.nvJitLinkComplete(handle)
-    if s:
-        _fail(handle, s)
+    _call(_nj.complete, handle, handle=handle)
 
 
-def _size(fn, handle: int) -> int:
-    n = c_size_t()
-    s = fn(handle, byref(n))
-    if s:
-        check(s)
-    return n.value
-
-
-def _blob(size_fn, get_fn, handle: int) -> bytes:
-    size = _size(size_fn, handle)
-    buf = create_string_buffer(max(size, 1))
-    s = get_fn(handle, buf)
-    if s:
-        check(s)
-    return buf.raw[:size]
+def _blob(what: str, handle: int) -> bytes:
+    """``get_<what>_size`` then ``get_<what>`` into a buffer of that size."""
+    size = int(_call(getattr(_nj, f"get_{what}_size"), handle))
+    buf = bytearray(max(size, 1))  # written by nvJitLink: never an immutable (possibly shared) bytes object
+    _call(getattr(_nj, f"get_{what}"), handle, buf)
+    return bytes(buf[:size])
 
 
 def nvJitLinkGetLinkedCubinSize(handle: int) -> int:
-    return _size(_L.nvJitLinkGetLinkedCubinSize, handle)
+    return int(_call(_nj.get_linked_cubin_size, handle))
 
 
 def nvJitLinkGetLinkedCubin(handle: int) -> bytes:
-    return _blob(_L.nvJitLinkGetLinkedCubinSize, _L.nvJitLinkGetLinkedCubin, handle)
+    return _blob("linked_cubin", handle)
 
 
 def nvJitLinkGetLinkedPtxSize(handle: int) -> int:
-    return _size(_L.nvJitLinkGetLinkedPtxSize, handle)
+    return int(_call(_nj.get_linked_ptx_size, handle))
 
 
 def nvJitLinkGetLinkedPtx(handle: int) -> bytes:
     """The linked PTX (with ``-ptx``), NUL included as nvJitLink counts it."""
-    return _blob(_L.nvJitLinkGetLinkedPtxSize, _L.nvJitLinkGetLinkedPtx, handle)
+    return _blob("linked_ptx", handle)
 
 
 def nvJitLinkGetErrorLogSize(handle: int) -> int:
-    return _size(_L.nvJitLinkGetErrorLogSize, handle)
+    return int(_call(_nj.get_error_log_size, handle))
 
 
 def nvJitLinkGetErrorLog(handle: int) -> str:
-    return _blob(_L.nvJitLinkGetErrorLogSize, _L.nvJitLinkGetErrorLog, handle).rstrip(b"\0").decode(
-        errors="replace")
+    return _blob("error_log", handle).rstrip(b"\0").decode(errors="replace")
 
 
 def nvJitLinkGetInfoLogSize(handle: int) -> int:
-    return _size(_L.nvJitLinkGetInfoLogSize, handle)
+    return int(_call(_nj.get_info_log_size, handle))
 
 
 def nvJitLinkGetInfoLog(handle: int) -> str:
-    return _blob(_L.nvJitLinkGetInfoLogSize, _L.nvJitLinkGetInfoLog, handle).rstrip(b"\0").decode(
-        errors="replace")
+    return _blob("info_log", handle).rstrip(b"\0").decode(errors="replace")

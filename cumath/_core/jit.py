@@ -16,6 +16,11 @@ options, nvJitLink's version). Include folders say where headers are, not what t
 the key: pass what the output depends on in them (a digest of the headers) as ``depends``.
 
 :func:`include_roots` and :func:`find_include` locate the CUDA headers of the ``nvidia/*`` wheels or a toolkit.
+
+NVRTC and nvJitLink are called through :mod:`cumath._bindings.nvrtc` / :mod:`~cumath._bindings.nvjitlink` (over
+cuda-bindings) rather than cuda.core's ``Program``/``Linker``: the content-addressed caches need the exact options
+and the lowered names, and the errors stay cumath's typed ``NVRTCError``/``NVJitLinkError`` with the status and the
+log, which cuda.core folds into messages of its own.
 Errors: ``NVRTCError`` with NVRTC's log, ``NVJitLinkError`` with nvJitLink's, ``LibraryNotFoundError`` naming
 the extra that brings a missing library.
 """

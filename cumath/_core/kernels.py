@@ -23,6 +23,7 @@ import ctypes
 import struct
 import threading
 
+from .._bindings._loader import once
 from . import jit
 
 __all__ = ["Kernel", "get_kernel", "load_kernel", "ArgPacker", "device_arch"]
@@ -174,19 +175,12 @@ def load_kernel(image: bytes, key: str, name: str, arg_types: str, *, kind: str 
 def _load(ctx, device_id, image, kind, key, name, symbol, arg_types) -> Kernel:
     from .._bindings import cuda as drv
 
-    kkey = (ctx, key, name, arg_types)
-    kernel = _kernels.get(kkey)
-    if kernel is not None:
-        return kernel
-    with _lock:
-        kernel = _kernels.get(kkey)
-        if kernel is not None:
-            return kernel
+    def make() -> Kernel:
         module = _modules.get((ctx, key))
         if module is None:
             module = drv.cuModuleLoadData(image + (b"\0" if kind == "ptx" and not image.endswith(b"\0") else b""))
             _modules[(ctx, key)] = module
-        function = drv.cuModuleGetFunction(module, symbol)
-        kernel = _kernels[kkey] = Kernel(name, function, device_id, key, arg_types)
-        return kernel
+        return Kernel(name, drv.cuModuleGetFunction(module, symbol), device_id, key, arg_types)
+
+    return once(_kernels, (ctx, key, name, arg_types), _lock, make)
 

@@ -17,7 +17,16 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Stateful", "requires", "requires_alive"]
+__all__ = ["Stateful", "requires", "requires_alive", "release_quietly"]
+
+
+def release_quietly(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)``, a native release run by a finalizer (``weakref.finalize(owner, release_quietly, destroy,
+    handle)``): at interpreter shutdown or with the CUDA context gone it may fail, and there is nobody to tell."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - interpreter shutdown, context gone
+        pass
 
 
 class Stateful:

@@ -21,8 +21,9 @@ Importing this package imports neither numba nor any native library; everything 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what __getattr__ below loads on first use, visible to type checkers
     from . import random
@@ -57,17 +58,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name == "random":
-        module = importlib.import_module(f"{__name__}.random")
-        globals()[name] = module
-        return module
-    source = _LAZY.get(name)
-    if source is None:
-        raise AttributeError(f"module 'cumath.device' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _LAZY, ("random",))
 
 
 def unavailable_reason(*needs: str) -> str | None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["initialize", "finalize", "get_context", "DistributedContext"]
 
 logger = logging.getLogger(__name__)
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered: the GPU bring-up inside initialize() makes context resources
 _context = None
 _BACKENDS = ("nvshmem", "nccl")
 
@@ -44,6 +44,15 @@ class DistributedContext:
     def communicator(self) -> Any:
         """The mpi4py communicator (None for a torch.distributed group)."""
         return getattr(self.process_group, "communicator", None)
+
+    def release_resources(self) -> None:
+        """Release the native resources, newest first; each failure is logged and the others still go."""
+        for key, (obj, release) in reversed(list(self._resources.items())):
+            try:
+                release(obj)
+            except Exception as exc:  # everything that can be released is
+                logger.warning("releasing %s failed: %s", key, exc)
+        self._resources.clear()
 
     def resource(self, key: Any, make: Callable[[], Any], release: Callable[[Any], None]) -> Any:
         """A native resource made once per context (``make()``), released by finalize() (``release(obj)``)."""
@@ -113,12 +122,7 @@ def finalize() -> None:
         ctx, _context = _context, None
     if ctx is None:
         return
-    for key, (obj, release) in reversed(list(ctx._resources.items())):
-        try:
-            release(obj)
-        except Exception as exc:  # finalize releases everything it can
-            logger.warning("releasing %s failed: %s", key, exc)
-    ctx._resources.clear()
+    ctx.release_resources()
 
 
 def get_context() -> DistributedContext | None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._group import ProcessGroup
 from ._redistribute import all_indices, check_cover, resolve
-from .distribution import BlockCyclic, Box, Distribution, Slab
+from ._distributions import BlockCyclic, Box, Distribution, Slab
 
 __all__ = ["host_view", "wrap_result", "gather_layout", "package_of"]
 

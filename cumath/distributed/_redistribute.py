@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distribution import Box, Distribution, Slab, SlabPartition
+from ._distributions import Box, Distribution, Slab, SlabPartition
 
 __all__ = ["plan_exchange", "Exchange", "check_cover", "all_indices"]
 

@@ -78,7 +78,7 @@ class Redistribute(Stateful):
 
 
 def _name(dist) -> str:
-    from .distribution import Box
+    from ._distributions import Box
 
     return "Box" if isinstance(dist, Box) else repr(dist)
 

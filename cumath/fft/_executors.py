@@ -13,6 +13,7 @@ Every executor has ``prepare(sign)``, ``execute(op, sign, stream)`` (returns the
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -22,7 +23,9 @@ import numpy as np
 
 from .._core import cuda
 from .._core.dtypes import ITEMSIZE
+from .._core._fast import dev_runner, hot_runner, native_pointer
 from .._core.executors import DeviceMirror, HostMirror, choose
+from .._core.plan_cache import hot_numpy
 from .._core.frameworks.numpy import from_pointer, pointer as host_pointer, strided_empty, view as host_view
 from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
@@ -125,9 +128,26 @@ class HostExecutor:
                                     A.pointer, math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype], device=False)
             self.nbytes += self.results.nbytes
         self._take = None if self.results is None else self.results.take
+        spec = self.hot_spec() if hot_runner is not None else None
+        if spec is not None:  # execute() as one C call (HostExecutor.execute for what it declines)
+            hot_numpy()
+            self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self))
 
     def prepare(self, sign):
         self.backend.prepare(sign)
+
+    def hot_spec(self):
+        """``(execs, mask, elem_mask, any, alloc, alloc_args)`` for the compiled hit path (``_core/_fast``), or
+        None where it cannot run this executor's calls exactly as :meth:`execute` does: it serves the out-of-place
+        transform of an element-aligned operand into a new NumPy array from ``numpy.empty``, calling the engine's
+        planned function for the SIMD-aligned case and ``self._any`` for every other."""
+        r = self.results
+        if self.inplace or self._in_copy is not None or self._staged or type(r) is not Recycler:
+            return None
+        new = r.new
+        if r.snapshot is not None or type(new) is not functools.partial or new.keywords or new.func is not np.empty:
+            return None  # results reused (opt-in), or an allocator other than numpy.empty
+        return self._entries, self._mask, self._elem_mask, self._any, new.func, new.args
 
     def _aligned_copy(self, op) -> int:
         """The operand copied into an aligned buffer of the plan's input layout; returns its pointer."""
@@ -289,6 +309,9 @@ class DeviceExecutor:
         self._new_out = self.adapter.empty_factory(geom.out_shape, geom.out_dtype, self.device_id, self.out_perm)
         self._pointer = self.adapter.pointer
         self._exec = self.backend.exec_fn
+        if dev_runner is not None and self._simple and self._epilog is None:  # execute() as one C call
+            self.execute = dev_runner(self.backend, self._new_out, native_pointer(op.package, self._pointer),
+                                      self._exec, self._misaligned, DeviceExecutor.execute.__get__(self))
 
     def prepare(self, sign):
         pass

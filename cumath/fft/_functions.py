@@ -2,6 +2,13 @@
 
 Each function is ``cached_call(key, make, operands)``: on a hit, the Python frames between the public call and
 FFTW's (or cuFFT's) execute function are the function, ``cached_call``, ``FFT.execute`` and the executor.
+
+With the compiled extension, a call on a NumPy array (exactly ``numpy.ndarray``), a CUDA ``torch.Tensor`` or a
+``cupy.ndarray`` with every optional argument left at its default is first offered to ``hot_fft``: one C call that
+builds the operand's key, finds the cached plan, allocates the result and runs the engine, or returns None for
+anything it cannot serve as the Python path would (no plan yet, an unaligned operand, results reused, a GPU plan
+not bound to the current stream yet, the cache disabled, a profiler attached). After a call
+the Python path served, ``hot_remember`` lets the compiled path serve the next ones of its key.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ from functools import partial
 from .._core.execution import execution_key
 from .._core.operand import wrap_operand
 from .._core.options import check_options
-from .._core.plan_cache import cached_call
+from .._core._fast import hot_fft as _hot
+from .._core.plan_cache import cached_call, hot_remember
 from .._core.streams import stream_key
 from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
@@ -29,6 +37,15 @@ if TYPE_CHECKING:
 __all__ = ["fft", "ifft", "rfft", "irfft"]
 
 _INVERSE = FFTDirection.INVERSE
+_C2C, _R2C = 0, 1  # the compiled path's codes of the keys' kinds (the rest of such a key is all defaults)
+
+
+def _remember(kind, operand, key, axes, options, execution, stream, prolog, epilog):
+    """After a call the Python path served: let the compiled path serve the next ones of ``key`` where this
+    call's arguments were all defaults (the key is then the array's fields and ``kind``)."""
+    if (axes is None and options is None and execution is None and stream is None and prolog is None
+            and epilog is None):
+        hot_remember(key, operand, kind)
 
 
 def _key(fft_type, op, axes, options, execution, stream, prolog, epilog) -> tuple:
@@ -76,12 +93,19 @@ def fft(operand: AnyTensor, axes: Sequence[int] | None = None, *, direction: FFT
     >>> np.allclose(cumath.fft.fft(x), np.fft.fft(x))
     True
     """
+    if _hot is not None:
+        result = _hot(operand, _C2C, -1, axes, direction, options, execution, prolog, epilog, stream)
+        if result is not None:
+            return result
     op = wrap_operand(operand)
     make = partial(_planned, "C2C", op, axes, direction, options, execution, stream, prolog, epilog)
+    key = _key("C2C", op, axes, options, execution, stream, prolog, epilog)
     if direction is None:  # no keyword arguments to pass on: the common call is cheaper
-        return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog), make, {"operand": op})
-    return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog), make, {"operand": op},
-                       direction=direction)
+        result = cached_call(key, make, {"operand": op})
+        if _hot is not None:
+            _remember(_C2C, operand, key, axes, options, execution, stream, prolog, epilog)
+        return result
+    return cached_call(key, make, {"operand": op}, direction=direction)
 
 
 def ifft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
@@ -89,10 +113,17 @@ def ifft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
          prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
          epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D inverse complex-to-complex FFT, unnormalized (``numpy.fft.ifft(x) * n``)."""
+    if _hot is not None:
+        result = _hot(operand, _C2C, 1, axes, options, execution, prolog, epilog, stream)
+        if result is not None:
+            return result
     op = wrap_operand(operand)
-    return cached_call(_key("C2C", op, axes, options, execution, stream, prolog, epilog),
-                       partial(_planned, "C2C", op, axes, _INVERSE, options, execution, stream, prolog, epilog),
-                       {"operand": op}, direction=_INVERSE)
+    key = _key("C2C", op, axes, options, execution, stream, prolog, epilog)
+    result = cached_call(key, partial(_planned, "C2C", op, axes, _INVERSE, options, execution, stream, prolog,
+                                      epilog), {"operand": op}, direction=_INVERSE)
+    if _hot is not None:
+        _remember(_C2C, operand, key, axes, options, execution, stream, prolog, epilog)
+    return result
 
 
 def rfft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
@@ -100,10 +131,17 @@ def rfft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
          prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
          epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D real-to-complex FFT; the last of ``axes`` is halved to n//2+1 (``numpy.fft.rfftn``)."""
+    if _hot is not None:
+        result = _hot(operand, _R2C, -1, axes, options, execution, prolog, epilog, stream)
+        if result is not None:
+            return result
     op = wrap_operand(operand)
-    return cached_call(_key("R2C", op, axes, options, execution, stream, prolog, epilog),
-                       partial(_planned, "R2C", op, axes, None, options, execution, stream, prolog, epilog),
-                       {"operand": op})
+    key = _key("R2C", op, axes, options, execution, stream, prolog, epilog)
+    result = cached_call(key, partial(_planned, "R2C", op, axes, None, options, execution, stream, prolog, epilog),
+                         {"operand": op})
+    if _hot is not None:
+        _remember(_R2C, operand, key, axes, options, execution, stream, prolog, epilog)
+    return result
 
 
 def irfft(operand: AnyTensor, axes: Sequence[int] | None = None, *,

@@ -14,7 +14,7 @@ from .._core.operation import Operation
 from .._core.options import check_options
 from ..errors import UnsupportedDtypeError
 from ._callbacks import TensorLayout, callback_key, resolve_callbacks
-from ._executors import Setup, make_executor
+from ._executors import DeviceExecutor, HostExecutor, Setup, make_executor
 from ._options import FFTDirection, FFTOptions
 from ._traits import FFTKey, check_axes, device_strides, fft_geometry, host_strides, layout_key
 
@@ -221,6 +221,19 @@ class FFT(Operation):
 
     def _planned_with(self, executor) -> None:
         executor.prepare(self._plan_sign)
+
+    def _hot_spec(self):
+        """What the compiled hit path of the stateless functions needs to run this plan, or None: a host plan's
+        ``HostExecutor.hot_spec()``, or ``(runner, package)`` for a GPU plan whose executor runs its plain case in C
+        (non-blocking, on the operand's current stream, as every stateless GPU call of its key is)."""
+        ex = self._executor
+        if self._host_only:
+            return ex.hot_spec() if type(ex) is HostExecutor else None
+        if type(ex) is DeviceExecutor and not self._blocking and not self._explicit_stream:
+            runner = ex.__dict__.get("execute")  # the plain case's C runner, where the executor has one
+            if runner is not None and type(runner).__name__ == "DevRunner":
+                return runner, self._place.package
+        return None
 
     def _unbind(self) -> None:
         # as Operation._unbind, with one prebuilt empty operand set (FFT replaces _ops, never changes it in

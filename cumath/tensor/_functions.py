@@ -1,10 +1,13 @@
-"""The stateless contractions: a contraction planned once per kind of operands, kept in the plan cache."""
+"""The stateless contractions: a contraction planned once per kind of operands, kept in the plan cache.
+
+A call on a planned kind costs: wrapping the operands, one key tuple built from their fields in one pass, the
+cache lookup, the result's allocation and (GPU, binary) one native call of cutensorContract whose argument words
+the plan keeps (see ``_backends/cutensor.py``).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-import functools
 
 import numpy as np
 
@@ -25,8 +28,6 @@ __all__ = ["binary_contraction", "ternary_contraction"]
 
 
 def _qualifiers_key(qualifiers):
-    if qualifiers is None:
-        return None
     if isinstance(qualifiers, np.ndarray):
         return (qualifiers.dtype.str if qualifiers.dtype.names is None else repr(qualifiers.dtype.descr),
                 qualifiers.tobytes())
@@ -37,17 +38,28 @@ def _qualifiers_key(qualifiers):
 
 
 def _w(x, name):
-    if x is None:
-        return None
-    if type(x) is Operand:
-        return x
-    if isinstance(x, np.generic):  # a NumPy scalar is no array: read it as a 0-d one
-        x = np.asarray(x)
-    return wrap_operand(x, name)
+    return x if x is None or type(x) is Operand else wrap_operand(x, name)
 
 
-def _sig(op):
-    return None if op is None else (op.signature, op.readonly)
+def _align(ptr: int) -> int:
+    """The largest power of two up to 256 dividing ``ptr`` (256 for 0): what a cuTENSOR plan assumes."""
+    p = ptr | 256
+    return p & -p
+
+
+def _key(cls, expr, A, B, C, D, O, qualifiers, options, execution, stream):
+    """Everything a plan depends on, in one flat tuple: the inputs' fields (package, device, shape, strides, dtype;
+    ``C`` is None for binary contractions), the addend's and out's signatures (out's read-only flag: a read-only
+    out is refused at planning), qualifiers, options, execution, stream and, on the GPU, the pointers'
+    alignments."""
+    dev = A.device_id
+    return (cls, expr, A.package, dev, A.shape, A.strides, A.dtype, B.package, B.device_id, B.shape, B.strides,
+            B.dtype, None if C is None else C.signature, None if D is None else D.signature,
+            None if O is None else (O.signature, O.readonly),
+            None if qualifiers is None else _qualifiers_key(qualifiers), options,
+            None if execution is None else execution_key(execution),
+            None if stream is None and dev is None else stream_key(stream, A),
+            None if dev is None else (_align(A.ptr), _align(B.ptr), C and _align(C.ptr), O and _align(O.ptr)))
 
 
 def _planned(cls, *args, **kwargs):
@@ -58,17 +70,6 @@ def _planned(cls, *args, **kwargs):
         op.free()
         raise
     return op
-
-
-def _key(cls, expr, ops, qualifiers, options, execution, stream, first):
-    if options is not None and type(options) is not ContractionOptions:
-        options = check_options(options, ContractionOptions, "contraction options")
-    return (cls, expr, *(_sig(o) for o in ops), _qualifiers_key(qualifiers), options,
-            None if execution is None else execution_key(execution),
-            None if stream is None and first.device_id is None else stream_key(stream, first),
-            # cuTENSOR plans assume the pointers' alignment
-            None if first.device_id is None else tuple(min(256, o.ptr & -o.ptr) if o.ptr else 256
-                                                       for o in ops if o is not None)), options
 
 
 def binary_contraction(expr: str, a: AnyTensor, b: AnyTensor, *, c: AnyTensor = None, alpha: complex = 1.0,
@@ -83,11 +84,16 @@ def binary_contraction(expr: str, a: AnyTensor, b: AnyTensor, *, c: AnyTensor = 
     >>> np.allclose(cumath.tensor.binary_contraction("ij,jk->ik", a, b), a @ b)
     True
     """
-    A, B, C, O = _w(a, "a"), _w(b, "b"), _w(c, "c"), _w(out, "out")
-    key, options = _key(BinaryContraction, expr, (A, B, C, O), qualifiers, options, execution, stream, A)
-    make = functools.partial(_planned, BinaryContraction, expr, A, B, c=C, out=O, qualifiers=qualifiers,
-                             options=options, execution=execution, stream=stream)
-    return cached_call(key, make, {"a": A, "b": B, "c": C, "out": O}, alpha=alpha, beta=beta)
+    A = a if type(a) is Operand else wrap_operand(a, "a")
+    B = b if type(b) is Operand else wrap_operand(b, "b")
+    C = None if c is None else _w(c, "c")
+    O = None if out is None else _w(out, "out")
+    if options is not None and type(options) is not ContractionOptions:
+        options = check_options(options, ContractionOptions, "contraction options")
+    key = _key(BinaryContraction, expr, A, B, None, C, O, qualifiers, options, execution, stream)
+    return cached_call(key, lambda: _planned(BinaryContraction, expr, A, B, c=C, out=O, qualifiers=qualifiers,
+                                             options=options, execution=execution, stream=stream),
+                       {"a": A, "b": B, "c": C, "out": O}, alpha=alpha, beta=beta)
 
 
 def ternary_contraction(expr: str, a: AnyTensor, b: AnyTensor, c: AnyTensor, *, d: AnyTensor = None,
@@ -101,8 +107,12 @@ def ternary_contraction(expr: str, a: AnyTensor, b: AnyTensor, c: AnyTensor, *, 
     >>> np.allclose(cumath.tensor.ternary_contraction("ij,jk,kl->il", a, b, c), a @ b @ c)
     True
     """
-    A, B, C, D, O = _w(a, "a"), _w(b, "b"), _w(c, "c"), _w(d, "d"), _w(out, "out")
-    key, options = _key(TernaryContraction, expr, (A, B, C, D, O), qualifiers, options, execution, stream, A)
-    make = functools.partial(_planned, TernaryContraction, expr, A, B, C, d=D, out=O, qualifiers=qualifiers,
-                             options=options, execution=execution, stream=stream)
-    return cached_call(key, make, {"a": A, "b": B, "c": C, "d": D, "out": O}, alpha=alpha, beta=beta)
+    A, B, C = _w(a, "a"), _w(b, "b"), _w(c, "c")
+    D = None if d is None else _w(d, "d")
+    O = None if out is None else _w(out, "out")
+    if options is not None and type(options) is not ContractionOptions:
+        options = check_options(options, ContractionOptions, "contraction options")
+    key = _key(TernaryContraction, expr, A, B, C, D, O, qualifiers, options, execution, stream)
+    return cached_call(key, lambda: _planned(TernaryContraction, expr, A, B, C, d=D, out=O, qualifiers=qualifiers,
+                                             options=options, execution=execution, stream=stream),
+                       {"a": A, "b": B, "c": C, "d": D, "out": O}, alpha=alpha, beta=beta)

@@ -9,6 +9,7 @@ from typing import Literal
 
 import numpy as np
 
+from .._bindings import cutensor as ct
 from .._bindings.cutensor import Operator
 from .._core.options import check_choice
 
@@ -17,35 +18,27 @@ __all__ = ["ContractionOptions", "ContractionAlgo", "ContractionAutotuneMode", "
            "UNARY_OPERATORS", "COMPLEX_OPERATORS", "RESULT_LAYOUTS"]
 
 
-class ContractionAlgo(enum.IntEnum):
-    """cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like kernel."""
-
-    DEFAULT_PATIENT = -6
-    GETT = -4
-    TGETT = -3
-    TTGT = -2
-    DEFAULT = -1
-
-
-class ContractionAutotuneMode(enum.IntEnum):
-    """cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each plan of a recurring problem."""
-
-    NONE = 0
-    INCREMENTAL = 1
+_DOCS = {
+    "ContractionAlgo": "cuTENSOR's contraction algorithms (cutensorAlgo_t); values >= 0 pick one GEMM-like kernel.",
+    "ContractionAutotuneMode": "cutensorAutotuneMode_t: INCREMENTAL tries another kernel on each plan of a "
+                               "recurring problem.",
+    "ContractionJitMode": "cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem (longer "
+                          "planning).",
+    "ContractionCacheMode": "cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's plan cache.",
+}
 
 
-class ContractionJitMode(enum.IntEnum):
-    """cutensorJitMode_t: DEFAULT lets cuTENSOR compile a kernel for the problem (longer planning)."""
+def _public(values: type, name: str) -> type:
+    """The binding's enum ``values`` under its public name (one table of values: the binding's, from the header)."""
+    cls = enum.IntEnum(name, {m.name: m.value for m in values}, module=__name__)
+    cls.__doc__ = _DOCS[name]
+    return cls
 
-    NONE = 0
-    DEFAULT = 1
 
-
-class ContractionCacheMode(enum.IntEnum):
-    """cutensorCacheMode_t: PEDANTIC keeps the chosen kernel in the handle's plan cache."""
-
-    NONE = 0
-    PEDANTIC = 1
+ContractionAlgo = _public(ct.Algo, "ContractionAlgo")
+ContractionAutotuneMode = _public(ct.AutotuneMode, "ContractionAutotuneMode")
+ContractionJitMode = _public(ct.JitMode, "ContractionJitMode")
+ContractionCacheMode = _public(ct.CacheMode, "ContractionCacheMode")
 
 
 class ComputeDesc(enum.IntEnum):
@@ -132,8 +125,11 @@ class ContractionOptions:
         allocator: device memory for workspaces and intermediates (see :mod:`cumath.memory`).
         memory_limit: the most workspace a plan may use: bytes (int), a string with a unit ('1.5 GiB', '200 MB')
             or a percentage of the GPU memory ('80%').
-        result_layout: the result's memory order: 'C', 'F', 'optimized' (the layout the engine writes directly,
-            from the operands' layouts) or 'auto' (the operands' order when they agree, else 'optimized').
+        result_layout: the memory order of a new result (out= keeps its own): 'C', 'F', 'optimized' (the order
+            the engine writes directly: [batch, m, n] of the final product, from the operands' layouts) or 'auto'
+            (the default: 'C' when every input is in C order, 'F' when every input is in F order, provided the
+            engine writes that layout without a copy, as cuTENSOR always does and the CPU's GEMM does when the
+            strides nest into its matrices; 'optimized' otherwise). C in, C out, and never an extra pass.
     """
 
     compute_type: int | None = None
@@ -143,6 +139,13 @@ class ContractionOptions:
     allocator: object | None = dataclasses.field(default=None, compare=False)
     memory_limit: int | str | None = "80%"
     result_layout: Literal["auto", "C", "F", "optimized"] = "auto"
+
+    def __hash__(self):  # hashed once: a stateless call's cache key holds the options
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.compute_type, self.blocking, self.memory_limit, self.result_layout))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __post_init__(self):
         if self.compute_type is not None:

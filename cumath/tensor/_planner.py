@@ -19,6 +19,7 @@ from .._core.lifecycle import requires, requires_alive
 from .._core.operand import Operand, adapter, check_same_place, wrap_operand
 from .._core.operation import Operation
 from .._core.options import check_enum, check_options
+from ..errors import CUTENSORError
 from ._options import (ContractionAlgo, ContractionAutotuneMode, ContractionCacheMode, ContractionJitMode,
                        ContractionOptions, operators_of)
 from ._traits import gemm_geometry, make_problem, pairwise_steps, parse_expression
@@ -28,11 +29,16 @@ if TYPE_CHECKING:
     from typing import Any
     from .._core.typing import AnyTensor, ExecutionLike, StreamLike
 
-__all__ = ["BinaryContraction", "TernaryContraction", "ContractionPlanPreference", "BETA_WITHOUT_ADDEND"]
+__all__ = ["BinaryContraction", "TernaryContraction", "ContractionPlanPreference", "BETA_WITHOUT_ADDEND",
+           "JIT_DTYPES", "JIT_MIN_MULTIPLY_ADDS"]
 
 logger = logging.getLogger("cumath.tensor")
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+#: where autotune() also tries a JIT-compiled cuTENSOR kernel: these dtypes, at least this many multiply-adds
+#: (2^30: ~50 us of an H200's FP32 work, so a plan reused as autotune() implies repays a compile of seconds)
+JIT_DTYPES = ("float16", "bfloat16", "float32")
+JIT_MIN_MULTIPLY_ADDS = 1 << 30
 BETA_WITHOUT_ADDEND = "beta must be given together with {name} (the term beta * {name}); pass beta=..."
 
 
@@ -41,7 +47,11 @@ class ContractionPlanPreference:
     ``kernel_rank`` (0: the best kernel of the algorithm by cuTENSOR's model, 1: the second, ...),
     ``autotune_mode`` (:class:`ContractionAutotuneMode`), ``incremental_count``, ``cache_mode``
     (:class:`ContractionCacheMode`) and ``jit`` (:class:`ContractionJitMode`). Changing one takes effect at the
-    next plan(). The CPU engine has a single algorithm and ignores them."""
+    next plan(). The CPU engine has a single algorithm and ignores them.
+
+    ``jit`` starts as NONE (planning never compiles unasked: a JIT kernel takes seconds to build); autotune() may
+    choose DEFAULT where it measures faster (see :meth:`BinaryContraction.autotune`), unless ``jit`` was set here,
+    which it then keeps."""
 
     _FIELDS = {"algo": ContractionAlgo, "autotune_mode": ContractionAutotuneMode, "cache_mode": ContractionCacheMode,
                "jit": ContractionJitMode}
@@ -54,21 +64,27 @@ class ContractionPlanPreference:
         d["incremental_count"] = 4
         d["cache_mode"] = ContractionCacheMode.PEDANTIC
         d["jit"] = ContractionJitMode.NONE
+        self._jit_set = False  # the caller chose jit (autotune keeps it)
 
     def __setattr__(self, name, value):
+        if name == "_jit_set":
+            object.__setattr__(self, name, value)
+            return
         if name in self._FIELDS:
             cls = self._FIELDS[name]
             if name == "algo" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 self.__dict__[name] = int(value)  # a GEMM-like algorithm picked by number
                 return
             self.__dict__[name] = check_enum(name, value, cls)
+            if name == "jit":
+                self._jit_set = True
         elif name in ("kernel_rank", "incremental_count"):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, not {value!r}")
             self.__dict__[name] = value
         else:
             raise AttributeError(f"ContractionPlanPreference has no attribute {name!r}; the attributes are "
-                                 f"{sorted(self.__dict__)}")
+                                 f"{sorted(k for k in self.__dict__ if not k.startswith('_'))}")
 
     def key(self) -> tuple:
         d = self.__dict__
@@ -76,7 +92,8 @@ class ContractionPlanPreference:
                 int(d["cache_mode"]), int(d["jit"]))
 
     def __repr__(self):
-        return "ContractionPlanPreference(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+        return "ContractionPlanPreference(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()
+                                                        if not k.startswith("_")) + ")"
 
 
 def _wrap(x, name):
@@ -108,6 +125,18 @@ def _overlaps(x: Operand, y: Operand) -> bool:
     a0, a1 = _span(x)
     b0, b1 = _span(y)
     return a0 < b1 and b0 < a1
+
+
+def _memory_orders(shape, strides) -> set:
+    """{'C', 'F'}, the orders an operand's memory is in: its axes of extent > 1 with strictly decreasing |stride|
+    (C), increasing (F); both for at most one such axis."""
+    s = [abs(st) for n, st in zip(shape, strides) if n > 1]
+    kinds = set()
+    if all(x > y for x, y in zip(s, s[1:])):
+        kinds.add("C")
+    if all(x < y for x, y in zip(s, s[1:])):
+        kinds.add("F")
+    return kinds
 
 
 def _scalar_ok(value, dtype: str, name: str):
@@ -207,20 +236,45 @@ class _Contraction(Operation):
             return out.strides, None
         layout = self._options.result_layout
         n = len(pb.output)
+        if layout == "auto":
+            layout = self._auto_layout(steps)
         if layout == "C" or n == 0:
             perm = tuple(range(n))
         elif layout == "F":
             perm = tuple(reversed(range(n)))
-        else:  # the order the final product writes: [batch, m, n] of its geometry
-            last = steps[-1]
-            xs = pb.strides[last.x] if last.x != "T" else dense_strides(
-                [pb.extents[m] for m in last.x_modes], range(len(last.x_modes)))
-            ys = pb.strides[last.y]
-            g = gemm_geometry(last.x_modes, xs, last.y_modes, ys, pb.output, None, pb.extents)
-            order = g.batch + g.m + g.n
-            order = order + tuple(m for m in pb.output if m not in order)
-            perm = tuple(pb.output.index(m) for m in order)
+        else:
+            perm = self._written_order(steps, None)
         return dense_strides(self._out_shape, perm), perm
+
+    def _written_order(self, steps, z_strides):
+        """The output axes in the order the final product writes them ([batch, m, n] of its geometry), or None
+        when ``z_strides`` (the result's strides) cannot be written by the CPU's GEMM directly."""
+        pb = self._problem
+        last = steps[-1]
+        xs = pb.strides[last.x] if last.x != "T" else dense_strides(
+            [pb.extents[m] for m in last.x_modes], range(len(last.x_modes)))
+        g = gemm_geometry(last.x_modes, xs, last.y_modes, pb.strides[last.y], pb.output, z_strides, pb.extents)
+        if z_strides is not None:
+            return None if g.z is None else ()
+        order = g.batch + g.m + g.n
+        order = order + tuple(m for m in pb.output if m not in order)
+        return tuple(pb.output.index(m) for m in order)
+
+    def _auto_layout(self, steps) -> str:
+        """result_layout='auto': 'C' when every input is in C order (its modes' strides decreasing), 'F' when
+        every one is in F order, provided the engine writes that layout directly (cuTENSOR always does; the
+        CPU's GEMM when the strides nest into its matrices); else 'optimized'."""
+        pb = self._problem
+        kinds = {"C", "F"}
+        for modes, strides in zip(pb.inputs, pb.strides):
+            kinds &= _memory_orders([pb.extents[m] for m in modes], strides)
+        n = len(pb.output)
+        for kind in ("C", "F"):
+            if kind in kinds:
+                perm = tuple(range(n)) if kind == "C" else tuple(reversed(range(n)))
+                if self._place.on_gpu or self._written_order(steps, dense_strides(self._out_shape, perm)) is not None:
+                    return kind
+        return "optimized"
 
     def _make_executor(self):
         steps = pairwise_steps(self._problem, self._order)
@@ -267,22 +321,35 @@ class _Contraction(Operation):
         ct = self._options.compute_type
         return ContractionCPU(self._problem, steps, self._ops_list, self._dtype, strides,
                               None if add is None else add.strides, False,
-                              None if ct is None else ct.library_name, p.execution.num_threads, log=self._log)
+                              None if ct is None else ct.library_name, p.execution.num_threads, log=self._log,
+                              threads_named=p.user_threads)
 
     # ------------------------------------------------------------------------------------------- execution
-    def _new_result(self):
+    def _planned_with(self, executor) -> None:
         op = self._ops[self._INPUTS[0]]
-        return adapter(op.package).empty(self._out_shape, self._dtype, op.device_id, self._result_perm)
+        # the result's allocator: the package's cheapest call for the planned shape and layout
+        self._new_result = adapter(op.package).empty_factory(self._out_shape, self._dtype, op.device_id,
+                                                             self._result_perm)
+        self._pointer = adapter(self._place.package).pointer
 
     def _run(self, alpha, beta, stream, release_workspace: bool):
         ops = self._ops
         out = ops["out"]
-        result = out.obj if out is not None else self._new_result()
-        out_ptr = out.ptr if out is not None else adapter(self._place.package).pointer(result)
+        if out is None:
+            result = self._new_result()
+            out_ptr = self._pointer(result)
+        else:
+            result, out_ptr = out.obj, out.ptr
         add = ops[self._ADDEND]
-        if add is not None and beta is None:
-            raise ValueError(BETA_WITHOUT_ADDEND.format(name=self._ADDEND))
         ex = self._executor
+        if add is None:
+            if ex.simple:  # one library call on the operands (binary, GPU)
+                ex.run_binary(ops["a"].ptr, ops["b"].ptr, out_ptr, alpha, stream)
+                if release_workspace:
+                    ex.release_workspace()
+                return result
+        elif beta is None:
+            raise ValueError(BETA_WITHOUT_ADDEND.format(name=self._ADDEND))
         inputs = [ops[n].ptr for n in self._INPUTS]
         if ex.space == "cpu":
             ex.run(inputs, None if add is None else add.ptr, out_ptr, alpha, beta if add is not None else 0.0)
@@ -300,9 +367,10 @@ class _Contraction(Operation):
         when it was given, else a new array of the operands' package on their device)."""
         if self._executor is None or self._released:
             self._not_ready("execute")
-        dtype = self._dtype
-        alpha = _scalar_ok(alpha, dtype, "alpha")
-        beta = _scalar_ok(beta, dtype, "beta")
+        if alpha.__class__ is not float:  # (a float is taken as it is)
+            alpha = _scalar_ok(alpha, self._dtype, "alpha")
+        if beta is not None:
+            beta = _scalar_ok(beta, self._dtype, "beta")
         if self._host_only:
             return self._run(alpha, beta, None, release_workspace)
         stream, explicit = self._stream_arg(stream)
@@ -316,23 +384,20 @@ class _Contraction(Operation):
     @requires("planned", "operands")
     def autotune(self, *, iterations: int = 3, alpha: complex = 1.0, beta: complex | None = None,
                  release_workspace: bool = False, stream: StreamLike = None) -> None:
-        """Measure and keep the fastest choice: on the GPU, cuTENSOR's incremental autotuning over
-        ``iterations`` kernels (kept in its plan cache, which cumath saves to disk); on the CPU, for ternary
-        contractions, the three pairings timed ``iterations`` times each."""
+        """Measure and keep the fastest choice (the contraction is executed several times: an ``out`` given
+        together with itself as the addend accumulates; give it again afterwards).
+
+        On the GPU: cuTENSOR's incremental autotuning over ``iterations`` kernels (kept in its plan cache, which
+        cumath saves to disk); then, for float16, bfloat16 and float32 contractions of at least 2^30
+        multiply-adds (``JIT_MIN_MULTIPLY_ADDS``) whose ``plan_preference.jit`` the caller left unset, also a
+        JIT-compiled kernel (``ContractionJitMode.DEFAULT``: compiled once, seconds, then kept in cuTENSOR's
+        kernel cache on disk): both are timed over ``iterations`` executions and the faster one is kept
+        (``plan_preference.jit`` says which). On the CPU, for ternary contractions, the three pairings timed
+        ``iterations`` times each."""
         if not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"iterations must be a positive int, not {iterations!r}")
         if self._on_gpu:
-            pref = self.plan_preference
-            saved = (pref.autotune_mode, pref.incremental_count)
-            pref.autotune_mode, pref.incremental_count = ContractionAutotuneMode.INCREMENTAL, iterations
-            try:
-                for _ in range(iterations + 1):
-                    self.plan(stream=stream)
-                    self.execute(alpha=alpha, beta=beta, stream=stream)
-                    self._drop_plan()
-            finally:
-                pref.autotune_mode, pref.incremental_count = saved
-            self.plan(stream=stream)
+            self._autotune_gpu(iterations, alpha, beta, stream)
             return
         if len(self._INPUTS) != 3:
             return
@@ -353,6 +418,55 @@ class _Contraction(Operation):
         self._drop_plan()
         self._plan(None)
         self._log.info("autotuned the pairing: operands %s first (%.3g ms)", best[1], best[0] * 1e3)
+
+    def _jit_may_win(self) -> bool:
+        """Whether autotune() also tries a JIT kernel: a low-precision real contraction large enough for a
+        specialised kernel to matter, with the caller's jit choice left open."""
+        if self.plan_preference._jit_set or self._dtype not in JIT_DTYPES:
+            return False
+        return sum(s.flops for s in self._steps) >= JIT_MIN_MULTIPLY_ADDS
+
+    def _autotune_gpu(self, iterations, alpha, beta, stream) -> None:
+        pref = self.plan_preference
+        saved = (pref.autotune_mode, pref.incremental_count)
+        pref.autotune_mode, pref.incremental_count = ContractionAutotuneMode.INCREMENTAL, iterations
+        try:
+            for _ in range(iterations + 1):
+                self.plan(stream=stream)
+                self.execute(alpha=alpha, beta=beta, stream=stream)
+                self._drop_plan()
+        finally:
+            pref.autotune_mode, pref.incremental_count = saved
+        self.plan(stream=stream)
+        if not self._jit_may_win():
+            return
+        plain = self._time_executes(iterations, alpha, beta, stream)
+        chosen = pref.jit
+        pref.__dict__["jit"] = ContractionJitMode.DEFAULT  # (not the caller's choice: _jit_set stays False)
+        try:
+            self.plan(stream=stream)
+            jit = self._time_executes(iterations, alpha, beta, stream)
+        except CUTENSORError as exc:  # JIT unavailable for this GPU or problem: the plain kernel stays
+            self._log.info("autotune: no JIT kernel for this contraction (%s)", exc)
+            jit = None
+        if jit is not None and jit < plain:
+            chosen = ContractionJitMode.DEFAULT
+        pref.__dict__["jit"] = chosen
+        self.plan(stream=stream)
+        self._log.info("autotune: %s kernel kept (%.3g ms; JIT %s)", "the JIT" if chosen else "the precompiled",
+                       plain * 1e3 if not chosen else jit * 1e3,
+                       "failed" if jit is None else f"{jit * 1e3:.3g} ms")
+
+    def _time_executes(self, n: int, alpha, beta, stream) -> float:
+        """Seconds per execute() over ``n`` executions after one more, waited for on the stream."""
+        handle, _ = self._stream_arg(stream)
+        self.execute(alpha=alpha, beta=beta, stream=stream)
+        cuda.synchronize(handle)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.execute(alpha=alpha, beta=beta, stream=stream)
+        cuda.synchronize(handle)
+        return (time.perf_counter() - t0) / n
 
     # -------------------------------------------------------------------------------------------- operands
     def _reset_named(self, given: dict, checked: bool, stream):

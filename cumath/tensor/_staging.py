@@ -22,6 +22,7 @@ class StagedContraction:
     """Mirrors of the inputs and of the result around a GPU engine built for the mirrors' strides."""
 
     space = "host_to_device"
+    simple = False  # (run_binary: the GPU engine's one-call path)
 
     def __init__(self, make_engine, inputs, names, out_shape, dtype, out_perm, options, device_id, stream):
         allocator = options.allocator or default_allocator("numpy", device_id)

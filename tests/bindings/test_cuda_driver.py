@@ -1,5 +1,5 @@
-"""CUDA driver binding: enum values (read from cuda.h, CUDA_VERSION 13050), laziness, status checks, and on a
-GPU the calls cumath makes: context, module, function, launch, occupancy."""
+"""CUDA driver binding (over cuda-bindings): enum values (as in cuda.h, CUDA_VERSION 13050), laziness, status
+checks, and on a GPU the calls cumath makes: context, module, function, launch, occupancy."""
 
 from __future__ import annotations
 
@@ -12,46 +12,53 @@ import sys
 import pytest
 
 from cumath._bindings import _loader, cuda
-from cumath._bindings._loader import LazyFunctions, LibrarySpec
+from cumath._bindings._cuda_bindings import LazyModule
+from cumath._bindings._loader import LibrarySpec
 from cumath.errors import CUDADriverError, LibraryNotFoundError
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.parametrize("member, value", [
-    (cuda.CUresult.CUDA_SUCCESS, 0),
-    (cuda.CUresult.CUDA_ERROR_INVALID_VALUE, 1),
-    (cuda.CUresult.CUDA_ERROR_NOT_INITIALIZED, 3),
-    (cuda.CUresult.CUDA_ERROR_STUB_LIBRARY, 34),
-    (cuda.CUresult.CUDA_ERROR_NO_DEVICE, 100),
-    (cuda.CUresult.CUDA_ERROR_INVALID_IMAGE, 200),
-    (cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT, 201),
-    (cuda.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, 209),
-    (cuda.CUresult.CUDA_ERROR_INVALID_PTX, 218),
-    (cuda.CUresult.CUDA_ERROR_INVALID_HANDLE, 400),
-    (cuda.CUresult.CUDA_ERROR_NOT_FOUND, 500),
-    (cuda.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS, 700),
-    (cuda.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701),
-    (cuda.CUresult.CUDA_ERROR_LAUNCH_FAILED, 719),
-    (cuda.CUresult.CUDA_ERROR_KEY_ROTATION, 916),
-    (cuda.CUresult.CUDA_ERROR_UNKNOWN, 999),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 16),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 75),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 76),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 97),
-    (cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 106),
-    (cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, 4),
-    (cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8),
-    (cuda.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE, 17),
+@pytest.mark.parametrize("enum_name, member, value", [
+    ("CUresult", "CUDA_SUCCESS", 0),
+    ("CUresult", "CUDA_ERROR_INVALID_VALUE", 1),
+    ("CUresult", "CUDA_ERROR_NOT_INITIALIZED", 3),
+    ("CUresult", "CUDA_ERROR_STUB_LIBRARY", 34),
+    ("CUresult", "CUDA_ERROR_NO_DEVICE", 100),
+    ("CUresult", "CUDA_ERROR_INVALID_IMAGE", 200),
+    ("CUresult", "CUDA_ERROR_INVALID_CONTEXT", 201),
+    ("CUresult", "CUDA_ERROR_NO_BINARY_FOR_GPU", 209),
+    ("CUresult", "CUDA_ERROR_INVALID_PTX", 218),
+    ("CUresult", "CUDA_ERROR_INVALID_HANDLE", 400),
+    ("CUresult", "CUDA_ERROR_NOT_FOUND", 500),
+    ("CUresult", "CUDA_ERROR_ILLEGAL_ADDRESS", 700),
+    ("CUresult", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", 701),
+    ("CUresult", "CUDA_ERROR_LAUNCH_FAILED", 719),
+    ("CUresult", "CUDA_ERROR_KEY_ROTATION", 916),
+    ("CUresult", "CUDA_ERROR_UNKNOWN", 999),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK", 1),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT", 16),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR", 75),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR", 76),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", 97),
+    ("CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR", 106),
+    ("CUfunction_attribute", "CU_FUNC_ATTRIBUTE_NUM_REGS", 4),
+    ("CUfunction_attribute", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8),
+    ("CUfunction_attribute", "CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE", 17),
 ])
-def test_enum_values(member, value):
-    assert int(member) == value
+def test_enum_values(bindings, enum_name, member, value):
+    assert int(getattr(getattr(cuda, enum_name), member)) == value
 
 
-def test_versioned_symbols_are_bound_where_the_header_maps_them():
-    assert "cuDevicePrimaryCtxRelease_v2" in cuda.TABLE and "cuDevicePrimaryCtxRelease" not in cuda.TABLE
-    assert "cuLaunchKernel" in cuda.TABLE  # the legacy-stream entry point, not _ptsz
+@pytest.fixture(scope="module")
+def bindings():
+    return pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+
+
+def test_every_wrapper_has_its_driver_function(bindings):
+    for name in cuda.__all__:
+        if name.startswith("cu") and name[2].isupper():
+            assert callable(getattr(bindings, name)), name
 
 
 def test_import_loads_nothing():
@@ -62,16 +69,17 @@ def test_import_loads_nothing():
     assert out.stdout.strip() == "{}"
 
 
-def test_check_names_known_statuses_without_the_driver():
+def test_check_names_known_statuses_without_the_driver(bindings):
     cuda.check(0)
     with pytest.raises(CUDADriverError, match=r"CUDA driver failed with CUDA_ERROR_INVALID_IMAGE \(200\): x"):
         cuda.check(200, "x")
 
 
 def test_a_missing_driver_names_its_extra(monkeypatch):
-    monkeypatch.setitem(_loader.LIBRARIES, "cuda_absent", LibrarySpec(("libcuda_absent.so.1",), "cu13"))
-    monkeypatch.setattr(cuda, "_L", LazyFunctions("cuda_absent", cuda.TABLE))
-    with pytest.raises(LibraryNotFoundError, match=r"libcuda_absent"):
+    pytest.importorskip("cuda.bindings", reason="cuda-bindings is not installed")
+    monkeypatch.setitem(_loader.LIBRARIES, "cuda_absent", LibrarySpec(("libcuda_absent.so.1",), "driver"))
+    monkeypatch.setattr(cuda, "_drv", LazyModule("cuda.bindings.driver", library="cuda_absent"))
+    with pytest.raises(LibraryNotFoundError, match=r"libcuda_absent.*comes with the NVIDIA driver"):
         cuda.cuInit(0)
 
 

@@ -39,3 +39,28 @@ def test_install_hints():
     assert install_hint("cufft").startswith('install it with `pip install "cumath[cu13]"`')
     assert 'pip install ".[cu13]"' in install_hint("cufft")
     assert install_hint("cuda") == "it comes with the NVIDIA driver, not with a pip package"
+
+
+def test_once_makes_a_value_once_across_threads():
+    """_loader.once: the value is made by one thread only, every thread gets it, a hit takes no lock."""
+    import threading
+    import time
+
+    from cumath._bindings._loader import once
+
+    table, lock, made = {}, threading.Lock(), []
+
+    def make():
+        made.append(1)
+        time.sleep(0.01)
+        return object()
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(once(table, "k", lock, make))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 8 and all(g is table["k"] for g in got)
+    with lock:  # held: a hit does not wait for it
+        assert once(table, "k", lock, make) is table["k"]

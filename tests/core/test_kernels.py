@@ -14,7 +14,8 @@ import textwrap
 import pytest
 
 from cumath._bindings import _loader, nvrtc
-from cumath._bindings._loader import LazyFunctions, LibrarySpec
+from cumath._bindings._cuda_bindings import LazyModule
+from cumath._bindings._loader import LibrarySpec
 from cumath._core import jit, kernels
 from cumath.errors import LibraryNotFoundError, NVRTCError
 
@@ -118,7 +119,7 @@ def test_a_damaged_cache_file_is_compiled_again(fake_nvrtc, tmp_path, monkeypatc
 
 def test_without_nvrtc_compiling_names_the_extra(monkeypatch):
     monkeypatch.setitem(_loader.LIBRARIES, "nvrtc_absent", LibrarySpec(("libnvrtc_absent.so.13",), "cu13"))
-    monkeypatch.setattr(nvrtc, "_L", LazyFunctions("nvrtc_absent", nvrtc.TABLE))
+    monkeypatch.setattr(nvrtc, "_nv", LazyModule("cuda.bindings.nvrtc", library="nvrtc_absent"))
     with pytest.raises(LibraryNotFoundError, match=r"cumath\[cu13\]"):
         jit.compile_source(SOURCE, cc=90)
 

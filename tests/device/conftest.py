@@ -11,10 +11,12 @@ def mathdx():
 
     try:
         from cumath._bindings import mathdx as m
+        from cumath._core import jit
 
         m.load()
+        jit.nvrtc_version()  # NVRTC through cuda-bindings: its version keys the generated code
     except (LibraryNotFoundError, OSError) as exc:
-        pytest.skip(f"libmathdx is not available: {exc}")
+        pytest.skip(f"libmathdx or NVRTC is not available: {exc}")
     return m
 
 

@@ -49,3 +49,17 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=clean_env())
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
+
+
+def test_redistribute_importable_from_distribution():
+    code = ("import sys; from cumath.distributed.distribution import Redistribute, redistribute, Slab; "
+            "import cumath.distributed as d; assert Redistribute is d.Redistribute and redistribute is d.redistribute; "
+            "import cumath.distributed.distribution as m; "
+            "assert 'Redistribute' in m.__all__; "
+            "print('mpi4py' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=clean_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False", out.stdout
+    bad = subprocess.run([sys.executable, "-c", "import cumath.distributed.distribution as m; m.Nope"],
+                         capture_output=True, text=True, timeout=120, env=clean_env())
+    assert bad.returncode != 0 and "has no attribute 'Nope'" in bad.stderr

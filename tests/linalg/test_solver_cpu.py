@@ -236,6 +236,79 @@ def test_non_finite_entries_warn():
         direct_solver(a, b)
 
 
+def nonfinite_cases(n):
+    """(kind, (i, j) of a, value, whether it is reported): NaN and inf on the diagonal, below it (where a pivot
+    search that passes over a NaN leaves it: in L) and above it; for Cholesky one on the diagonal (LAPACK's potrf
+    stops there with info > 0: still the non-finite warning, not SingularMatrixError), one in the lower triangle
+    it reads, and one in the strict upper triangle it never reads (not reported: not part of the system)."""
+    nan, inf = np.nan, np.inf
+    return [("lu", (0, 0), nan, True), ("lu", (n - 1, 0), nan, True), ("lu", (n - 1, n - 2), inf, True),
+            ("lu", (0, n - 1), -inf, True), ("lu", (n // 2, n // 3), nan, True),
+            ("cholesky", (2, 2), nan, True), ("cholesky", (n - 1, 1), inf, True), ("cholesky", (n - 1, 0), nan, True),
+            ("cholesky", (1, n - 1), nan, False)]
+
+
+def check_nonfinite(solve, n, dtype="float64", kinds=("lu", "cholesky")):
+    """Every case of ``nonfinite_cases`` on the middle system of a batch of three through ``solve(a, b, kind)``
+    (which returns x as a NumPy array): the one warning, naming a[1], never an error; the other systems solved."""
+    for kind, (i, j), value, reported in nonfinite_cases(n):
+        if kind not in kinds:
+            continue
+        a, b, ref = system((3,), n, 2, dtype, kind)
+        a[1, i, j] = value
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            x = np.asarray(solve(a, b, kind))
+        messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+        case = (kind, (i, j), value, messages)
+        if reported:
+            assert len(messages) == 1 and messages[0].startswith("a[1] has non-finite pivots"), case
+            assert "(" not in messages[0].split("meaningful", 1)[1], case  # one system of the batch, not more
+        else:
+            assert messages == [], case
+            assert_solves(ref[1], x[1], b[1], dtype)
+        for p in (0, 2):
+            assert_solves(ref[p], x[p], b[p], dtype)
+
+
+@pytest.mark.parametrize("n", [5, 33])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_non_finite_entries_anywhere_warn_the_same_way(n, dtype):
+    """A NaN or inf anywhere in a (or its factors) is reported by one IllConditionedWarning, as the GPU engines
+    report it (test_solver_emulated_gpu.py, test_solver_gpu.py run the same cases)."""
+    def solve(a, b, kind):
+        return direct_solver(a, b, options={"matrix_type": "general" if kind == "lu" else "spd" if dtype[0] == "f"
+                                            else "hpd"})
+    check_nonfinite(solve, n, dtype)
+
+
+def test_finiteness_check_of_the_cpu_factors():
+    """The CPU engine's check of the factors alone, on factors written by hand: a NaN in L (off the diagonal,
+    which a check of the diagonal does not see), an overflowing sum of finite entries (not flagged), the triangle
+    a Cholesky factor holds."""
+    import types
+
+    from cumath.linalg._solver._backends.lapack import LapackEngine
+
+    n = 6
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((4, n, n))  # (system, column, row), as the engine's views index
+    engine = types.SimpleNamespace(geom=types.SimpleNamespace(n=n), lu=True,
+                                   problems=types.SimpleNamespace(factor=types.SimpleNamespace(uplo="L")))
+    assert LapackEngine._finite(engine, [f]) is None
+    f[2, 0, n - 1] = np.nan  # column 0, row n - 1: L
+    assert LapackEngine._finite(engine, [f]).tolist() == [False, False, True, False]
+    f[2, 0, n - 1] = 1.0
+    f[1] = np.finfo(np.float64).max  # the sum overflows; every entry is finite
+    assert LapackEngine._finite(engine, [f]) is None
+    assert LapackEngine._finite(engine, [f[:1], f[1:2], f[2:]]) is None  # one view per system (gathered)
+    engine.lu = False
+    f[3, 4, 1] = np.inf  # column 4, row 1: above the diagonal, outside a lower factor
+    assert LapackEngine._finite(engine, [f]) is None
+    engine.problems.factor.uplo = "U"
+    assert LapackEngine._finite(engine, [f]).tolist() == [False, False, False, True]
+
+
 # ------------------------------------------------------------------------------------- argument errors
 @pytest.mark.parametrize("a_shape,b_shape,match", [
     ((3,), (3,), r"a must be a square matrix \(n, n\) or a batch of them"),

@@ -23,7 +23,7 @@ from cumath.linalg._solver import DirectSolver, IllConditionedWarning, SingularM
 from helpers.matrix import random_array, with_layout  # noqa: E402
 from test_generic_emulated_gpu import HostAllocator, device  # noqa: E402
 from test_generic_emulated_gpu import emulation as cuda_emulation  # noqa: E402
-from test_solver_cpu import assert_solves, frames_to, near_singular, system  # noqa: E402
+from test_solver_cpu import assert_solves, check_nonfinite, frames_to, near_singular, system  # noqa: E402
 
 CUDA_TYPES = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128"}
 _LETTER = {"S": "float32", "D": "float64", "C": "complex64", "Z": "complex128"}
@@ -57,6 +57,7 @@ class FakeSolverLibs:
         self.params = []
         self.factored = []  # the address of every matrix cusolverDnXgetrf / Xpotrf factorized
         self.drops_nan = False  # a library whose factors need not keep a NaN of a (as cuSOLVER's LU was seen to)
+        self.nan_into_l = False  # a batched LU whose factor of a NaN matrix holds it in L alone (off U's diagonal)
         self.created, self.destroyed, self.copies = cuda.created, cuda.destroyed, cuda.copies
 
     # ------------------------------------------------------------------------------------ memory
@@ -73,13 +74,13 @@ class FakeSolverLibs:
 
     # ------------------------------------------------------------------------------------ kernels
     def get_kernel(self, source, name, arg_types, *, device_id=None):
-        """The pivot kernels in NumPy: the narrow one and the wide one read the diagonals, the scan checks every
+        """The pivot kernels in NumPy: the wide one reads the diagonals, the scan and the narrow one check every
         entry of the part ``part`` of each factor; where a system is flagged they store the check's epoch as the
         CUDA source does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
         kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_")
         assert name[:-1] in kinds and name[-1] in "sdcz"
         scan, wide = "finite" in name, "wide" in name
-        assert arg_types == ("PqiiiQP" if scan else "PqiiPPidQPP")
+        assert arg_types == ("PqiiiQP" if scan else "PqiiPPidQPPi")
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
@@ -87,19 +88,21 @@ class FakeSolverLibs:
         def matrices(aptrs, count, n, lda):
             return [_mat(ptr, n, n, lda, dtype) for ptr in fake._pointers(aptrs, count)]
 
+        def finite(m, part):
+            return bool(np.all(np.isfinite(m if part == 0 else np.tril(m) if part == 1 else np.triu(m))))
+
         class Scan:
             def launch(self, grid, block, shared, stream, aptrs, lda, n, count, part, epoch, bad):
                 assert grid[0] == count and 1 <= grid[1] <= max(1, n) and block == 256
                 fake.calls.append(name)
                 flags = fake._device_ints(bad, count, "uint64")
                 for p, m in enumerate(matrices(aptrs, count, n, lda)):
-                    seen = m if part == 0 else np.tril(m) if part == 1 else np.triu(m)
-                    if not np.all(np.isfinite(seen)):
+                    if not finite(m, part):
                         flags[p] = epoch
 
         class Kernel:
             def launch(self, grid, block, shared, stream, aptrs, lda, n, count, info, bad, power, eps, epoch, out,
-                       flagged):
+                       flagged, part):
                 assert (grid == count and block == 256) if wide else (grid * block >= 32 * count and block == 128)
                 assert bool(bad) == wide
                 fake.calls.append(name)
@@ -110,7 +113,7 @@ class FakeSolverLibs:
                 flags = fake._device_ints(bad, count, "uint64") if wide else np.zeros(count, np.uint64)
                 for p, m in enumerate(matrices(aptrs, count, n, lda)):
                     d = np.abs(np.diagonal(m))
-                    ok = bool(np.all(np.isfinite(d))) and flags[p] != epoch
+                    ok = bool(np.all(np.isfinite(d))) and flags[p] != epoch and (wide or finite(m, part))
                     res[p] = (d.min(), d.max()) if ok else (np.nan, np.nan)
                     with np.errstate(divide="ignore", invalid="ignore"):
                         ratio = (d.min() / d.max()) ** power
@@ -214,6 +217,9 @@ class FakeSolverLibs:
         for i, p in enumerate(self._pointers(Aarray, count)):
             a = _mat(p, n, n, lda, dtype)
             lu, pv, inf = _lapack("getrf", dtype)(a.copy())
+            if self.nan_into_l and not np.all(np.isfinite(lu)) and n > 1:
+                lu = np.nan_to_num(lu, nan=1.0, posinf=1.0, neginf=1.0)
+                lu[n - 1, 0] = np.nan
             a[...] = lu
             piv[i * n:(i + 1) * n] = pv + 1
             infos[i] = inf
@@ -624,3 +630,28 @@ def test_cached_gpu_call_reaches_the_library_within_four_frames(emulated, monkey
         assert len(seen) == 6
         for frames in seen[2:]:
             assert len(frames) <= 4, frames
+
+
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("n", [5, 33])
+def test_non_finite_entries_anywhere_warn_as_on_the_cpu(emulated, method, n):
+    """The cases of the CPU engine's test (NaN and inf on, below and above the diagonal; a Cholesky NaN where
+    LAPACK's potrf stops; the triangle a Cholesky factor never reads) on both GPU engines: the same warning."""
+    def solve(a, b, kind):
+        return direct_solver(device(a), device(b), options=_opts(kind, method))
+    check_nonfinite(solve, n)
+
+
+def test_a_nan_the_batched_lu_moves_into_l_is_reported(emulated):
+    """A batched LU whose factor holds the NaN of a only in L (U's diagonal finite): the narrow pivot kernel reads
+    every entry of the factor, so the system is still reported; a sound batch after it is not."""
+    emulated.nan_into_l = True
+    a, b, ref = system((3,), 8, 1, "float64")
+    bad = a.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.warns(IllConditionedWarning, match=r"a\[1\] has non-finite pivots"):
+        direct_solver(device(bad), device(b), options=_opts("lu", "batched"))
+    assert "cumath_solver_pivots_d" in emulated.calls
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        assert_solves(ref, direct_solver(device(a), device(b), options=_opts("lu", "batched")), b, "float64")

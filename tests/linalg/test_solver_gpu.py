@@ -19,7 +19,7 @@ from cumath.config import plan_cache
 from cumath.linalg._solver import DirectSolver, IllConditionedWarning, SingularMatrixError, direct_solver
 from helpers.matrix import random_array, with_layout
 from test_solver_cpu import assert_solves as cpu_assert_solves
-from test_solver_cpu import near_singular, system
+from test_solver_cpu import check_nonfinite, near_singular, system
 
 pytestmark = pytest.mark.gpu
 
@@ -187,6 +187,22 @@ def test_ill_conditioned_gpu_system_warns(method):
         direct_solver(cp.asarray(a), cp.ones((2, 6)), options={"batch_method": method})
 
 
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("n", [5, 33])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_non_finite_entries_anywhere_warn_as_on_the_cpu(method, n, dtype):
+    """The CPU engine's cases (test_solver_cpu.py: NaN and inf on, below and above the diagonal, a Cholesky NaN
+    where LAPACK's potrf stops, the triangle a Cholesky factor never reads) on cuBLAS's/cuSOLVER's batched
+    routines and on cuSOLVER's single-system ones: the same one warning, naming the same system."""
+    cp = _cupy()
+
+    def solve(a, b, kind):
+        mt = "general" if kind == "lu" else "spd" if dtype[0] == "f" else "hpd"
+        return cp.asnumpy(direct_solver(cp.asarray(a), cp.asarray(b), options={"matrix_type": mt,
+                                                                                "batch_method": method}))
+    check_nonfinite(solve, n, dtype)
+
+
 def _nonfinite_in_factors(a) -> str:
     """Where cuSOLVER's LU of ``a`` (the single-system engine, column-major, in place) holds NaN or inf."""
     cp = _cupy()
@@ -236,8 +252,8 @@ def test_pivots_of_large_gpu_systems(n):
 @pytest.mark.parametrize("n", [6, 32, 257, 1031])
 def test_pivot_kernels_on_the_gpu(wide, n):
     """The kernels alone on factors written by hand (no library in between): magnitudes, NaN and inf on the
-    diagonal at thread 0, the last thread and past the block's 256 threads, and (the single-system engine's
-    scan and wide kernel) off it."""
+    diagonal at thread 0, the last thread and past the block's 256 threads, and off it (the narrow kernel's own
+    read of every entry; the single-system engine's scan before its wide kernel)."""
     cp = _cupy()
     from cumath.linalg._solver._backends import _pivots
 
@@ -264,7 +280,7 @@ def test_pivot_kernels_on_the_gpu(wide, n):
             grid, block = -(-count // 4), _pivots.NARROW_BLOCK
         kernel.launch(grid, block, 0, stream, ptrs.data.ptr, ld, n, count, info.data.ptr,
                       bad.data.ptr if wide else 0, power, float(np.finfo(np.float64).eps), epoch, out.data.ptr,
-                      flagged.data.ptr)
+                      flagged.data.ptr, 0)
         return cp.asnumpy(out), int(flagged.get()[0] == epoch)
 
     mats = rng.standard_normal((count, n, n)) + n * np.eye(n)
@@ -274,8 +290,7 @@ def test_pivot_kernels_on_the_gpu(wide, n):
     assert flagged == 0
     assert run(mats, infos=(0,) * (count - 1) + (2,))[1] == 1
     places = [(i, i) for i in sorted({0, n - 2, n - 1, 255, 256} & set(range(n)))]
-    if wide:
-        places += [(n - 1, n - 2), (0, n - 1)]
+    places += [(n - 1, n - 2), (0, n - 1), (n - 1, 0)]  # off the diagonal: L and U (both kernels' checks)
     for value in (np.nan, np.inf):
         for i, j in places:
             bad = mats.copy()

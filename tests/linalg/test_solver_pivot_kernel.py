@@ -57,7 +57,7 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m)
 
 LAUNCHER = r"""
 typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
-                                 int, double, unsigned long long, double*, unsigned long long*);
+                                 int, double, unsigned long long, double*, unsigned long long*, int);
 typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
                                unsigned long long*);
 struct cumath_args {
@@ -85,7 +85,7 @@ extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, con
                         ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
                     else
                         ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps,
-                                               x->epoch, x->out, x->flagged);
+                                               x->epoch, x->out, x->flagged, x->part);
                     bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
                 });
             for (auto& th : threads) th.join();
@@ -250,12 +250,12 @@ def test_a_check_does_not_read_the_flags_of_the_last_one(lib, wide):
     n = 40
     mats = good(rng, 3, n, np.float64)
     bad = mats.copy()
-    bad[1, n - 1, 0] = np.nan  # below the diagonal: the scan's flag (wide); the narrow kernel does not read it
+    bad[1, n - 1, 0] = np.nan  # below the diagonal (L): the scan's flag (wide), the narrow kernel's own read
     bad[2, 3, 3] = np.inf
     state = State(3)
     kw = {"wide": wide, "scan_blocks": 3} if wide else {"wide": wide}
     out, flagged = launch(lib, "d", bad, state=state, **kw)
-    assert flagged == 1 and np.isnan(out[2]).all() and np.isnan(out[1]).all() == wide
+    assert flagged == 1 and np.isnan(out[2]).all() and np.isnan(out[1]).all()
     for _ in range(2):
         out, flagged = launch(lib, "d", mats, state=state, **kw)
         assert flagged == 0 and np.isfinite(out).all()
@@ -280,3 +280,41 @@ def test_narrow_kernel(lib, count, n, suffix):
         out, flagged = launch(lib, suffix, bad, wide=False)
         assert flagged == 1 and np.isnan(out[p]).all(), i
         np.testing.assert_allclose(out[:p], expected(mats)[:p], rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 70])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_narrow_kernel_sees_non_finite_entries_anywhere_in_the_factor(lib, n, value):
+    """Every entry of each factor, not its diagonal alone: below it (a NaN a pivot search moved into L), above it,
+    in the first and last rows and columns, at lanes 0 and 31 and past the warp's 32 lanes; the other systems of
+    the batch (five: two blocks, the last warps past the batch) keep their magnitudes."""
+    rng = np.random.default_rng(100 + n)
+    count = 5
+    mats = good(rng, count, n, np.float32)
+    places = {(0, 0), (n - 1, 0), (0, n - 1), (n - 1, n - 1), (n // 2, n // 3), (n // 3, n // 2)}
+    places |= {(i, 0) for i in (31, 32, 40) if i < n}
+    for p in (0, 3, count - 1):
+        for i, j in sorted(places):
+            bad = mats.copy()
+            bad[p, i, j] = value
+            out, flagged = launch(lib, "s", bad, wide=False, lda=n + 2)
+            assert flagged == 1 and np.isnan(out[p]).all(), (p, i, j)
+            others = [q for q in range(count) if q != p]
+            np.testing.assert_allclose(out[others], expected(mats)[others], rtol=1e-6)
+
+
+@pytest.mark.parametrize("suffix", ["s", "z"])
+def test_narrow_kernel_reads_the_triangle_of_a_cholesky_factor(lib, suffix):
+    """A Cholesky factor is the triangle potrf wrote: a NaN in the other triangle (input the library never read)
+    is not the factor's; one inside it is seen wherever it sits."""
+    rng = np.random.default_rng(9)
+    n = 37
+    mats = good(rng, 3, n, _DTYPES[suffix])
+    for (i, j), part, flagged in (((3, n - 2), "L", 0), ((3, n - 2), "U", 1), ((3, n - 2), "lu", 1),
+                                  ((n - 2, 3), "L", 1), ((n - 2, 3), "U", 0), ((n - 1, n - 1), "L", 1),
+                                  ((n - 1, n - 1), "U", 1), ((n - 1, 0), "L", 1), ((0, n - 1), "U", 1)):
+        bad = mats.copy()
+        bad[1, i, j] = np.nan
+        out, got = launch(lib, suffix, bad, wide=False, part=_pivots.PART[part], power=2)
+        assert got == flagged, (i, j, part)
+        assert np.isnan(out[1]).all() == bool(flagged), (i, j, part)

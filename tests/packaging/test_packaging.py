@@ -43,6 +43,11 @@ BRINGS = {
     "cudss": [("cudss", "nvidia-cudss-cu13"), ("cudss-cu12", "nvidia-cudss-cu12")],
     "cutensor": [("tensor", "cutensor-cu13"), ("tensor-cu12", "cutensor-cu12")],
     "mathdx": [("dx", "nvidia-libmathdx-cu13")],
+    "nccl": [("cu13-distributed", "nvidia-nccl-cu13")],
+    "cublasmp": [("cu13-distributed", "nvidia-cublasmp-cu13")],
+    "cusolvermp": [("cu13-distributed", "nvidia-cusolvermp-cu13")],
+    "nvshmem_host": [("cu13-distributed", "nvidia-nvshmem-cu13")],
+    "cufftMp": [("cu13-distributed", "nvidia-cufftmp-cu13")],
     "nvtx": [("cu13", "cuda-toolkit[nvtx]"), ("cu12", "nvidia-nvtx-cu12")],
     "fftw3": [("cpu", "pyfftw")], "fftw3f": [("cpu", "pyfftw")],
     "fftw3_omp": [("cpu", "pyfftw")], "fftw3f_omp": [("cpu", "pyfftw")],
@@ -124,8 +129,14 @@ def test_numba_extra_can_compile_callbacks():
 
 def test_cu13_brings_nothing_unused():
     reqs = " ".join(EXTRAS["cu13"])
-    for unused in ("cusparse", "curand", "cuda-core", "cuda-bindings"):
+    for unused in ("cusparse", "curand", "cuda-core"):
         assert unused not in reqs
+
+
+def test_cuda_extras_bring_cuda_bindings_of_their_major():
+    """The runtime, driver, NVRTC and nvJitLink are called through cuda-bindings, built per CUDA major version."""
+    assert "cuda-bindings>=13.0,<14" in EXTRAS["cu13"]
+    assert "cuda-bindings>=12.0,<13" in EXTRAS["cu12"]
 
 
 def test_conda_recipe_and_pixi_follow_pyproject():

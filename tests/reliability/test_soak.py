@@ -75,6 +75,8 @@ def test_gpu_memory_stays_flat(cufft_device):
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng(1)
     xs = [cp.asarray(rng.standard_normal(n) + 1j * rng.standard_normal(n)) for n in (16, 255, 1024, 4097)]
+    mats = [(cp.asarray(rng.standard_normal((m, k)), dtype=cp.float32),
+             cp.asarray(rng.standard_normal((k, n)), dtype=cp.float32)) for m, k, n in ((17, 33, 9), (64, 64, 64))]
     import cumath
 
     def run(n):
@@ -82,6 +84,8 @@ def test_gpu_memory_stays_flat(cufft_device):
             x = xs[i % len(xs)]
             cumath.fft.fft(x)
             cumath.fft.ifft(x)
+            if i % 4 == 0:
+                cumath.linalg.advanced.matmul(*mats[(i // 4) % len(mats)])
         cp.cuda.Device().synchronize()
 
     run(200)
@@ -90,6 +94,9 @@ def test_gpu_memory_stays_flat(cufft_device):
     used0 = pool.used_bytes()
     run(CALLS)
     free1, _ = cp.cuda.runtime.memGetInfo()
+    print(f"GPU soak: {2 * CALLS + (CALLS + 3) // 4} stateless calls (FFT over {len(xs)} shapes, matmul over "
+          f"{len(mats)}); CuPy pool grew by "
+          f"{(pool.used_bytes() - used0) / 2**20:+.3f} MiB, device free memory by {(free1 - free0) / 2**20:+.1f} MiB")
     assert pool.used_bytes() - used0 < 1 << 20
     assert free0 - free1 < 64 << 20
 

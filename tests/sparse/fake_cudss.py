@@ -440,9 +440,10 @@ def install(monkeypatch, fake: FakeCudss) -> None:
     monkeypatch.setattr(cuda, "synchronize", fake.synchronize)
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
     monkeypatch.setattr(cuda, "set_device", fake.set_device)
-    monkeypatch.setattr(lifetime, "current_device", fake.get_device)
-    for name in ("event_create", "event_record", "event_synchronize", "event_destroy", "stream_wait_event"):
-        monkeypatch.setattr(lifetime, name, getattr(fake, name), raising=False)
+    for name, fn in (("cudaGetDevice", fake.get_device), ("cudaEventCreateWithFlags", fake.event_create),
+                     ("cudaEventRecord", fake.event_record), ("cudaEventSynchronize", fake.event_synchronize),
+                     ("cudaEventDestroy", fake.event_destroy), ("cudaStreamWaitEvent", fake.stream_wait_event)):
+        monkeypatch.setattr(lifetime.cudart, name, fn, raising=False)  # the runtime calls of cuDSS's lifetimes
     monkeypatch.setattr(backend, "find_library", lambda name: "/nonexistent/libcudss.so.1")
 
 

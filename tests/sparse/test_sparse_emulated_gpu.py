@@ -369,3 +369,113 @@ def test_another_pattern_is_planned_again(emulated, where):
         s.plan()
         s.factorize()
         assert_solution(s.solve(), t, np.ones(n), "float64")
+
+
+# ------------------------------------------------------------------------------------ planning: steps, cuDSS config
+PLAN_STEPS = ["handle", "config and data objects", "threading layer and settings",
+              "pattern (int32 copies where a's indices are not)", "a's matrix object", "b's matrix object", "stream",
+              "cudssExecute(ANALYSIS)", "events", "total"]
+
+
+def test_the_steps_of_a_plan_are_timed_and_logged(emulated, caplog):
+    """Every host-side step of a new plan, of a factorization and of a solve has its perf_counter duration in
+    DirectSolver.timings; at DEBUG each is logged (after a wait for the stream) and the stateless call logs its
+    fingerprint and the solver's construction."""
+    full = system(12, "float64", seed=3)
+    b = np.ones(12)
+    with S.DirectSolver(device_csr(full), device(b), options=_opts(emulated)) as s:
+        assert s.timings == {}
+        s.plan()
+        s.factorize()
+        s.solve()
+        t = s.timings
+        assert list(t["plan"]) == PLAN_STEPS
+        assert list(t["factorize"]) == ["a's values", "stream", "cudssExecute(FACTORIZATION)", "events",
+                                        "status (info, npivots: waits for the factorization)", "total"]
+        assert list(t["solve"])[:3] == ["b's and x's matrix objects (and the result's allocation)", "stream",
+                                        "cudssExecute(SOLVE)"]
+        for phase in t.values():
+            assert all(v >= 0 for v in phase.values())
+            assert phase["total"] >= sum(v for k, v in phase.items() if k != "total") - 1e-6
+        s.plan()  # planning again: the steps of the analysis alone
+        assert list(s.timings["plan"]) == PLAN_STEPS[3:]
+    with caplog.at_level(logging.DEBUG, logger="cumath.sparse.advanced"):
+        S.direct_solver(device_csr(full), device(b), options=_opts(emulated))
+    text = caplog.text
+    for line in ("stateless call: the sparsity pattern's fingerprint in ", "the solver made in ",
+                 "plan step cudssExecute(ANALYSIS): ", "plan step handle: ", "factorize step a's values: ",
+                 "solve step cudssExecute(SOLVE): ", "plan: ", " ms in all (handle "):
+        assert line in text, line
+
+
+def test_cudss_config_reaches_the_config_last(emulated, caplog):
+    """DirectSolverOptions.cudss_config: set after cumath's own settings (the threading layer's thread count,
+    the configs' fields), logged, part of the plan cache's key; a reordering named there is kept (no switch to
+    global pivoting)."""
+    full = system(10, "float64", seed=2)
+    opts = _opts(emulated, cudss_config={"host_nthreads": 3, "nd_ubfactor": 7, "pivot_threshold": 0.25,
+                                         "ReOrDeRiNg_AlG": "amd"})
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        x = S.direct_solver(device_csr(full), device(np.ones(10)), options=opts,
+                            plan_preferences={"host_nthreads": 2})
+    assert_solution(x, full, np.ones(10), "float64")
+    cfg = emulated.calls[0][1]
+    assert cfg[C.ConfigParam.HOST_NTHREADS] == 3 and cfg[C.ConfigParam.ND_UBFACTOR] == 7
+    assert cfg[C.ConfigParam.PIVOT_THRESHOLD] == 0.25 and cfg[C.ConfigParam.REORDERING_ALG] == C.ReorderingAlg.AMD
+    assert "cuDSS config ND_UBFACTOR = 7 (DirectSolverOptions.cudss_config)" in caplog.text
+    emulated.calls.clear()
+    S.direct_solver(device_csr(full), device(np.ones(10)), options=_opts(emulated, cudss_config={"nd_ubfactor": 9}))
+    assert emulated.calls[0][0] == "ANALYSIS" and emulated.calls[0][1][C.ConfigParam.ND_UBFACTOR] == 9  # a new plan
+    a = sp.csr_array(np.array([[0.0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 1, 1], [0, 0, 1, 0]]))
+    emulated.calls.clear()
+    with pytest.raises(SingularMatrixError, match="perturbed or tiny pivot"):
+        S.direct_solver(device_csr(a), device(np.array([1.0, 2, 3, 4])),
+                        options=_opts(emulated, cudss_config={"reordering_alg": "nested_dissection"}))
+    assert "ANALYSIS" not in _phases(emulated)[1:]
+
+
+@pytest.mark.parametrize("config,error,match", [
+    ({"hybrid_memory_mode": 1}, ValueError, r"cannot set HYBRID_MEMORY_MODE: cumath sets it from other options; "
+                                            r"use execution=ExecutionCUDA\(hybrid_memory_mode_options"),
+    ({"ubatch_size": 2}, ValueError, "cannot set UBATCH_SIZE.*an explicit batch"),
+    ({"device_indices": 0}, ValueError, "cannot set DEVICE_INDICES"),
+    ({"no_such": 1}, ValueError, r"cudss_config parameter='no_such' is not supported; the allowed values are "
+                                 r"\['ConfigParam.REORDERING_ALG'"),
+    ({"host_nthreads": "many"}, TypeError, r"cudss_config\[HOST_NTHREADS\] must be an int"),
+    ({"host_nthreads": None}, TypeError, r"must be a number, not None \(leave the parameter out"),
+    ({"pivot_threshold": "x"}, TypeError, r"cudss_config\[PIVOT_THRESHOLD\] must be a number"),
+    ({"reordering_alg": "best"}, ValueError, r"cudss_config\[REORDERING_ALG\]='best' is not supported"),
+    (5, TypeError, "cudss_config must be a dict of cuDSS config parameters"),
+    ([("host_nthreads",)], TypeError, "cudss_config must be a dict"),
+])
+def test_cudss_config_errors(config, error, match):
+    with pytest.raises(error, match=match):
+        S.DirectSolverOptions(cudss_config=config)
+
+
+def test_cudss_config_forms_are_one_key():
+    a = S.DirectSolverOptions(cudss_config={"HOST_NTHREADS": 4, C.ConfigParam.ND_NLEVELS: 2})
+    b = S.DirectSolverOptions(cudss_config=[(C.ConfigParam.ND_NLEVELS, 2), ("host_nthreads", 4)])
+    assert a == b and hash(a) == hash(b)
+    assert a.cudss_config == ((C.ConfigParam.HOST_NTHREADS, 4), (C.ConfigParam.ND_NLEVELS, 2))
+    assert S.DirectSolverOptions(cudss_config=None).cudss_config == ()
+
+
+def test_the_threading_layer_of_the_loaded_cudss_version(monkeypatch, tmp_path):
+    """cuDSS 0.x (another library's) may sit beside 1.0 in one folder: the layer of libcudss.so.1 is .so.1."""
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    for name in ("libcudss.so.0", "libcudss.so.1", "libcudss_mtlayer_gomp.so.0", "libcudss_mtlayer_gomp.so.1"):
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.setattr(backend, "find_library", lambda name: str(tmp_path / "libcudss.so.1"))
+    assert backend.bundled_threading_layer() == str(tmp_path / "libcudss_mtlayer_gomp.so.1")
+    monkeypatch.setattr(backend, "find_library", lambda name: str(tmp_path / "libcudss.so.0"))
+    assert backend.bundled_threading_layer() == str(tmp_path / "libcudss_mtlayer_gomp.so.0")
+    other = tmp_path / "only"
+    other.mkdir()
+    (other / "libcudss.so.1").write_bytes(b"")
+    (other / "libcudss_mtlayer_gomp.so.0").write_bytes(b"")
+    monkeypatch.setattr(backend, "find_library", lambda name: str(other / "libcudss.so.1"))
+    assert backend.bundled_threading_layer() == str(other / "libcudss_mtlayer_gomp.so.0")  # any, if no match
+    monkeypatch.setattr(backend, "find_library", lambda name: None)
+    assert backend.bundled_threading_layer() is None

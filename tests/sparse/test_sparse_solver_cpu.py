@@ -352,3 +352,36 @@ def test_pardiso_two_level_factorization_and_gnu_openmp():
     assert out.returncode == 0, out.stderr[-2000:]
     two_level, _, res2, res1 = out.stdout.split()
     assert two_level == "10" and float(res2) < 1e-10 and float(res1) < 1e-10
+
+
+def test_cpu_phases_are_timed():
+    """DirectSolver.timings on the CPU engines: the arrays the engine reads and its own phase."""
+    a = system(15, "float64", seed=4)
+    with S.DirectSolver(a, np.ones(15), options={"cpu_engine": "superlu"}) as s:
+        s.plan()
+        s.factorize()
+        s.solve()
+        t = s.timings
+    assert list(t["plan"]) == ["arrays", "superlu analysis", "total"]
+    assert list(t["factorize"]) == ["arrays", "superlu factorization", "total"]
+    assert all(v >= 0 for phase in t.values() for v in phase.values())
+
+
+_SETTABLE = ["REORDERING_ALG", "HOST_NTHREADS", "ND_NLEVELS", "ND_UBFACTOR", "DETERMINISTIC_MODE", "IR_N_STEPS",
+             "MAX_LU_NNZ", "USE_SUPERPANELS"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.sampled_from(_SETTABLE), st.integers(0, 5), max_size=len(_SETTABLE)), st.booleans())
+def test_cudss_config_normalizes_any_form(config, lower):
+    """Any dict of settable parameters (names in any case) gives sorted (ConfigParam, int) pairs; the same
+    settings as pairs in another order give equal, equally hashed options; the CPU engines ignore them."""
+    from cumath._bindings import cudss as C
+
+    given_ = {(k.lower() if lower else k): v for k, v in config.items()}
+    o = S.DirectSolverOptions(cudss_config=given_)
+    assert o.cudss_config == tuple(sorted((C.ConfigParam[k], v) for k, v in config.items()))
+    again = S.DirectSolverOptions(cudss_config=list(reversed(list(config.items()))))
+    assert o == again and hash(o) == hash(again)
+    a = system(6, "float64", seed=len(config))
+    assert_solution(S.direct_solver(a, np.ones(6), options=o), a, np.ones(6), "float64")

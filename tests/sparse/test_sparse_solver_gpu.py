@@ -276,3 +276,41 @@ def test_a_process_exiting_with_live_solvers(cudss_lib):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "OK" in r.stdout and "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+
+
+def test_plan_steps_and_cudss_config_on_cudss(cudss_lib, caplog):
+    """On cuDSS itself: DirectSolver.timings names every host-side step of the plan (cudssExecute(ANALYSIS) among
+    them) and the DEBUG lines appear; DirectSolverOptions.cudss_config reaches cuDSS's config (read back from it)
+    and the solution is still right; the threading layer cuDSS was given is the one of its own major version."""
+    import logging
+    import os
+
+    from cumath._bindings import cudss
+    from cumath.sparse.advanced._backends.cudss import bundled_threading_layer
+
+    cp, csp = _cupy()
+    a = system(300, "float64", seed=11)
+    b = rng(2).standard_normal(300)
+    ga, gb = csp.csr_matrix(a), cp.asarray(b)
+    with caplog.at_level(logging.DEBUG, logger="cumath.sparse.advanced"):
+        with S.DirectSolver(ga, gb, options={"cudss_config": {"host_nthreads": 2, "nd_nlevels": 3}}) as s:
+            s.plan()
+            s.factorize()
+            x = s.solve()
+            solver = s._executor.solver
+            assert solver.config_get(cudss.ConfigParam.ND_NLEVELS) == 3
+            if solver.threading:  # (HOST_NTHREADS matters only with a threading layer)
+                assert solver.config_get(cudss.ConfigParam.HOST_NTHREADS) == 2
+                layer = os.path.basename(solver.threading)
+                assert layer.startswith("libcudss_mtlayer_gomp.so"), layer
+            t = s.timings
+    assert_solution(_host(x), a, b, "float64")
+    assert "cudssExecute(ANALYSIS)" in t["plan"] and "cudssExecute(FACTORIZATION)" in t["factorize"]
+    assert t["plan"]["total"] >= t["plan"]["cudssExecute(ANALYSIS)"] > 0
+    assert "plan step cudssExecute(ANALYSIS): " in caplog.text
+    layer = bundled_threading_layer()
+    if layer is not None:
+        from cumath._bindings._loader import find_library
+
+        lib = os.path.basename(find_library("cudss"))
+        assert os.path.basename(layer).split(".so.")[1][:1] == lib.split(".so.")[1][:1], (lib, layer)

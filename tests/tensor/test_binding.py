@@ -50,3 +50,36 @@ def test_missing_library_names_extra(monkeypatch):
 
     with pytest.raises(LibraryNotFoundError, match=r"cumath\[tensor\]"):
         cutensor.cutensorGetVersion()
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_contract_argument_words_reach_the_c_signature(native):
+    """The engine's fast caller of cutensorContract (``call_words`` over the table's signature) passes eleven
+    ints as the C function receives them, 64-bit words and the workspace size included, with and without the
+    compiled extension (a ctypes callback with cutensorContract's signature stands in for the library)."""
+    import subprocess
+
+    code = """if True:
+        import ctypes
+        from cumath._bindings import cutensor
+        from cumath._core._fast import NATIVE, call_words
+        restype, argtypes = cutensor.TABLE["cutensorContract"]
+        seen = []
+
+        @ctypes.CFUNCTYPE(restype, *argtypes)
+        def fake(*args):
+            seen.append(tuple(0 if a is None else a for a in args))
+            return 7 if len(seen) > 1 else 0
+
+        fn = call_words(fake)
+        words = [0x7f00000010, 0x7f00000020, 0x7f00000030, 0x7f10000040, 0x7f20000050, 0x7f00000060,
+                 0x7f30000070, 0x7f30000070, 0x7f40000080, (1 << 33) + 5, 0]
+        assert fn(*words) == 0 and seen[0] == tuple(words), seen
+        assert fn(*words) == 7  # the status comes back, not raised
+        print(NATIVE)
+    """
+    env = dict(os.environ, CUMATH_NATIVE=native)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    if native == "0":
+        assert out.stdout.split()[-1] == "False"  # the ctypes fallback was the one tested

@@ -121,6 +121,31 @@ def test_result_layouts(rng):
     assert relerr(rc, (a @ b).T) < 1e-12 and relerr(rf, (a @ b).T) < 1e-12
 
 
+def test_auto_layout_follows_the_inputs(rng):
+    """'auto' (the default): C inputs give a C result, F inputs an F one, where the GEMM writes it directly;
+    mixed inputs, or a layout the GEMM cannot write, give 'optimized'."""
+    a, b = rand(rng, (5, 7)), rand(rng, (7, 3))
+    fa, fb = np.asfortranarray(a), np.asfortranarray(b)
+    for expr, want in (("ij,jk->ik", a @ b), ("ij,jk->ki", (a @ b).T)):
+        assert tensor.binary_contraction(expr, a, b).flags.c_contiguous
+        assert tensor.binary_contraction(expr, fa, fb).flags.f_contiguous
+        for x, y in ((a, b), (fa, fb), (a, fb), (fa, b)):
+            r = tensor.binary_contraction(expr, x, y)
+            opt = tensor.binary_contraction(expr, x, y, options={"result_layout": "optimized"})
+            assert relerr(r, want) < 1e-12
+            if (x is a) != (y is b):  # mixed orders: the optimized layout
+                assert r.strides == opt.strides
+    x, y = rand(rng, (4, 5, 6)), rand(rng, (4, 6, 3))
+    r = tensor.binary_contraction("bij,bjk->kib", x, y)  # batch innermost: no batched GEMM writes C order
+    opt = tensor.binary_contraction("bij,bjk->kib", x, y, options={"result_layout": "optimized"})
+    assert r.strides == opt.strides and not r.flags.c_contiguous
+    assert relerr(r, np.einsum("bij,bjk->kib", x, y)) < 1e-12
+    v = rand(rng, (7,))  # a 1-D input agrees with either order
+    assert tensor.binary_contraction("ij,j->i", fa, v).flags.f_contiguous
+    r = tensor.ternary_contraction("ij,jk,kl->li", a, b, rand(rng, (3, 4)))
+    assert r.flags.c_contiguous
+
+
 @pytest.mark.parametrize("op, fn", [
     (Operator.OP_RELU, lambda x: np.maximum(x, 0)), (Operator.OP_TANH, np.tanh), (Operator.OP_NEG, np.negative),
     (Operator.OP_ABS, np.abs), (Operator.OP_SIN, np.sin), (Operator.OP_EXP, np.exp),
@@ -268,3 +293,45 @@ def test_threads_and_logging(rng, caplog):
     assert relerr(r, a @ b) < 1e-12
     text = caplog.text
     assert "CPU contraction: 1 GEMM step(s)" in text and "1 thread(s)" in text
+
+
+def test_equal_options_share_a_cached_plan(rng):
+    """ContractionOptions hash once, by the fields that compare; equal options find the same plan."""
+    import logging
+
+    from cumath import config
+
+    a, b = rand(rng, (3, 4)), rand(rng, (4, 5))
+    o1 = tensor.ContractionOptions(compute_type="COMPUTE_64F")
+    o2 = tensor.ContractionOptions(compute_type=tensor.ComputeDesc.COMPUTE_64F, logger=logging.getLogger("x"))
+    assert o1 == o2 and hash(o1) == hash(o2) and hash(o1) == hash(o1)
+    assert hash(tensor.ContractionOptions(result_layout="C")) != hash(tensor.ContractionOptions())
+    config.plan_cache.clear()
+    config.plan_cache.reset_stats()
+    for o in (o1, o2, o1):
+        assert relerr(tensor.binary_contraction("ij,jk->ik", a, b, options=o), a @ b) < 1e-12
+    stats = config.plan_cache.stats()
+    assert stats["misses"] == 1 and stats["hits"] == 2
+
+
+@pytest.mark.parametrize("execution, split", [(None, False), ({"name": "cpu", "num_threads": 2}, True)])
+def test_stacks_split_over_named_threads(rng, monkeypatch, execution, split):
+    """A stack of small products of 2^20 multiply-adds is split over the threads when the caller named them."""
+    from cumath.tensor._backends import blas as engine
+
+    used = []
+    pool = engine._pool
+
+    def counting(n):
+        used.append(n)
+        return pool(n)
+
+    monkeypatch.setattr(engine, "_pool", counting)
+    a, b = rand(rng, (256, 16, 16)), rand(rng, (256, 16, 16))[:, ::-1]
+    with tensor.BinaryContraction("bij,bjk->bik", a, b, execution=execution) as ctr:
+        ctr.plan()
+        if ctr._executor.num_threads < 2:
+            pytest.skip("one core")
+        r = ctr.execute(alpha=0.5)
+    assert relerr(r, 0.5 * np.einsum("bij,bjk->bik", a, b)) < 1e-12
+    assert bool(used) == split

@@ -46,6 +46,17 @@ class FakeCutensor(types.SimpleNamespace):
         self.objects[i] = value
         return i
 
+    check = staticmethod(real.check)
+
+    def raw_function(self, name):
+        fn = getattr(self, name)
+
+        def raw(*args):  # the status, as the C function returns it
+            fn(*args)
+            return 0
+
+        return raw
+
     def cutensorCreate(self):
         return self._new("handle")
 
@@ -489,3 +500,201 @@ def test_stateless_device_calls_are_cached_per_alignment(emulated, monkeypatch):
         assert np.allclose(r, a @ b)
     stats = config.plan_cache.stats()
     assert stats["misses"] - before == 2 and stats["hits"] >= 1  # the 8-byte aligned view has its own plan
+
+
+def test_cached_binary_call_is_one_native_call(emulated, monkeypatch):
+    """A cached binary call on GPU operands runs the plan's argument words through the raw caller (one call), with
+    the scalars rewritten only when alpha changes, and the workspace kept (or allocated again after release)."""
+    from cumath import config, tensor
+
+    rng = np.random.default_rng(21)
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    raw_calls = []
+    make_raw = emulated.raw_function
+
+    def counting(name):
+        fn = make_raw(name)
+
+        def raw(*args):
+            raw_calls.append((name, len(args)))
+            return fn(*args)
+
+        return raw
+
+    monkeypatch.setattr(emulated, "raw_function", counting)
+    a = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    b = rng.standard_normal((3, 7, 4)).astype(np.float32)[:, ::-1]  # negative stride
+    alloc = HostAllocator()
+    opts = {"allocator": alloc}
+    config.plan_cache.clear()
+    expect = np.einsum("bij,bjk->bik", a.astype(np.float64), b.astype(np.float64))
+    for alpha in (1.0, 1.0, 2.5, 2.5, 1.0, -3):
+        r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), alpha=alpha, options=opts)
+        assert np.allclose(r, alpha * expect, rtol=1e-5, atol=1e-5)
+    assert raw_calls == [("cutensorContract", 11)] * 6
+    plans = [v for v in emulated.objects.values() if isinstance(v, tuple) and v[0] == "plan"]
+    assert len(plans) == 1  # planned once
+    kept = [b for b in alloc.buffers if not b.freed]
+    r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), options=opts)
+    assert [b for b in alloc.buffers if not b.freed] == kept  # no workspace allocated per call
+    with tensor.BinaryContraction("bij,bjk->bik", _device(a), _device(b), options=opts) as ctr:
+        ctr.plan()
+        assert ctr._executor.simple
+        for _ in range(2):  # released after each call, allocated again for the next
+            r = ctr.execute(alpha=0.5, release_workspace=True)
+            assert np.allclose(r, 0.5 * expect, rtol=1e-5, atol=1e-5) and ctr._executor.workspace is None
+        c = rng.standard_normal((3, 5, 4)).astype(np.float32)
+        ctr.reset_operands(a=_device(a))
+        with pytest.raises(ValueError, match="beta must be given together with c"):
+            tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), c=_device(c), options=opts)
+    r = tensor.binary_contraction("bij,bjk->bik", _device(a), _device(b), c=_device(c), beta=2.0, options=opts)
+    assert np.allclose(r, expect + 2 * c, rtol=1e-5, atol=1e-5)  # the general path (addend copied first)
+
+
+def _at(shape, offset: int, fill=None):
+    """A float64 array starting ``offset`` bytes past a 16-byte boundary (filled from ``fill`` when given)."""
+    from cumath._core.frameworks.numpy import aligned_empty
+
+    n = int(np.prod(shape))
+    base = aligned_empty((n + 2,), np.float64, 16)
+    x = base[offset // 8:offset // 8 + n].reshape(shape)
+    if fill is not None:
+        x[...] = fill
+    return x
+
+
+def test_cached_call_refuses_a_less_aligned_operand(emulated, monkeypatch):
+    from cumath import tensor
+
+    rng = np.random.default_rng(22)
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    a, b = _at((4, 6), 0, rng.standard_normal((4, 6))), _at((6, 3), 0, rng.standard_normal((6, 3)))
+    good, off = _at((4, 3), 0), _at((4, 3), 8)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), out=_device(good),
+                                  options={"allocator": HostAllocator()}) as ctr:
+        ctr.plan()
+        ctr.execute()
+        assert np.allclose(good, a @ b)
+        ctr.reset_operands(out=_device(off))
+        with pytest.raises(ValueError, match="out at address .* is less aligned than the planned one"):
+            ctr.execute()
+        ctr.reset_operands(b=_device(_at((6, 3), 8, b)), out=_device(good))
+        with pytest.raises(ValueError, match="an operand at address .* is less aligned than the planned one"):
+            ctr.execute()
+        ctr.reset_operands(b=_device(b))
+        ctr.execute(alpha=2.0)
+        assert np.allclose(good, 2 * a @ b)
+    # the stateless call plans again for the less aligned operand instead
+    r = tensor.binary_contraction("ij,jk->ik", _device(a), _device(_at((6, 3), 8, b)),
+                                  options={"allocator": HostAllocator()})
+    assert np.allclose(r, a @ b)
+
+
+def test_auto_layout_on_the_gpu(emulated, monkeypatch):
+    """cuTENSOR writes any strides: 'auto' gives C for C inputs even where the CPU's GEMM could not."""
+    from cumath import tensor
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16 if ptr == 0 else min(16, ptr & -ptr))
+    rng = np.random.default_rng(23)
+    x, y = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 6, 3))
+    r = tensor.binary_contraction("bij,bjk->kib", _device(x), _device(y), options={"allocator": HostAllocator()})
+    assert r.flags.c_contiguous and np.allclose(r, np.einsum("bij,bjk->kib", x, y))
+    fx, fy = np.asfortranarray(x), np.asfortranarray(y)
+    r = tensor.binary_contraction("bij,bjk->kib", _device(fx), _device(fy), options={"allocator": HostAllocator()})
+    assert r.flags.f_contiguous and np.allclose(r, np.einsum("bij,bjk->kib", x, y))
+
+
+@pytest.fixture
+def jit_timed(emulated, monkeypatch):
+    """autotune() on the emulation, with execute() "measured" by the jit mode of the current plan: the times
+    given per mode (the emulated plans record the preference they were made with)."""
+    from cumath.tensor import _planner
+
+    monkeypatch.setattr(engine_mod, "alignment", lambda ptr: 16)
+    monkeypatch.setattr(_planner, "JIT_MIN_MULTIPLY_ADDS", 64)
+    times = {}
+    timed = []
+
+    def fake_time(self, n, alpha, beta, stream):
+        self.execute(alpha=alpha, beta=beta, stream=stream)
+        jit = int(self.plan_preference.jit)
+        timed.append(jit)
+        return times[jit]
+
+    monkeypatch.setattr(_planner._Contraction, "_time_executes", fake_time)
+    emulated.times, emulated.timed = times, timed
+    return emulated
+
+
+def _last_pref_jit(fake):
+    prefs = [v for v in fake.objects.values() if isinstance(v, tuple) and v[0] == "pref"]
+    return prefs[-1][2]
+
+
+@pytest.mark.parametrize("jit_time, kept", [(1.0, 1), (3.0, 0)])
+def test_autotune_keeps_the_faster_of_jit_and_precompiled(jit_timed, jit_time, kept):
+    from cumath import tensor
+
+    jit_timed.times.update({0: 2.0, 1: jit_time})
+    rng = np.random.default_rng(24)
+    a, b = rng.standard_normal((6, 7)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        c.plan()
+        c.autotune(iterations=2)
+        assert jit_timed.timed == [0, 1]
+        assert int(c.plan_preference.jit) == kept and _last_pref_jit(jit_timed) == kept  # the kept plan's
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+        c.plan()  # nothing changed: no replanning
+        assert _last_pref_jit(jit_timed) == kept
+
+
+@pytest.mark.parametrize("case", ["float64", "small", "explicit-none", "explicit-default"])
+def test_autotune_leaves_jit_alone(jit_timed, monkeypatch, case):
+    from cumath import tensor
+    from cumath.tensor import _planner
+
+    jit_timed.times.update({0: 2.0, 1: 1.0})
+    rng = np.random.default_rng(25)
+    dtype = np.float64 if case == "float64" else np.float32
+    a, b = rng.standard_normal((6, 7)).astype(dtype), rng.standard_normal((7, 5)).astype(dtype)
+    if case == "small":
+        monkeypatch.setattr(_planner, "JIT_MIN_MULTIPLY_ADDS", 6 * 7 * 5 + 1)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        want = 0
+        if case.startswith("explicit"):
+            want = int(case == "explicit-default")
+            c.plan_preference.jit = want
+        c.plan()
+        c.autotune(iterations=2)
+        assert jit_timed.timed == [] and int(c.plan_preference.jit) == want == _last_pref_jit(jit_timed)
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+
+
+def test_autotune_without_jit_support(jit_timed, monkeypatch):
+    """A JIT plan the library refuses (NOT_SUPPORTED) leaves the precompiled kernel in place."""
+    from cumath import tensor
+
+    jit_timed.times.update({0: 2.0, 1: 1.0})
+    create = jit_timed.cutensorCreatePlan
+
+    def refuse_jit(h, desc, pref, limit):
+        if jit_timed.objects[pref][2] == 1:
+            raise CUTENSORError(15, "NOT_SUPPORTED")
+        return create(h, desc, pref, limit)
+
+    monkeypatch.setattr(jit_timed, "cutensorCreatePlan", refuse_jit)
+    rng = np.random.default_rng(26)
+    a, b = rng.standard_normal((6, 7)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    with tensor.BinaryContraction("ij,jk->ik", _device(a), _device(b), options={"allocator": HostAllocator()}) as c:
+        c.plan()
+        c.autotune(iterations=1)
+        assert int(c.plan_preference.jit) == 0 and jit_timed.timed == [0]
+        assert np.allclose(c.execute(), a @ b, rtol=1e-5)
+
+
+def test_plan_preference_jit_flag_is_private():
+    pref = ContractionPlanPreference()
+    assert "_jit_set" not in repr(pref) and pref.key()[-1] == 0
+    with pytest.raises(AttributeError, match=r"the attributes are \['algo', 'autotune_mode', 'cache_mode', "
+                                             r"'incremental_count', 'jit', 'kernel_rank'\]"):
+        pref.jitt = 1

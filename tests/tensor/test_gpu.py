@@ -174,3 +174,39 @@ def test_numpy_operands_on_the_gpu(torch):
     x = rng.standard_normal((5, 3))
     r = tensor.ternary_contraction("ij,jk,kl->il", a, b, x, execution="cuda")
     assert np.allclose(r, a @ b @ x)
+
+
+def test_autotune_tries_jit_on_large_float32(torch, caplog):
+    """autotune() on a large float32 contraction times a JIT kernel against the precompiled one and keeps the
+    faster (either is correct); an explicit jit is kept."""
+    a = torch.randn(48, 48, 48, 48, device="cuda")
+    b = torch.randn(48, 48, 48, 48, device="cuda")
+    expect = torch.einsum("abcd,cdef->abef", a.double(), b.double())
+    with tensor.BinaryContraction("abcd,cdef->abef", a, b) as ctr:
+        ctr.plan()
+        with caplog.at_level("INFO", logger="cumath.tensor"):
+            ctr.autotune(iterations=2)
+        assert any("autotune:" in r.getMessage() for r in caplog.records)
+        assert ctr.plan_preference.jit in (tensor.ContractionJitMode.NONE, tensor.ContractionJitMode.DEFAULT)
+        r = ctr.execute()
+        assert float(((r.double() - expect).norm() / expect.norm()).item()) < 1e-4
+    with tensor.BinaryContraction("abcd,cdef->abef", a, b) as ctr:
+        ctr.plan_preference.jit = tensor.ContractionJitMode.NONE
+        ctr.plan()
+        ctr.autotune(iterations=1)
+        assert ctr.plan_preference.jit == tensor.ContractionJitMode.NONE
+
+
+def test_stateless_batched_call_one_plan(torch):
+    """The batched stateless call: one plan, then cached calls on the one-call path, alpha changing per call."""
+    from cumath import config
+
+    a = torch.randn(256, 32, 32, device="cuda")
+    b = torch.randn(256, 32, 32, device="cuda")
+    config.plan_cache.clear()
+    config.plan_cache.reset_stats()
+    for alpha in (1.0, 2.0, 1.0, -0.5):
+        r = tensor.binary_contraction("bij,bjk->bik", a, b, alpha=alpha)
+        assert float(((r - alpha * torch.bmm(a, b)).norm() / torch.bmm(a, b).norm()).item()) < 1e-4
+    stats = config.plan_cache.stats()
+    assert stats["misses"] == 1 and stats["hits"] == 3

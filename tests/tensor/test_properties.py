@@ -73,3 +73,24 @@ def test_implicit_matches_numpy(n, m, k, seed):
     for expr in ("ij,jk", "ji,jk", "ab,bc"):
         aa = a.T.copy() if expr.startswith("ji") else a
         assert np.allclose(tensor.binary_contraction(expr, aa, b), np.einsum(expr, aa, b))
+
+
+@SETTINGS
+@given(contraction(2), st.sampled_from(["C", "F", "mixed"]), st.integers(0, 2**31))
+def test_auto_layout_random(spec, order, seed):
+    """result_layout='auto': correct values; a C (F) result for C (F) inputs unless the engine's own order is
+    taken ('optimized', what it writes without a copy)."""
+    expr, inputs, extents, _flips, _steps = spec
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal([extents[m] for m in i]) for i in inputs)
+    if order == "F":
+        a, b = np.asarray(a, order="F"), np.asarray(b, order="F")  # (0-d stays 0-d)
+    elif order == "mixed":
+        b = np.asarray(b, order="F")
+    r = tensor.binary_contraction(expr, a, b)
+    assert np.allclose(r, np.einsum(expr, a, b), rtol=1e-11, atol=1e-11 * (1 + np.abs(r).max(initial=0)))
+    opt = tensor.binary_contraction(expr, a, b, options={"result_layout": "optimized"})
+    if order == "C":
+        assert r.flags.c_contiguous or r.strides == opt.strides
+    elif order == "F":
+        assert r.flags.f_contiguous or r.strides == opt.strides

@@ -11,6 +11,9 @@ the hot paths:
 - :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
 - :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
   (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
+- ``hot_fft`` / ``hot_table`` / ``hot_put`` / ``hot_attach``: the compiled hit path of the stateless FFT
+  functions (``cumath/_core/plan_cache.py`` keeps its tables; see ``hot_remember`` there). ``hot_fft`` is None
+  without the extension, and ``hot_table()`` returns None.
 
 ``CUMATH_NATIVE=0`` in the environment turns the extension off (the fallback, for tests and comparisons).
 ``NATIVE`` says whether it is in use.
@@ -22,7 +25,10 @@ import ctypes
 import importlib
 import os
 
-__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader"]
+__all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
+           "hot_put", "hot_attach", "hot_setup", "hot_runner",
+           "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer",
+           "hot_mm", "hot_put_mm"]
 
 
 def _load():
@@ -37,6 +43,78 @@ def _load():
 _native = _load()
 
 NATIVE = _native is not None
+
+#: hot_fft(operand, kind, sign, *optional_arguments) -> the result of a cached plan, or None (the Python path
+#: then runs); None itself without the extension
+hot_fft = getattr(_native, "hot_fft", None)
+hot_put = getattr(_native, "hot_put", None)
+hot_attach = getattr(_native, "hot_attach", None)
+hot_setup = getattr(_native, "hot_setup", None)
+#: hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None): a host
+#: executor's execute as one C call (``slow``, the Python execute, for operands it declines)
+hot_runner = getattr(_native, "hot_runner", None)
+#: dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream): a GPU FFT
+#: executor's execute for its plain case as one C call (``slow`` for everything else)
+dev_runner = getattr(_native, "dev_runner", None)
+hot_put_gpu = getattr(_native, "hot_put_gpu", None)
+#: hot_mm(a, b, *optional_arguments) -> the cached advanced matmul's result, or None; None without the extension
+hot_mm = getattr(_native, "hot_mm", None)
+hot_put_mm = getattr(_native, "hot_put_mm", None)
+
+_READERS: dict = {}  # type -> (reader kind, current-stream function), as given to the extension
+
+
+def hot_gpu_type(cls, package: str) -> bool:
+    """Let ``hot_fft`` read operands of exactly the type ``cls`` of ``package`` ('torch': torch.Tensor, 'cupy':
+    cupy.ndarray) with the package's own accessors; False for any other type or without the extension."""
+    if hot_put_gpu is None:
+        return False
+    if cls in _READERS:
+        return True
+    if package == "torch":
+        import torch
+
+        if cls is not torch.Tensor:
+            return False
+        from ..frameworks import torch as adapter
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        reader = (1, raw if raw is not None else adapter.current_stream)  # the adapter's own stream function
+    elif package == "cupy":
+        try:
+            import cupy
+        except ImportError:
+            return False
+
+        if cls is not cupy.ndarray:
+            return False
+        from ..frameworks import cupy as adapter
+
+        reader = (2, adapter.current_stream)
+    else:
+        return False
+    _READERS[cls] = reader
+    _native.hot_setup_gpu(_READERS)
+    return True
+
+
+def native_pointer(package: str, fallback):
+    """A C-level callable ``f(array) -> address`` for results of ``package`` (torch: ``Tensor.data_ptr``, cupy:
+    ``attrgetter('data.ptr')``), else ``fallback`` (the adapter's pointer function)."""
+    if package == "torch":
+        import torch
+
+        return torch.Tensor.data_ptr
+    if package == "cupy":
+        import operator
+
+        return operator.attrgetter("data.ptr")
+    return fallback
+
+
+def hot_table():
+    """A new, empty table of the compiled hit path (one per thread's plan cache), or None without it."""
+    return _native.HotTable() if hot_fft is not None else None
 
 
 def call_ippi(cfn, on_error=None):

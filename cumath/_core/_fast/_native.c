@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdint.h>
@@ -315,9 +316,43 @@ fail:
     return NULL;
 }
 
+/* GC support of a type whose object fields are consecutive members, `first` to `last`: traverse, clear and a
+ * dealloc (objects made with PyObject_GC_New or the type's tp_alloc) */
+#define OBJECT_FIELDS_GC(prefix, Type, first, last)                                                              \
+    static int prefix##_traverse(Type *o, visitproc visit, void *arg) {                                          \
+        for (PyObject **p = &o->first; p <= &o->last; p++) Py_VISIT(*p);                                           \
+        return 0;                                                                                                \
+    }                                                                                                            \
+    static int prefix##_clear(Type *o) {                                                                         \
+        for (PyObject **p = &o->first; p <= &o->last; p++) Py_CLEAR(*p);                                           \
+        return 0;                                                                                                \
+    }                                                                                                            \
+    static void prefix##_dealloc(Type *o) {                                                                      \
+        PyObject_GC_UnTrack(o);                                                                                  \
+        prefix##_clear(o);                                                                                       \
+        PyObject_GC_Del(o);                                                                                      \
+    }
+
+#include "_hot_host.c"
+#include "_hot_gpu.c"
+
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
      "numpy_fields(array, itemsize) -> (pointer, shape, element strides, readonly) or None"},
+    {"hot_fft", (PyCFunction)(void (*)(void))hot_fft, METH_FASTCALL,
+     "hot_fft(operand, kind, sign, *defaults) -> result or None"},
+    {"hot_put", (PyCFunction)(void (*)(void))hot_put, METH_FASTCALL, "hot_put(table, operand, kind, key, ...)"},
+    {"hot_setup", (PyCFunction)(void (*)(void))hot_setup, METH_FASTCALL, "hot_setup(ndarray, switches, key)"},
+    {"hot_attach", (PyCFunction)hot_attach, METH_O, "hot_attach(table or None)"},
+    {"dev_runner", (PyCFunction)(void (*)(void))dev_runner, METH_FASTCALL,
+     "dev_runner(plan, new_out, pointer, exec_fn, misaligned_mask, slow) -> runner(op, sign, stream)"},
+    {"hot_put_gpu", (PyCFunction)(void (*)(void))hot_put_gpu, METH_FASTCALL,
+     "hot_put_gpu(table, operand, kind, key, move_to_end, runner)"},
+    {"hot_setup_gpu", (PyCFunction)hot_setup_gpu, METH_O, "hot_setup_gpu({type: (reader kind, stream fn)})"},
+    {"hot_mm", (PyCFunction)(void (*)(void))hot_mm, METH_FASTCALL, "hot_mm(a, b, *defaults) -> result or None"},
+    {"hot_put_mm", (PyCFunction)(void (*)(void))hot_put_mm, METH_FASTCALL, "hot_put_mm(table, a, b, key, ...)"},
+    {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
+     "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -329,11 +364,22 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
+    if (PyType_Ready(&HotTableType) < 0) return NULL;
+    if (hot_gpu_init() < 0) return NULL;
+    str_ptr = PyUnicode_InternFromString("ptr");
+    if (str_ptr == NULL) return NULL;
+    if (PyType_Ready(&HotEntryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     Py_INCREF(&Call3Type);
     if (PyModule_AddObject(m, "Call3", (PyObject *)&Call3Type) < 0) {
         Py_DECREF(&Call3Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&HotTableType);
+    if (PyModule_AddObject(m, "HotTable", (PyObject *)&HotTableType) < 0) {
+        Py_DECREF(&HotTableType);
         Py_DECREF(m);
         return NULL;
     }

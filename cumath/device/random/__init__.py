@@ -40,8 +40,9 @@ Nothing here imports numba or loads a library until it is used.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..._core.lazy import lazy_getattr
 
 from ._functions import DEVICE_FUNCTIONS
 
@@ -88,14 +89,4 @@ _LAZY = {"Compile": "._compile", "StatesXORWOW": "._states", "StatesPhilox4_32_1
          "StatesScrambledSobol32": "._states", "StatesScrambledSobol64": "._states", "state_dtype": "._states"}
 
 
-def __getattr__(name: str) -> object:
-    if name == "random_helpers":
-        module = importlib.import_module(f"{__name__}.random_helpers")
-        globals()[name] = module
-        return module
-    source = _LAZY.get(name)
-    if source is None:
-        raise AttributeError(f"module 'cumath.device.random' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _LAZY, ("random_helpers",))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .._operands import wrap_result
-from ..distribution import Box, Slab
+from .._distributions import Box, Slab
 from ._options import FFTOptions, check_options
 from ._planner import FFT
 
@@ -67,13 +67,17 @@ def allocate_operand(shape: int | Sequence[int], package: str | ModuleType, *, i
     For R2C and C2R the buffer is padded so that it can also hold this rank's piece of the complex (R2C) or
     real (C2R) side of the transform, the size an in-place transform of the GPU engine needs; the array
     returned is a view of the requested shape on that buffer. ``package`` is ``numpy`` or ``torch`` (a module
-    or its name); ``memory_space`` 'cpu' (GPU operands are symmetric memory: see
-    ``cumath.distributed.allocate_symmetric_memory``).
+    or its name) for ``memory_space='cpu'``; ``cupy`` or ``torch`` for ``memory_space='cuda'`` on GPU runs,
+    where the buffer is NVSHMEM symmetric memory (collective: every rank calls it; free it with
+    ``cumath.distributed.free_symmetric_memory`` on the array's base). C2C operands from it are transformed in
+    place where the buffer also holds this rank's result piece (else they are staged).
     """
     name = package if isinstance(package, str) else getattr(package, "__name__", str(package))
-    if name not in ("numpy", "torch"):
-        raise ValueError(f"allocate_operand: package must be numpy or torch (or their names), got {name!r}")
-    if str(memory_space).lower() not in ("cpu", "host"):
+    gpu = str(memory_space).lower() in ("cuda", "device", "gpu")
+    if name not in (("cupy", "torch") if gpu else ("numpy", "torch")):
+        raise ValueError(f"allocate_operand: package must be {'cupy or torch' if gpu else 'numpy or torch'} (or "
+                         f"their names) for memory_space={memory_space!r}, got {name!r}")
+    if not gpu and str(memory_space).lower() not in ("cpu", "host"):
         raise ValueError(f"allocate_operand: memory_space={memory_space!r}; CPU runs allocate 'cpu' operands, GPU "
                          "operands come from cumath.distributed.allocate_symmetric_memory")
     if distribution is not None and not isinstance(distribution, (Slab, Box, list, tuple)):
@@ -91,5 +95,10 @@ def allocate_operand(shape: int | Sequence[int], package: str | ModuleType, *, i
             count = max(count, other * 2 * (last // 2 + 1))
         else:  # complex m -> real up to 2m-1: half a complex element per real
             count = max(count, -(-other * (2 * last - 1) // 2))
+    if gpu:  # symmetric memory on the NVSHMEM heap, the largest request on every rank (collective)
+        from .._symmetric import allocate_symmetric_memory
+
+        buffer = allocate_symmetric_memory((count,), name, dtype=dtype, make_symmetric=True)
+        return buffer[:math.prod(shape)].reshape(shape)
     buffer = np.empty(count, dtype=dtype)
     return wrap_result(buffer[:math.prod(shape)].reshape(shape), name)

@@ -21,6 +21,10 @@ class FFTOptions:
         last_axis_parity: 'even' or 'odd': size 2*(m-1) or 2*(m-1)+1 of a C2R result's last axis.
         decomposition: 'auto', 'slab' or 'pencil': how the ranks split the array between local transforms
             ('auto': slabs while every rank gets a slice of the two first axes, pencils beyond). A cumath addition.
+        engine: 'auto', 'mkl' or 'transposes': the CPU engine. 'mkl' is oneMKL's Cluster DFT (C2C, complex64 /
+            complex128, an MPI communicator, at least as many rows as ranks on the first two axes); 'transposes'
+            is per-rank FFT plans with all-to-all transposes (every case); 'auto' takes the Cluster DFT where
+            it measured faster (Slab.X in and out) and the transposes otherwise. A cumath addition.
         planning_effort: FFTW's planning effort of the per-rank FFTs ('estimate', 'measure', 'patient',
             'exhaustive'; None: single-process cumath's default). A cumath addition.
         blocking: True or 'auto' (host operands always block).
@@ -31,6 +35,7 @@ class FFTOptions:
     redistribute: bool = True
     last_axis_parity: str = "even"
     decomposition: str = "auto"
+    engine: str = "auto"
     planning_effort: str | None = None
     blocking: object = "auto"
     logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
@@ -52,7 +57,10 @@ def check_options(options) -> FFTOptions:
     decomposition = str(options.decomposition).lower()
     if decomposition not in ("auto", "slab", "pencil"):
         raise ValueError(f"decomposition={options.decomposition!r}; the allowed values are ['auto', 'slab', 'pencil']")
+    engine = str(options.engine).lower()
+    if engine not in ("auto", "mkl", "transposes"):
+        raise ValueError(f"engine={options.engine!r}; the allowed values are ['auto', 'mkl', 'transposes']")
     if options.blocking not in (True, "auto"):
         raise ValueError(f"blocking={options.blocking!r}; the allowed values are [True, 'auto']")
-    return dataclasses.replace(options, fft_type=fft_type, decomposition=decomposition,
+    return dataclasses.replace(options, fft_type=fft_type, decomposition=decomposition, engine=engine,
                                last_axis_parity=str(options.last_axis_parity).lower())

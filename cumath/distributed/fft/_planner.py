@@ -1,7 +1,9 @@
 """The distributed FFT: a stateful operation over the ranks of the process group.
 
-CPU engine: per-rank FFTs by single-process cumath (FFTW/MKL plans, cached) on the axes each rank holds whole,
-and all-to-all transposes between the layouts of the plan (``_traits.plan_steps``). The input and the result
+CPU engines: per-rank FFTs by single-process cumath (FFTW/MKL plans, cached) on the axes each rank holds whole,
+and all-to-all transposes between the layouts of the plan (``_traits.plan_steps``); or oneMKL's Cluster DFT
+(``_cdft``) for C2C transforms, with moves into and out of its row partition where the pieces differ.
+GPU engine (runs initialized with a ``device_id``): cuFFTMp over NVSHMEM (``_cufftmp``). The input and the result
 are this rank's pieces: a Slab (uneven pieces allowed) or this rank's Box (``distribution=[input_box,
 output_box]``).
 """
@@ -21,7 +23,8 @@ from ..._core.lifecycle import Stateful, requires
 from .._context import require_context
 from .._operands import gather_layout, host_view, target_indices, wrap_result
 from .._redistribute import plan_exchange
-from ..distribution import Box, Slab, SlabPartition
+from .._distributions import Box, Slab, SlabPartition
+from . import _cdft, _cufftmp
 from ._options import FFTDirection, check_options
 from ._traits import Local, Move, candidate_layouts, plan_steps, problem
 
@@ -67,6 +70,19 @@ class FFT(Stateful):
     in the input's slab (``FFTOptions.redistribute=True``), in the other slab (False), or in this rank's output
     box. The inverse is not normalized (as single-process cumath.fft).
 
+    CPU runs (``initialize(None, ...)``): NumPy arrays or PyTorch CPU tensors; the result is a new array and the
+    operand is only read (``FFTOptions.engine`` picks per-rank plans with transposes or MKL's Cluster DFT).
+    GPU runs (``initialize(device_id, ...)``): cuFFTMp over NVSHMEM. A C2C operand that is a symmetric buffer
+    (``allocate_symmetric_memory`` / ``allocate_operand(memory_space='cuda')``) is transformed in place and the
+    result is a view of that buffer, as in nvmath-python; other operands (CuPy arrays, CUDA or CPU tensors,
+    NumPy arrays) are staged through the FFT's own symmetric buffer (logged) and the result is a new array of
+    their package. On GPU runs ``reset_operand`` and ``free`` are collective (every rank calls them).
+
+    Deliberate differences from nvmath-python 1.0: CPU-only runs compute on the CPU (nvmath-python stages host
+    operands to GPUs) and return new arrays; on GPU runs, GPU operands that are not symmetric buffers are
+    accepted (staged) instead of refused; ``FFTOptions`` adds ``engine``, ``decomposition`` and
+    ``planning_effort``.
+
     Example (``mpirun -n 2``)::
 
         cumath.distributed.initialize(None, MPI.COMM_WORLD)
@@ -84,20 +100,33 @@ class FFT(Stateful):
         self._ctx = require_context()
         group = self._group = self._ctx.process_group
         self.options = check_options(options)
-        self._arr, self._package = host_view(operand, "operand")
+        self._gpu = self._ctx.device_id is not None  # GPU runs: cuFFTMp
+        self._gpu_plan = None
+        self._arr, self._package, self._on_device, local_shape, dtype = self._take(operand)
         self._arr_set = True
         self._in_dist, self._out_box = _distribution_pair(distribution)
-        group.agree("FFT", dtype=self._arr.dtype.str, ndim=self._arr.ndim, options=repr(self.options),
+        group.agree("FFT", dtype=dtype.str, ndim=len(local_shape), options=repr(self.options),
                     distribution="Box" if isinstance(self._in_dist, Box) else repr(self._in_dist))
-        if self._arr.ndim not in (2, 3):
-            raise ValueError(f"distributed FFTs are 2-D or 3-D; this rank's operand has {self._arr.ndim} axes")
-        self.global_shape, self._src = gather_layout(group, self._arr.shape, self._in_dist, "input")
-        self.geometry = problem(self.global_shape, self._arr.dtype.name, self.options.fft_type,
+        if len(local_shape) not in (2, 3):
+            raise ValueError(f"distributed FFTs are 2-D or 3-D; this rank's operand has {len(local_shape)} axes")
+        self.global_shape, self._src = gather_layout(group, local_shape, self._in_dist, "input")
+        self.geometry = problem(self.global_shape, dtype.name, self.options.fft_type,
                                 self.options.last_axis_parity)
         self.fft_type = self.geometry.fft_type
         self.global_result_shape = self.geometry.out_shape
         self._steps = None
+        self._cluster = None
+        self.engine = None
         self.result_distribution = None
+
+    def _take(self, operand):
+        """(operand, package, on_device, local shape, dtype): host arrays as NumPy views on CPU runs; on GPU runs
+        CuPy arrays and torch tensors as they are (CPU ones are staged to the GPU at execution)."""
+        if self._gpu:
+            shape, dtype, package, on_device = _cufftmp.device_operand_info(operand)
+            return operand, package, on_device, tuple(shape), np.dtype(dtype)
+        arr, package = host_view(operand, "operand")
+        return arr, package, False, arr.shape, arr.dtype
 
     def _decomposition(self) -> str:
         d = self.options.decomposition
@@ -110,6 +139,14 @@ class FFT(Stateful):
         """Work out the local transforms and the transposes (collective for Box output: gathers the boxes)."""
         group, shape, ndim = self._group, self.global_shape, len(self.global_shape)
         self._group.agree("FFT.plan")
+        self._free_cluster()
+        if self._gpu:
+            self._plan_gpu()
+            return
+        self.engine = self._choose_engine()
+        if self.engine == "mkl":
+            self._plan_cluster()
+            return
         layouts = candidate_layouts(ndim, group.nranks, self._decomposition())
         whole = {a for a in range(ndim)
                  if all(len(ix[a]) == shape[a] or math.prod(len(i) for i in ix) == 0 for ix in self._src)}
@@ -146,6 +183,68 @@ class FFT(Stateful):
             logger.info("distributed FFT %s %s on %d ranks (%s): %s; result %s", self.fft_type, shape, group.nranks,
                         self._decomposition(), " ".join(_describe(s) for s in steps), self.result_distribution)
 
+    def _choose_engine(self) -> str:
+        group, shape = self._group, self.global_shape
+        choice = self.options.engine
+        reason = _cdft.unsupported_reason(group, shape, self.geometry.in_dtype, self.fft_type)
+        if choice == "mkl":
+            if reason is not None:
+                raise ValueError(f"engine='mkl': the MKL Cluster DFT cannot run this FFT: {reason}; use "
+                                 "engine='transposes' (or 'auto')")
+            return "mkl"
+        if choice == "transposes" or reason is not None or group.nranks == 1:
+            return "transposes"
+        # auto: the Cluster DFT where it measured faster, Slab.X pieces in and nothing to move
+        slab_x = isinstance(self._in_dist, Slab) and self._in_dist.axis == 0
+        balanced = all(len(ix[0]) == len(Slab.X.indices(shape, r, group.nranks)[0])
+                       for r, ix in enumerate(self._src))
+        if not (_cdft.AUTO and slab_x and balanced):
+            return "transposes"
+        return "mkl" if all(group.allgather(_cdft.available())) else "transposes"
+
+    def _plan_cluster(self) -> None:
+        group, shape = self._group, self.global_shape
+        self._cluster = cluster = _cdft.ClusterDFT(group, shape, self.geometry.in_dtype)
+        rows = [cluster.partition.indices(shape, r, group.nranks) for r in range(group.nranks)]
+        steps = [] if _same(self._src, rows) else [("move", plan_exchange(self._src, rows, group.rank))]
+        steps.append(("cluster", cluster))
+        final = self._final_indices(rows, shape)
+        if not _same(rows, final):
+            steps.append(("move", plan_exchange(rows, final, group.rank)))
+        self._steps = steps
+        self._planned = True
+        logger.info("distributed FFT %s %s on %d ranks: MKL Cluster DFT, %d move(s); result %s", self.fft_type,
+                    shape, group.nranks, len(steps) - 1, self.result_distribution)
+
+    def _plan_gpu(self) -> None:
+        group, shape, rank = self._group, self.global_shape, self._group.rank
+        mine = self._src[rank]
+        if not all(isinstance(ix, range) for ix in mine):
+            raise ValueError("cuFFTMp takes pieces that are boxes (Slab or Box distributions)")
+        final = self._final_indices(None, self.global_result_shape)
+        out = final[rank]
+        in_box = (tuple(ix.start for ix in mine), tuple(ix.stop for ix in mine))
+        out_box = (tuple(ix.start for ix in out), tuple(ix.stop for ix in out))
+        slab = self._in_dist.axis if isinstance(self._in_dist, Slab) and self._in_dist.axis < 2 else None
+        balanced = slab is not None and all(
+            _same([ix], [Slab(slab).indices(shape, r, group.nranks)]) for r, ix in enumerate(self._src))
+        native = _cufftmp.native_slabs(group.nranks, self.fft_type, slab, balanced, self.options.redistribute)
+        self._release_gpu()
+        self._gpu_plan = _cufftmp.CuFFTMpPlan(self._ctx, shape, self.geometry, in_box, out_box, native,
+                                              slab or 0, self._arr)
+        self.engine = "cufftmp"
+        self._planned = True
+
+    def _release_gpu(self) -> None:
+        plan, self._gpu_plan = self._gpu_plan, None
+        if plan is not None:
+            plan.release_native()
+
+    def _free_cluster(self) -> None:
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.free()
+
     def _ctx_local_ranks(self) -> int:
         return self._ctx.resource("local_ranks", lambda: _local_ranks(self._group), lambda _: None)
 
@@ -170,11 +269,13 @@ class FFT(Stateful):
         if operand is None:
             self.release_operand()
             return
-        arr, package = host_view(operand, "operand")
-        if arr.shape != self._arr_shape() or arr.dtype != self._dtype:
-            raise ValueError(f"reset_operand: the new operand has shape {arr.shape} and dtype {arr.dtype}, the "
+        arr, package, on_device, shape, dtype = self._take(operand)
+        if shape != self._arr_shape() or dtype != self._dtype:
+            raise ValueError(f"reset_operand: the new operand has shape {shape} and dtype {dtype}, the "
                              f"planned one {self._arr_shape()} and {self._dtype}; create a new FFT")
-        self._arr, self._package, self._arr_set = arr, package, True
+        self._arr, self._package, self._on_device, self._arr_set = arr, package, on_device, True
+        if self._gpu_plan is not None:  # GPU runs: collective, a staging buffer if a rank's operand needs one
+            self._gpu_plan.ensure_buffer(arr)
 
     def _arr_shape(self):
         return tuple(len(ix) for ix in self._src[self._group.rank])
@@ -192,10 +293,15 @@ class FFT(Stateful):
         """Run the FFT; returns this rank's piece of the result (a new array of the operand's package)."""
         direction = self._direction(direction)
         self._group.agree("FFT.execute", direction=direction)
+        if self._gpu:
+            return self._gpu_plan.execute(self._arr, self._package, self._on_device, direction, stream)
         x = self._arr
         for entry in self._steps:
             if entry[0] == "move":
                 x = entry[1].execute(self._group, np.ascontiguousarray(x))
+                continue
+            if entry[0] == "cluster":
+                x = entry[1].execute(x, direction == "forward")
                 continue
             _, step, empty, out_local = entry
             if empty:
@@ -228,6 +334,8 @@ class FFT(Stateful):
     def _release(self) -> None:
         self._steps = None
         self._arr = None
+        self._free_cluster()
+        self._release_gpu()
 
 
 def _local_ranks(group) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...fft._traits import fft_geometry
-from ..distribution import Distribution, balanced_range
+from .._distributions import Distribution, balanced_range
 
 __all__ = ["Split", "Local", "Move", "plan_steps", "pencil_grid", "candidate_layouts", "problem"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from .._operands import gather_layout, host_view
 from ..distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
 
-__all__ = ["MatrixOperand", "blacs_context", "SUPPORTED_DTYPES"]
+__all__ = ["MatrixOperand", "blacs_context", "grid_order", "SUPPORTED_DTYPES"]
 
 logger = logging.getLogger(__name__)
 SUPPORTED_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -24,19 +24,7 @@ def blacs_context(ctx, grid: ProcessGrid) -> int:
     if comm is None:
         raise TypeError("the ScaLAPACK engine needs an MPI communicator: initialize with a mpi4py communicator "
                         "or an MPIProcessGroup")
-    if grid.process_array is not None:
-        arr = np.asarray(grid.process_array).reshape(grid.shape)
-        if np.array_equal(arr, np.arange(arr.size).reshape(grid.shape)):
-            order = "R"
-        elif np.array_equal(arr, np.arange(arr.size).reshape(grid.shape, order="F")):
-            order = "C"
-        else:
-            raise ValueError("ScaLAPACK grids number the ranks row- or column-major; this ProcessGrid's "
-                             "process_array is neither: use layout='C' or 'F'")
-    else:
-        order = "R" if grid.layout == "C" else "C"
-    if len(grid.shape) != 2:
-        raise ValueError(f"distributed matrices need a 2-D ProcessGrid, got shape {grid.shape}")
+    order = grid_order(grid)
 
     def make():
         handle = blacs.sys2blacs_handle(mpi.comm_handle(comm))
@@ -50,6 +38,22 @@ def blacs_context(ctx, grid: ProcessGrid) -> int:
         blacs.free_blacs_handle(entry[0])
 
     return ctx.resource(("blacs", grid.shape, order), make, release)[1]
+
+
+def grid_order(grid: ProcessGrid) -> str:
+    """'R' when the grid numbers its ranks row-major, 'C' when column-major (what ScaLAPACK, cuBLASMp and
+    cuSOLVERMp grids can be); ValueError for another numbering or a grid that is not 2-D."""
+    if len(grid.shape) != 2:
+        raise ValueError(f"distributed matrices need a 2-D ProcessGrid, got shape {grid.shape}")
+    if grid.process_array is not None:
+        arr = np.asarray(grid.process_array).reshape(grid.shape)
+        if np.array_equal(arr, np.arange(arr.size).reshape(grid.shape)):
+            return "R"
+        if np.array_equal(arr, np.arange(arr.size).reshape(grid.shape, order="F")):
+            return "C"
+        raise ValueError("distributed matrix grids number the ranks row- or column-major; this ProcessGrid's "
+                         "process_array is neither: use layout='C' or 'F'")
+    return "R" if grid.layout == "C" else "C"
 
 
 class MatrixOperand:
@@ -77,6 +81,10 @@ class MatrixOperand:
         self.desc = scalapack.descinit(self.global_shape[0], self.global_shape[1], blocks[0], blocks[1],
                                        dist.first_process[0], dist.first_process[1], self.context, lld)
         self.local = None
+
+    @property
+    def dtype(self):
+        return self.array.dtype
 
     def fortran(self, dtype, *, copy: bool) -> np.ndarray:
         """This rank's piece, column-major, of ``dtype``; a fresh copy when ``copy`` (the routine writes it)."""

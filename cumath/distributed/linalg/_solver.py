@@ -1,6 +1,8 @@
 """Distributed dense direct solver: LU with partial pivoting of a block-cyclic matrix, then solves.
 
 CPU engine: ScaLAPACK ``p?getrf`` (factorize, once) and ``p?getrs`` (solve, per right-hand side set).
+GPU engine (a context with a ``device_id``): cuSOLVERMp ``cusolverMpGetrf`` / ``cusolverMpGetrs`` over NCCL
+(``_gpu_solver``); NumPy / PyTorch CPU operands are staged to the device and X copied back.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class DirectSolver(Stateful):
     ``p?getrf`` on a copy of A (the caller's A is never written), ``solve()`` returns this rank's block of X,
     distributed as B. ``reset_operands(a=, b=)`` takes new blocks; a new A needs ``factorize()`` again.
 
+    On GPU runs (``initialize(device_id, ..., backends=("nccl",))``) the same calls run cuSOLVERMp's
+    ``cusolverMpGetrf`` / ``cusolverMpGetrs``: the blocks are CuPy arrays or PyTorch CUDA tensors on this rank's
+    GPU (NumPy arrays and CPU tensors are staged there and X copied back), ``stream`` orders the work, and X is
+    a new array of the operands' package.
+
     Example (every rank)::
 
         with DirectSolver(a_local, b_local, distributions=[d, d]) as s:
@@ -59,36 +66,59 @@ class DirectSolver(Stateful):
     def __init__(self, a: AnyTensor, b: AnyTensor, *, distributions: Any,
                  options: DirectSolverOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         self._ctx = ctx = require_context()
+        self._stream = stream
+        self._engine = None
+        self._gpu = ctx.device_id is not None
         self.options = options if isinstance(options, DirectSolverOptions) else DirectSolverOptions(
             **(options or {}))
         if not isinstance(distributions, (list, tuple)) or len(distributions) != 2:
             raise ValueError("distributions must be [dA, dB]: one BlockCyclic/BlockNonCyclic per operand")
         if distributions[0].process_grid != distributions[1].process_grid:
             raise ValueError("the distributions of A and B must share one ProcessGrid; redistribute B first")
-        b_arr, _ = host_view(b, "b")
-        vector = b_arr.ndim == 1
+        if self._gpu:
+            from ._device import DeviceMatrix as Operand
+
+            b_arr = b
+        else:
+            Operand = MatrixOperand
+            b_arr, _ = host_view(b, "b")
+        vector = getattr(b_arr, "ndim", None) == 1
         if vector:
             b = b_arr.reshape(-1, 1)
         self._vector = vector
-        ctx.process_group.agree("DirectSolver", dtypes=[str(np.asarray(a).dtype), str(b_arr.dtype)], vector=vector,
-                                ndim=getattr(a, "ndim", None))
-        self._a = MatrixOperand(ctx, a, distributions[0], "a")
-        self._b = MatrixOperand(ctx, b, distributions[1], "b")
+        ctx.process_group.agree("DirectSolver", dtypes=[str(getattr(a, "dtype", None)), str(b_arr.dtype)],
+                                vector=vector, ndim=getattr(a, "ndim", None))
+        self._a = Operand(ctx, a, distributions[0], "a")
+        self._b = Operand(ctx, b, distributions[1], "b")
         n, n2 = self._a.global_shape
         if n != n2:
             raise ValueError(f"a must be square; its global shape is {self._a.global_shape}")
         if self._b.global_shape[0] != n:
             raise ValueError(f"b has {self._b.global_shape[0]} rows globally, a has {n}")
-        da, db = self._a.desc, self._b.desc
-        if da[4] != da[5] or da[4] != db[4] or da[6] != db[6]:
-            raise ValueError(f"ScaLAPACK needs square blocks of a ({da[4]}x{da[5]} given) and b's row blocks "
-                             f"({db[4]}) and first process row equal to a's; choose block_sizes accordingly")
-        self.dtype = np.dtype(np.result_type(self._a.array.dtype, self._b.array.dtype))
+        if self._gpu:
+            (mba, nba), (mbb, _) = self._a.blocks, self._b.blocks
+            rows = (self._a.dist.first_process[0], self._b.dist.first_process[0])
+        else:
+            da, db = self._a.desc, self._b.desc
+            (mba, nba, mbb), rows = (da[4], da[5], db[4]), (da[6], db[6])
+        if mba != nba or mba != mbb or rows[0] != rows[1]:
+            raise ValueError(f"{'cuSOLVERMp' if self._gpu else 'ScaLAPACK'} needs square blocks of a ({mba}x{nba} "
+                             f"given) and b's row blocks ({mbb}) and first process row equal to a's; choose "
+                             "block_sizes accordingly")
+        self.dtype = np.dtype(np.result_type(np.dtype(self._a.dtype), np.dtype(self._b.dtype)))
 
     def plan(self) -> None:
         from ..._bindings import scalapack
 
         self._ctx.process_group.agree("DirectSolver.plan")
+        if self._gpu:
+            from ._gpu_solver import CuSOLVERMpLU
+
+            if self._engine is not None:
+                self._engine.free()
+            self._engine = CuSOLVERMpLU(self)
+            self._planned = True
+            return
         self._prefix = scalapack.PREFIX[self.dtype]
         self._planned = True
         logger.info("distributed LU solve n=%d, nrhs=%d (%s) planned on ScaLAPACK p%sgetrf/p%sgetrs",
@@ -99,6 +129,11 @@ class DirectSolver(Stateful):
         from ..._bindings import scalapack
 
         self._ctx.process_group.agree("DirectSolver.factorize")
+        if self._engine is not None:
+            self._factorized = False
+            self._engine.factorize()
+            self._factorized = True
+            return
         n = self._a.global_shape[0]
         self._lu = self._a.fortran(self.dtype, copy=True)
         self._ipiv = np.zeros(self._lu.shape[0] + int(self._a.desc[4]), dtype=np.int32)
@@ -125,6 +160,9 @@ class DirectSolver(Stateful):
         from ..._bindings import scalapack
 
         self._ctx.process_group.agree("DirectSolver.solve")
+        if self._engine is not None:
+            x = self._engine.solve(self.options.transpose)
+            return x.reshape(-1) if self._vector else x
         n, nrhs = self._b.global_shape
         x = self._b.fortran(self.dtype, copy=True)
         scalapack.getrs(self._prefix, self.options.transpose, n, nrhs, self._lu.ctypes.data, self._a.desc,
@@ -139,6 +177,11 @@ class DirectSolver(Stateful):
             if x is None:
                 continue
             op = getattr(self, f"_{name}")
+            if self._gpu:
+                op.reset(x.reshape(-1, 1) if name == "b" and self._vector else x)
+                if name == "a":
+                    self._factorized = False
+                continue
             arr, _ = host_view(x, name)
             if name == "b" and self._vector:
                 arr = arr.reshape(-1, 1)
@@ -150,6 +193,9 @@ class DirectSolver(Stateful):
                 self._factorized = False
 
     def _release(self) -> None:
+        if self._engine is not None:
+            self._engine.free()
+            self._engine = None
         self._a = self._b = self._lu = None
 
 

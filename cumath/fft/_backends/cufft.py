@@ -11,6 +11,7 @@ from ..._bindings import cufft
 from ..._bindings.cudart import cudaDataType
 from ..._core._fast import call_ippi
 from ..._core.cuda import set_device
+from ..._core.lifecycle import release_quietly
 from ..._core.logging import format_bytes
 from ...memory import allocate
 
@@ -41,12 +42,6 @@ def patient_jit() -> bool:
     return False
 
 
-def _destroy(handle):
-    try:
-        cufft.cufftDestroy(handle)
-    except Exception:  # interpreter shutdown, context gone
-        pass
-
 
 class CufftPlan:
     """One cuFFT plan over fixed layouts; executes on any pair of pointers with those layouts.
@@ -71,7 +66,7 @@ class CufftPlan:
         exec_dtype = in_dtype if in_dtype.startswith("complex") else out_dtype
         t0 = time.perf_counter()
         self.handle = cufft.cufftCreate()
-        self._finalizer = weakref.finalize(self, _destroy, self.handle)
+        self._finalizer = weakref.finalize(self, release_quietly, cufft.cufftDestroy, self.handle)
         cufft.cufftSetAutoAllocation(self.handle, 0)
         for cb in self.callbacks:  # before planning: the plan's kernels are linked with them
             cufft.cufftXtSetJITCallback(self.handle, cb.name, cb.ltoir, len(cb.ltoir), cb.cbtype,

@@ -14,7 +14,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-__all__ = ["Engine", "GemmCall", "Scalars", "ENGINES", "create_engine"]
+from .._generic.traits import Ptr
+
+__all__ = ["Engine", "GemmCall", "Scalars", "ENGINES", "create_engine", "gemm_call"]
 
 #: execution space -> the engine module (each defines ``create(dtype, placement, options, log, handle=None)``)
 ENGINES = {"cpu": "blas", "cuda": "cublas"}
@@ -66,6 +68,20 @@ class GemmCall(NamedTuple):
     beta: str
     ld_d: int
     check: object
+
+
+def gemm_call(step, ops: dict, fn, first: tuple, check) -> GemmCall | None:
+    """The GemmCall of a plan step that is one general product at offset 0 (None for any other step): ``ops``
+    maps the step's transpose letters to the library's values (a letter it lacks: None), ``fn`` is the library's
+    gemm, ``first`` the leading arguments before the transposes (cuBLAS's handle, CBLAS's layout)."""
+    if step.routine != "gemm" or len(step.offsets) != 1 or any(step.offsets[0]):
+        return None
+    args = step.args
+    if any(a.offset for a in args if isinstance(a, Ptr)) or args[0] not in ops or args[1] not in ops:
+        return None
+    head = (*first, ops[args[0]], ops[args[1]], args[2], args[3], args[4])
+    return GemmCall(fn(), head, args[5], args[6].name.lower(), args[7], args[8].name.lower(), args[9], args[10],
+                    args[12], check)
 
 
 class Engine(Protocol):

@@ -11,7 +11,7 @@ import numpy as np
 from ..._bindings import blas
 from ..._core.frameworks.numpy import from_pointer
 from .._generic.traits import Caps, Ptr
-from . import GemmCall, Scalars
+from . import GemmCall, Scalars, gemm_call
 
 __all__ = ["BlasEngine", "create"]
 
@@ -56,15 +56,7 @@ class BlasEngine:
 
     def gemm_call(self, step) -> GemmCall | None:
         """The CBLAS gemm of a step that is one general product at offset 0 (None for any other step)."""
-        if step.routine != "gemm" or len(step.offsets) != 1 or any(step.offsets[0]):
-            return None
-        args = step.args
-        if any(a.offset for a in args if isinstance(a, Ptr)):
-            return None
-        fn = getattr(self.lib, f"cblas_{self.prefix}gemm")
-        head = (_COL, _OP[args[0]], _OP[args[1]], args[2], args[3], args[4])
-        return GemmCall(fn, head, args[5], args[6].name.lower(), args[7], args[8].name.lower(), args[9], args[10],
-                        args[12], None)
+        return gemm_call(step, _OP, lambda: getattr(self.lib, f"cblas_{self.prefix}gemm"), (_COL,), None)
 
     def _compile(self, step):
         routine, args = step.routine, step.args

@@ -15,9 +15,10 @@ import numpy as np
 from ..._bindings import cublas, cudart
 from ..._core import cuda
 from ..._core.cuda import set_device
+from ..._core.lifecycle import release_quietly
 from ...memory import allocate
 from .._generic.traits import Caps, Ptr
-from . import GemmCall, Scalars
+from . import GemmCall, Scalars, gemm_call
 
 __all__ = ["CublasEngine", "CublasHandle", "GroupedGemm", "create"]
 
@@ -37,12 +38,6 @@ _ENUMS = {"gemm": (_OP, _OP), "gemm_batched": (_OP, _OP), "symm": (_SIDE, _UPLO)
 _COLUMN = {"A": 0, "B": 1, "D": 2}  # where a gemm pointer comes from in a member's (A, B, D) triple
 
 
-def _destroy(handle):
-    try:
-        cublas.cublasDestroy_v2(handle)
-    except Exception:  # interpreter shutdown, context gone
-        pass
-
 
 class CublasHandle:
     """One cuBLAS handle on GPU ``device_id`` (pointer mode host), bound to one stream at a time; ``free()``
@@ -52,7 +47,7 @@ class CublasHandle:
         set_device(device_id)
         self.device_id = device_id
         self.value = cublas.cublasCreate_v2()
-        self._finalizer = weakref.finalize(self, _destroy, self.value)
+        self._finalizer = weakref.finalize(self, release_quietly, cublas.cublasDestroy_v2, self.value)
         cublas.cublasSetPointerMode_v2(self.value, cublas.cublasPointerMode_t.CUBLAS_POINTER_MODE_HOST)
         cublas.cublasSetStream_v2(self.value, stream)
         self.stream = stream
@@ -113,15 +108,8 @@ class CublasEngine:
 
     def gemm_call(self, step) -> GemmCall | None:
         """The cuBLAS gemm of a step that is one general product at offset 0 (None for any other step)."""
-        if step.routine != "gemm" or len(step.offsets) != 1 or any(step.offsets[0]):
-            return None
-        args = step.args
-        if any(a.offset for a in args if isinstance(a, Ptr)) or args[0] not in _OP or args[1] not in _OP:
-            return None
-        fn = cublas.raw(_NAMES["gemm"].format(p=self.prefix))
-        head = (self.handle, _OP[args[0]], _OP[args[1]], args[2], args[3], args[4])
-        return GemmCall(fn, head, args[5], args[6].name.lower(), args[7], args[8].name.lower(), args[9], args[10],
-                        args[12], cublas.check)
+        return gemm_call(step, _OP, lambda: cublas.raw(_NAMES["gemm"].format(p=self.prefix)), (self.handle,),
+                         cublas.check)
 
     def _compile(self, step):
         routine, args = step.routine, step.args

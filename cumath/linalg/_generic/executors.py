@@ -181,7 +181,28 @@ class HostExecutor:
         self.engine.free()
 
 
-class DeviceExecutor:
+class _DeviceBuffers:
+    """What the executors that hold device buffers share: the buffers' release, the engine's, and the copy of a
+    result into an in-place c that the library could not describe."""
+
+    def _copied_back(self, ops, result):
+        if self.layout.copy_back:
+            c = ops["c"]
+            self.adapter.copy_into(c.obj, result)
+            return c.obj
+        return result
+
+    def _free_buffers(self):
+        for buf in self._buffers:
+            buf.free()
+        self._buffers = []
+
+    def free(self):
+        self._free_buffers()
+        self.engine.free()
+
+
+class DeviceExecutor(_DeviceBuffers):
     """GPU operands, cuBLAS on the caller's arrays (package copies where the plan asks for dense ones)."""
 
     def __init__(self, geom, layout, ops, engine, log, allocator, stream, staged=None):
@@ -293,21 +314,8 @@ class DeviceExecutor:
     def finish(self, ops, state):
         """After the engine ran: the result (c, after copying into it, for an in-place c that BLAS could not
         describe)."""
-        d = state[0]
-        if self.layout.copy_back:
-            c = ops["c"]
-            self.adapter.copy_into(c.obj, d)
-            return c.obj
-        return d
+        return self._copied_back(ops, state[0])
 
-    def _free_buffers(self):
-        for buf in self._buffers:
-            buf.free()
-        self._buffers = []
-
-    def free(self):
-        self._free_buffers()
-        self.engine.free()
 
 
 def _host_target(op: Operand, mirror: DeviceMirror):
@@ -320,7 +328,7 @@ def _host_target(op: Operand, mirror: DeviceMirror):
     return from_pointer(op.ptr, op.shape, mirror.strides, op.dtype)
 
 
-class HostToDeviceExecutor:
+class HostToDeviceExecutor(_DeviceBuffers):
     """Host operands, cuBLAS: each operand crosses the bus once, through a device mirror in the layout the plan
     reads, the result once back. Conjugated copies are made on the host (into plan-owned arrays) while
     staging."""
@@ -420,20 +428,9 @@ class HostToDeviceExecutor:
         target = state[0]
         if self.c_staging is not None:
             np.copyto(host_view(ops["c"]), self.c_staging)
-        elif self.layout.copy_back:  # (a staged c is always describable; kept for safety)
-            c = ops["c"]
-            self.adapter.copy_into(c.obj, target)
-            return c.obj
-        return target
+            return target
+        return self._copied_back(ops, target)  # (a staged c is always describable; kept for safety)
 
-    def _free_buffers(self):
-        for buf in self._buffers:
-            buf.free()
-        self._buffers = []
-
-    def free(self):
-        self._free_buffers()
-        self.engine.free()
 
 
 class DeviceToHostExecutor:

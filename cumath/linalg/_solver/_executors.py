@@ -128,7 +128,7 @@ class _SameSpace:
         engine = self.engine
         infos, pivots = engine.read_back(base)
         if infos is not None:  # (None: a GPU engine judged every system fine on the device)
-            check_infos(infos, self.geom, engine.factor_routine, engine.error_class, self.problem)
+            check_infos(infos, self.geom, engine.factor_routine, engine.error_class, self.problem, pivots)
         if pivots is not None:
             msg = ill_conditioned(pivots, self.geom, self.problem)
             if msg is not None:

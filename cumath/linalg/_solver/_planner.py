@@ -60,7 +60,9 @@ class DirectSolver(Operation):
     write it), batch axes outermost. A singular matrix (a zero pivot; for Cholesky, a matrix that is not
     positive definite) raises :class:`SingularMatrixError` (also a ``numpy.linalg.LinAlgError``) from
     factorize(), naming the system and the pivot; one whose pivots are uneven beyond the dtype's precision
-    gives an :class:`IllConditionedWarning`.
+    gives an :class:`IllConditionedWarning`, and so does one with a NaN or inf anywhere in ``a`` or in the part
+    of its factor the factorization wrote (on the CPU and every GPU engine alike; nvmath-python does not check;
+    such a system warns rather than raising even where LAPACK's potrf stopped at the NaN).
 
     Example (CPU, NumPy)::
 

@@ -290,7 +290,9 @@ class SingularMatrixError(errors.SingularMatrixError, np.linalg.LinAlgError):
 class IllConditionedWarning(RuntimeWarning):
     """A factorization succeeded but its pivots are so uneven that the system is singular to working precision:
     the smallest pivot of its LU factorization is below the dtype's precision times the largest (the squares of
-    the Cholesky pivots), or a pivot is not finite. The solution may be inaccurate."""
+    the Cholesky pivots), or the system is not finite: a NaN or inf anywhere in ``a`` or in the part of its
+    factor the factorization wrote (checked alike on the CPU and the GPU; such a system warns rather than raising
+    SingularMatrixError even where the library stopped at the NaN). The solution may be inaccurate."""
 
 
 def problem_label(problem) -> str:
@@ -311,11 +313,19 @@ def _index(batch_shape, p: int):
     return tuple(int(i) for i in np.unravel_index(p, batch_shape)) if batch_shape else None
 
 
-def check_infos(infos, geom: Geometry, routine: str, library_error=errors.LAPACKError, problem=None) -> None:
+def check_infos(infos, geom: Geometry, routine: str, library_error=errors.LAPACKError, problem=None,
+                pivots=None) -> None:
     """Raise for the first system whose ``info`` (an int array, one per system) is not 0: SingularMatrixError
     for a failed factorization, ``library_error`` for a refused argument (a bug of the plan). ``problem``:
-    the index an explicit batch gives its single system (None: from the batch shape)."""
+    the index an explicit batch gives its single system (None: from the batch shape). ``pivots`` (as
+    ``ill_conditioned`` takes them): a system whose factor is not finite is not reported as singular here, but by
+    ``ill_conditioned`` as non-finite, on every engine alike (LAPACK's potrf stops at a NaN pivot with info > 0
+    where a GPU library may go on: the NaN, not the stop, is what the caller needs to hear about)."""
     infos = np.asarray(infos).reshape(-1)
+    if pivots is not None:
+        nonfinite = ~np.isfinite(np.asarray(pivots).reshape(geom.count, -1)).all(axis=1)
+        if nonfinite.any():
+            infos = np.where(nonfinite & (infos > 0), 0, infos)
     bad = np.flatnonzero(infos)
     if bad.size == 0:
         return
@@ -356,8 +366,8 @@ def ill_conditioned(pivots, geom: Geometry, problem=None) -> str | None:
     first = int(flagged[0])
     label = problem_label(problem if problem is not None else _index(geom.batch_shape, first))
     if not np.isfinite(hi[first]) or not np.isfinite(lo[first]):
-        msg = (f"{label} has non-finite pivots (inf or NaN entries, or an overflow during the factorization); the "
-               f"solution is not meaningful")
+        msg = (f"{label} has non-finite pivots (inf or NaN entries in a or its factors, or an overflow during the "
+               f"factorization); the solution is not meaningful")
     else:
         msg = (f"{label} is numerically singular: the smallest pivot of its factorization is {ratio[first]:.1e} of "
                f"the largest, below the {geom.dtype} precision {eps:.1e}; the solution may be inaccurate")

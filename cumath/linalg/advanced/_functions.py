@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from ..._core.operand import Operand, wrap_operand
 from ..._core.options import check_options, snapshot
-from ..._core.plan_cache import cached_call
+from ..._core._fast import hot_mm as _hot
+from ..._core.plan_cache import cached_call, hot_remember
 from ..._core.streams import stream_key
 from ._options import MatmulOptions, MatmulPlanPreferences
 from ._planner import Matmul
@@ -49,6 +50,11 @@ def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex
         d = matmul(a, b, epilog=MatmulEpilog.RELU)             # relu(a @ b)
         d, aux = matmul(a, b, epilog=MatmulEpilog.RELU_AUX)    # aux["relu_aux"]: the bit-mask
     """
+    if _hot is not None:  # a cached plan's call in C (CUDA torch/CuPy operands, every other argument default)
+        result = _hot(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales, options,
+                      preferences, algorithm, stream)
+        if result is not None:
+            return result
     A = a if type(a) is Operand else wrap_operand(a, "a")
     B = b if type(b) is Operand else wrap_operand(b, "b")
     C = None if c is None else (c if type(c) is Operand else wrap_operand(c, "c"))
@@ -72,8 +78,16 @@ def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex
            stream_key(stream, A))
     args = (A, B, C, alpha, beta, qualifiers, quantization_scales, options, stream, preferences, epilog, inputs,
             algorithm)  # one tuple for the miss, not a closure over every local
-    return cached_call(key, lambda: _planned(*args), {"a": A, "b": B, "c": C}, alpha, beta, inputs,
-                       quantization_scales)
+    result = cached_call(key, lambda: _planned(*args), {"a": A, "b": B, "c": C}, alpha, beta, inputs,
+                         quantization_scales)
+    if _hot is not None and c is None and alpha is None and beta is None and epilog is None and \
+            epilog_inputs is None and qualifiers is None and quantization_scales is None and options is None and \
+            preferences is None and algorithm is None and stream is None:
+        hot_remember(key, a, _MM, b)  # later calls of this key may be served by _hot
+    return result
+
+
+_MM = 16  # the compiled path's code of a default-argument matmul key
 
 
 def _planned(a, b, c, alpha, beta, qualifiers, scales, options, stream, preferences, epilog, inputs, algorithm):

@@ -297,6 +297,25 @@ class Matmul(Operation):
             self._not_ready("execute", ("planned", "operands"))
         return self._execute(v, algorithm, release_workspace, stream)
 
+    def _hot_spec(self):
+        """What the compiled hit path of the stateless ``matmul`` needs to serve this plan's default-argument calls
+        as :meth:`execute`'s hot path serves them after ``_bind``, or None: non-blocking, on the operands' current
+        stream, new results (no reuse), not in place. The C path checks per call that the plan still uses this
+        variant, the variant is hot and alpha/beta are the defaults. False: not servable now, ask again later."""
+        v = self._v
+        if self._inplace or self._wait or self._explicit_stream:
+            return None
+        if v is None or not v.hot:
+            return False  # not now (no workspace yet, say): asked again after the next call
+        r = v.results
+        if r is None or r.snapshot is not None or type(v.args) is not list or v.c_direct:
+            return None
+        from ..._core._fast import native_pointer
+
+        package = self._place.package
+        return ("matmul", package, self, v, v.args, v.a_slot, v.b_slot, D_PTR, C_PTR, bool(v.c_is_d), v.align_mask,
+                r.new, native_pointer(package, r.pointer), v.raw, check_status)
+
     def _execute(self, v, algorithm, release_workspace, stream):
         s, explicit = self._stream_arg(stream)
         if algorithm is not None:

@@ -35,6 +35,7 @@ from ...memory import default_allocator
 from ._backends import cpu_backend, default_threads
 from ._backends.cudss import SETTINGS, CudssSolver
 from ._config import ALL_FIELDS
+from ._timing import Steps
 from ._traits import batch_offsets, column_major, relative_residual, residual_tolerance, result_perm
 
 __all__ = ["Setup", "make_executor", "CpuExecutor", "CudssExecutor"]
@@ -200,6 +201,7 @@ class CpuExecutor:
         self.values = [None] * p.count  # staged: host copies of the values (of the last factorization)
         self.b_copies = [None] * p.count  # column-major copies of right-hand sides an engine cannot read in place
         self.copy_logged = False
+        self.timings = {}  # phase -> {step: ms} of its last run (_timing.Steps)
 
     @property
     def nbytes(self) -> int:
@@ -230,15 +232,25 @@ class CpuExecutor:
         return out
 
     def analyse(self, ops: dict, stream) -> None:
+        steps = Steps(self.timings, "plan", self.setup.log)
         self.patterns = [None] * self.problem.count  # the pattern may be another one since the last analysis
         a = ops["a"]
         csrs = a if isinstance(a, tuple) else (a,) * self.problem.count
-        for plan, arrays, csr in zip(self.plans, self._arrays(a, stream), csrs):
-            plan.analyse(*arrays, canonical=csr.canonical)
+        arrays = self._arrays(a, stream)
+        steps.step("arrays" + (" (copied from the GPU)" if self.staged else ""))
+        for plan, arr, csr in zip(self.plans, arrays, csrs):
+            plan.analyse(*arr, canonical=csr.canonical)
+        steps.step(f"{self.engine.name} analysis")
+        steps.done()
 
     def factorize(self, ops: dict, stream) -> None:
-        for plan, arrays in zip(self.plans, self._arrays(ops["a"], stream)):
-            plan.factorize(*arrays)
+        steps = Steps(self.timings, "factorize", self.setup.log)
+        arrays = self._arrays(ops["a"], stream)
+        steps.step("arrays" + (" (values copied from the GPU)" if self.staged else ""))
+        for plan, arr in zip(self.plans, arrays):
+            plan.factorize(*arr)
+        steps.step(f"{self.engine.name} factorization")
+        steps.done()
 
     def solve(self, ops: dict, stream):
         a, b, p = ops["a"], ops["b"], self.problem
@@ -327,12 +339,15 @@ class CudssExecutor:
         if max(p.sizes) >= 2 ** 31 or max(p.nnz) >= 2 ** 31:
             raise ValueError("cuDSS reads 32-bit indices: a has too many rows or stored entries for it")
         self.device = place.device
+        self.timings = {}  # phase -> {step: ms} of its last run (_timing.Steps)
+        self._plan_steps = Steps(self.timings, "plan", setup.log, self._sync(place.stream))
         self.allocator = setup.allocator()
         self.solver = CudssSolver(count=p.count, sizes=p.sizes, nnz=p.nnz, dtype=p.dtype,
                                   mtype=opts.sparse_system_type, view=opts.sparse_system_view, device_id=self.device,
                                   handle=opts.handle, threading_lib=opts.multithreading_lib,
                                   execution=setup.sparse_execution, threads=setup.threads, allocator=self.allocator,
-                                  settings=setup.settings, log=setup.log)
+                                  settings=setup.settings, log=setup.log, steps=self._plan_steps,
+                                  cudss_config=opts.cudss_config)
         self.index32 = None  # per system (indptr, indices) addresses of plan-owned int32 copies of the pattern
         self.keep = []  # what backs index32
         self.mirrors = {}  # upload mode: name -> DeviceMirror
@@ -342,6 +357,11 @@ class CudssExecutor:
     @property
     def nbytes(self) -> int:
         return self.solver.nbytes + sum(m.nbytes for m in self.mirrors.values())
+
+    @staticmethod
+    def _sync(stream):
+        """The wait of a timed step (made only when the log shows the steps: _timing)."""
+        return lambda: cuda.synchronize(stream)
 
     def _mirror(self, key: str, shape, dtype: str, stream, perm=None) -> DeviceMirror:
         m = self.mirrors.get(key)
@@ -445,17 +465,34 @@ class CudssExecutor:
 
     # ------------------------------------------------------------------------------------------ phases
     def analyse(self, ops: dict, stream) -> None:
+        """cuDSS's analysis (reordering and symbolic factorization, on the host), each host-side step before and
+        after it timed (``timings['plan']``, one DEBUG line each): for a new plan its first steps are the
+        solver's creation (handle, config and data objects, threading layer and settings)."""
+        steps, self._plan_steps = self._plan_steps, None
+        if steps is None:  # planning again
+            steps = Steps(self.timings, "plan", self.setup.log, self._sync(stream))
         self.index32 = None  # the pattern may be another one since the last analysis
-        self._bind_a(ops["a"], stream)
+        a = ops["a"]
+        pattern = self._pattern(a, stream)
+        steps.step("pattern (int32 copies where a's indices are not)")
+        values = self._values(a, stream)
+        self.solver.set_a([(pa, pi, v) for (pa, pi), v in zip(pattern, values)], stream)
+        steps.step("a's matrix object")
         self._bind_b(ops["b"], stream)
-        self.solver.analyse(stream)
+        steps.step("b's matrix object")
+        self.solver.analyse(stream, steps)
+        steps.done()
 
     def factorize(self, ops: dict, stream) -> None:
+        steps = Steps(self.timings, "factorize", self.setup.log, self._sync(stream))
         self._bind_a(ops["a"], stream)
-        self.solver.factorize(stream)
+        steps.step("a's values")
+        self.solver.factorize(stream, steps)
+        steps.done()
 
     def solve(self, ops: dict, stream):
         """Solve with the factors of the last factorize() (whose matrix cuDSS also reads to refine)."""
+        steps = Steps(self.timings, "solve", self.setup.log, self._sync(stream))
         a, b, p = ops["a"], ops["b"], self.problem
         self._bind_b(b, stream)
         rhs_ops = _rhs_operands(b)
@@ -472,8 +509,9 @@ class CudssExecutor:
             ptr, xr = _sample(r, outs[p.rhs_operand[i]], i, p)
             items.append((ptr, xr.rows, xr.cols, column_major(xr, exact=False)))
         self.solver.set_x(items, stream)
+        steps.step("b's and x's matrix objects (and the result's allocation)")
         for attempt in range(2):
-            self.solver.solve(stream)
+            self.solver.solve(stream, steps)
             if self.mode == "upload":
                 results = _empty_results(b, None)
                 for m, x in zip(mirrors, results):
@@ -482,6 +520,8 @@ class CudssExecutor:
                 break
             if not self.solver.pivot_globally(stream):
                 self._check(a, b, results, stream, raise_=True)
+            steps.step("solution check and global pivoting")
+        steps.done()
         return _wrap(results, b)
 
     def _check(self, a, b, results, stream, raise_: bool) -> bool:

@@ -8,6 +8,8 @@ options, preferences, execution and stream.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING
 
 from ..._core.execution import execution_key
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["direct_solver"]
 
+logger = logging.getLogger(__name__)
+
 
 def _prefs(value, cls, what: str):
     return None if value is None else check_options(value, cls, what)
@@ -32,7 +36,11 @@ def _prefs(value, cls, what: str):
 
 def _planned(a, b, options, execution, stream, preferences) -> DirectSolver:
     """A new DirectSolver of the call, its preferences applied and planned (a miss of the plan cache)."""
+    start = time.perf_counter()
     solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
+    if solver._log.isEnabledFor(logging.DEBUG):
+        solver._log.debug("stateless call, a new plan: the solver made in %.3f ms",
+                          (time.perf_counter() - start) * 1e3)
     try:
         configs = (solver.plan_config, solver.factorization_config, solver.solution_config)
         for prefs, config in zip(preferences, configs):
@@ -72,6 +80,11 @@ def direct_solver(a: AnyTensor, b: AnyTensor, /, *, options: DirectSolverOptions
              _prefs(solution_preferences, DirectSolverSolutionPreferences, "solution preferences"))
     first_b = B[0] if isinstance(B, tuple) else B
     skey = None if stream is None and first_b.device_id is None else stream_key(stream, first_b)
-    key = (DirectSolver, A.signature, fingerprint(A, skey), B.signature, opts,
+    start = time.perf_counter()
+    fp = fingerprint(A, skey)  # (GPU index arrays: copied to the host, waited for, checksummed)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("stateless call: the sparsity pattern's fingerprint in %.3f ms", (time.perf_counter() - start)
+                     * 1e3)
+    key = (DirectSolver, A.signature, fp, B.signature, opts,
            execution if type(execution) is not dict else execution_key(execution), skey, prefs)
     return cached_call(key, lambda: _planned(A, B, opts, execution, stream, prefs), {"a": A, "b": B})

@@ -8,6 +8,7 @@ a dict or None; enum-valued fields take the member, its value or its name in any
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import enum
 import logging
@@ -21,7 +22,7 @@ __all__ = ["DirectSolverOptions", "DirectSolverPlanPreferences", "DirectSolverFa
            "DirectSolverSolutionPreferences", "DirectSolverMatrixType", "DirectSolverMatrixViewType",
            "DirectSolverReorderingAlg", "DirectSolverMatchingAlg", "DirectSolverFactorizationAlg",
            "DirectSolverSolveAlg", "DirectSolverPivotEpsilonAlg", "DirectSolverPivotType", "CPU_ENGINES",
-           "as_enum"]
+           "as_enum", "check_cudss_config"]
 
 DirectSolverMatrixType = cudss.MatrixType
 DirectSolverMatrixViewType = cudss.MatrixViewType
@@ -38,6 +39,59 @@ CPU_ENGINES = ("auto", "pardiso", "superlu")
 def as_enum(cls: type[enum.IntEnum], value, name: str):
     """``value`` (a member, its int value or its name in any case) as a member of ``cls``; None stays None."""
     return check_enum(name, value, cls)
+
+
+_P = cudss.ConfigParam
+#: parameters cumath sets from other options, refused in cudss_config: what to use instead
+_MANAGED = {_P.HYBRID_MEMORY_MODE: "execution=ExecutionCUDA(hybrid_memory_mode_options=...)",
+            _P.HYBRID_DEVICE_MEMORY_LIMIT: "execution=ExecutionCUDA(hybrid_memory_mode_options=...)",
+            _P.USE_CUDA_REGISTER_MEMORY: "execution=ExecutionCUDA(hybrid_memory_mode_options=...)",
+            _P.HYBRID_EXECUTE_MODE: "execution=ExecutionHybrid(...)", _P.UBATCH_SIZE: "an explicit batch (a list)",
+            _P.UBATCH_INDEX: "an explicit batch (a list)", _P.DEVICE_COUNT: "one solver per GPU",
+            _P.DEVICE_INDICES: "one solver per GPU", _P.SCHUR_MODE: "a solver without a Schur complement"}
+#: enum-valued parameters whose values may be given by name
+_VALUE_ENUMS = {_P.REORDERING_ALG: cudss.ReorderingAlg, _P.MATCHING_ALG: cudss.MatchingAlg,
+                _P.PIVOT_TYPE: cudss.PivotType, _P.FACTORIZATION_ALG: cudss.FactorizationAlg,
+                _P.SOLVE_ALG: cudss.SolveAlg, _P.PIVOT_EPSILON_ALG: cudss.PivotEpsilonAlg,
+                _P.SOLVE_MODE: cudss.SolveMode, _P.DOWNCAST_FACTORS: cudss.DowncastFactorsMode}
+
+
+def check_cudss_config(value) -> tuple:
+    """``DirectSolverOptions.cudss_config`` as sorted ``((ConfigParam, int or float), ...)`` pairs (hashable: the
+    options are part of the plan cache's key); TypeError/ValueError that name the allowed values otherwise."""
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        items = list(value.items())
+    else:
+        try:
+            items = [tuple(pair) for pair in value]
+        except TypeError:
+            items = None
+        if items is None or any(len(pair) != 2 for pair in items):
+            raise TypeError(f"cudss_config must be a dict of cuDSS config parameters to values (or (parameter, "
+                            f"value) pairs), not {value!r}")
+    out = {}
+    for key, v in items:
+        param = check_enum("cudss_config parameter", key, _P)
+        if param in _MANAGED:
+            raise ValueError(f"cudss_config cannot set {param.name}: cumath sets it from other options; use "
+                             f"{_MANAGED[param]}")
+        ctype = cudss.CONFIG_TYPES.get(param)
+        if ctype is None:
+            raise ValueError(f"cudss_config cannot set {param.name} (not a scalar parameter)")
+        if v is None:
+            raise TypeError(f"cudss_config[{param.name}] must be a number, not None (leave the parameter out to keep "
+                            f"cuDSS's default)")
+        if param in _VALUE_ENUMS and isinstance(v, str):
+            v = check_enum(f"cudss_config[{param.name}]", v, _VALUE_ENUMS[param])
+        if ctype is ctypes.c_double:
+            out[param] = _number(v, f"cudss_config[{param.name}]", float)
+        else:
+            if isinstance(v, bool):
+                v = int(v)
+            out[param] = _number(v, f"cudss_config[{param.name}]", int)
+    return tuple(sorted(out.items()))
 
 
 def _number(value, name: str, kind, low=None):
@@ -72,6 +126,15 @@ class DirectSolverOptions:
             'pardiso' or 'superlu'. The environment variable CUMATH_SPARSE_SOLVER_CPU_ENGINE sets the default.
         allocator: (cumath) device memory for the staging buffers of host operands solved on the GPU (see
             :mod:`cumath.memory`); cuDSS allocates its own workspace.
+        cudss_config: (cumath) cuDSS configuration parameters set on every plan's config before its analysis,
+            after cumath's own settings and the plan/factorization/solution configs: a dict (or pairs) of
+            ``cumath._bindings.cudss.ConfigParam`` members or their names in any case (``"HOST_NTHREADS"``,
+            ``"REORDERING_ALG"``, ``"ND_NLEVELS"``, ``"ND_UBFACTOR"``, ``"DETERMINISTIC_MODE"``, ...) to ints
+            (enum members included) or, for the floating-point ones, numbers. The parameters cumath sets from
+            other options (hybrid memory and execution: ``execution``; the batch and multi-GPU ones) are
+            refused. E.g. ``{"host_nthreads": 8, "reordering_alg": "amd"}`` (an enum value may be given by its
+            name for REORDERING_ALG, MATCHING_ALG, PIVOT_TYPE, FACTORIZATION_ALG, SOLVE_ALG, PIVOT_EPSILON_ALG).
+            Ignored by the CPU engines.
     """
 
     sparse_system_type: int = DirectSolverMatrixType.GENERAL
@@ -82,9 +145,11 @@ class DirectSolverOptions:
     handle: int | None = None
     cpu_engine: Literal["auto", "pardiso", "superlu"] = "auto"
     allocator: object | None = dataclasses.field(default=None, compare=False)
+    cudss_config: tuple = ()
 
     def __post_init__(self):
         set_ = object.__setattr__
+        set_(self, "cudss_config", check_cudss_config(self.cudss_config))
         set_(self, "sparse_system_type", as_enum(DirectSolverMatrixType, self.sparse_system_type,
                                                  "sparse_system_type"))
         set_(self, "sparse_system_view", as_enum(DirectSolverMatrixViewType, self.sparse_system_view,

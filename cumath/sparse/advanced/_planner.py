@@ -174,6 +174,16 @@ class DirectSolver(Operation):
     options = property(lambda self: self._options, doc="The :class:`DirectSolverOptions` of this solver.")
 
     @property
+    def timings(self) -> dict:
+        """(cumath) Where the host time of the last plan(), factorize() and solve() went: ``{phase: {step:
+        milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the config and
+        data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``. With the
+        solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work is
+        charged to the step that queued it. Empty before plan()."""
+        ex = self._executor
+        return {k: dict(v) for k, v in getattr(ex, "timings", {}).items()}
+
+    @property
     def engine(self) -> str | None:
         """(cumath) The engine of the plan: 'cudss', 'pardiso' or 'superlu' (None before plan())."""
         ex = self._executor

@@ -5,7 +5,8 @@ Per step (see ``_traits.gemm_geometry``): modes of one input only are summed out
 do not form a matrix, that carry a unary operator, or whose dtype BLAS lacks (half and bfloat16 compute in
 float32) are copied once into the dense order [batch, m, k] / [batch, k, n]; the product is written into the
 result directly when its strides allow, else into a dense scratch that is then added into place. Batches of
-small products are split over threads (one BLAS thread each); large products use BLAS's own threads.
+small products are split over threads (one BLAS thread each; stacks from 2^24 multiply-adds, from 2^20 when
+the caller named a thread count); large products use BLAS's own threads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..._bindings import blas
 from ..._core.frameworks.numpy import from_pointer
+from ..._core.layout import dense_strides
 from ..._core.logging import format_bytes
 from .._options import Operator
 from .._traits import batch_offsets, gemm_geometry
@@ -113,7 +115,8 @@ class _Input:
 class _Step:
     """One pairwise step compiled for CBLAS."""
 
-    def __init__(self, lib, geo, x: _Input, y: _Input, x_off, y_off, z_off, z_ld, final: bool, num_threads: int):
+    def __init__(self, lib, geo, x: _Input, y: _Input, x_off, y_off, z_off, z_ld, final: bool, num_threads: int,
+                 split_min: int = 0):
         self.lib, self.geo, self.x, self.y, self.final = lib, geo, x, y, final
         self.x_off, self.y_off, self.z_off = x_off, y_off, z_off
         cdt = x.cdt
@@ -137,8 +140,9 @@ class _Step:
         flops = g.M * g.N * max(1, g.K)
         self.split = num_threads > 1 and g.B >= 2 and flops <= _SMALL
         self.threads = num_threads
+        self.split_min = split_min or _SPLIT_MIN  # multiply-adds of a stack worth splitting over the threads
         self.lib_threads = lib.get_num_threads()  # a thread count the library already has is not set per call
-        self.stacked = None  # (shape, strides) of X, Y, Z as stacks of matrices, for small batched products
+        self.stacked = None  # _StackView of X, Y, Z as stacks of matrices, for small batched products
 
     def _scalars(self, alpha, beta):
         if not self.complex:
@@ -185,17 +189,14 @@ class _Step:
     def _run_stacked(self, px, py, pz, alpha, beta) -> None:
         """Many small products: numpy.matmul's C loop over the same OpenBLAS gemm (one ctypes call per product
         costs more than the product itself)."""
-        (xs, xst), (ys, yst), (zs, zst) = self.stacked
-        cdt = self.cdt
-        x = _fast_view(px, xs, xst, cdt)
-        y = _fast_view(py, ys, yst, cdt)
-        z = _fast_view(pz, zs, zst, cdt)
+        vx, vy, vz = self.stacked
+        x, y, z = vx.at(px), vy.at(py), vz.at(pz)
         if self.x.op == Operator.OP_CONJ and self.x.direct and self.complex:
             x = x.conj()
         if self.y.op == Operator.OP_CONJ and self.y.direct and self.complex:
             y = y.conj()
         n = x.shape[0]
-        if self.split and n >= 2 and self.geo.B * self.geo.M * self.geo.N * max(1, self.geo.K) >= _SPLIT_MIN:
+        if self.split and n >= 2 and self.geo.B * self.geo.M * self.geo.N * max(1, self.geo.K) >= self.split_min:
             parts = min(self.threads, n)  # numpy.matmul releases the GIL: the batch is split over threads
             bounds = [n * i // parts for i in range(parts + 1)]
             pieces = [(x[lo:hi], y[lo:hi], z[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
@@ -216,9 +217,11 @@ class ContractionCPU:
     """
 
     space = "cpu"
+    simple = False  # (run_binary: the GPU engine's one-call path)
 
     def __init__(self, problem, steps, ops, dtype: str, out_strides, addend_strides, same_addend: bool,
-                 compute: str | None, num_threads: int, requested_blas: str = "auto", log=logger):
+                 compute: str | None, num_threads: int, requested_blas: str = "auto", log=logger,
+                 threads_named: bool = False):
         self.lib = blas.find_blas(requested_blas)
         self.dtype = dtype
         cdt = _COMPUTE[dtype]
@@ -269,12 +272,13 @@ class ContractionCPU:
                 z_off = _dense_offsets(g.B, g.M * g.N)
                 z_ld = max(1, g.N)
                 g = _with(g, z=_dense_view(g.M, g.N), swap=False)
-            step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads)
+            step = _Step(self.lib, g, x, y, x_off, y_off, z_off, z_ld, s.final, num_threads,
+                         _SPLIT_MIN_NAMED if threads_named else _SPLIT_MIN)
             if g.B > 1 and g.M * g.N * max(1, g.K) <= _SMALL:
-                step.stacked = (
+                step.stacked = tuple(_StackView(*st, cdt) for st in (
                     _stack(g, g.x, xm, xs if x.direct else None, g.M, g.K, ext),
                     _stack(g, g.y, ym, ys if y.direct else None, g.K, g.N, ext),
-                    _stack(g, g.z, s.z_modes, zs if direct_out else None, g.M, g.N, ext))
+                    _stack(g, g.z, s.z_modes, zs if direct_out else None, g.M, g.N, ext)))
             step.scratch, step.z_order, step.direct_out = scratch, z_order, direct_out
             self.nbytes += sum(i.buffer.nbytes for i in (x, y) if i.buffer is not None)
             self.steps.append(step)
@@ -356,6 +360,9 @@ class ContractionCPU:
 
 
 _CHAR = ctypes.c_char
+#: where the caller named a thread count (execution=ExecutionCPU(num_threads=...)): the threads were asked for,
+#: so a stack is split from 2^20 multiply-adds (~12 us of one core's work, several thread hand-offs)
+_SPLIT_MIN_NAMED = 1 << 20
 _SPLIT_MIN = 1 << 24  # multiply-adds of a stack of small products worth splitting over threads (256 x 32^3,
 # 2^23, ran no faster split on two loaded cores)
 
@@ -372,15 +379,25 @@ def _stacked_product(x, y, z, alpha, beta) -> None:
         z += alpha * prod if alpha != 1 else prod
 
 
-def _fast_view(ptr: int, shape, strides, dtype: str) -> np.ndarray:
-    """A NumPy view of memory at ``ptr`` (element strides; cheaper than from_pointer's as_strided)."""
-    dt = np.dtype(dtype)
-    strides = [s if n > 1 else 0 for n, s in zip(shape, strides)]  # (a size-1 axis's stride is arbitrary)
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-    isz = dt.itemsize
-    buf = (_CHAR * ((hi - lo + 1) * isz)).from_address(ptr + lo * isz)
-    return np.ndarray(shape, dt, buf, -lo * isz, [s * isz for s in strides])
+class _StackView:
+    """NumPy views of one operand of a stacked product at any address: shape, byte strides, extent and the
+    ctypes buffer type worked out at planning, so a call costs one buffer and one ndarray."""
+
+    __slots__ = ("shape", "dtype", "strides", "lo", "buffer")
+
+    def __init__(self, shape, strides, dtype: str):
+        dt = np.dtype(dtype)
+        isz = dt.itemsize
+        strides = [s if n > 1 else 0 for n, s in zip(shape, strides)]  # (a size-1 axis's stride is arbitrary)
+        lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+        hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+        self.shape, self.dtype = tuple(shape), dt
+        self.strides = tuple(s * isz for s in strides)
+        self.lo = lo * isz
+        self.buffer = _CHAR * ((hi - lo + 1) * isz)
+
+    def at(self, ptr: int) -> np.ndarray:
+        return np.ndarray(self.shape, self.dtype, self.buffer.from_address(ptr + self.lo), -self.lo, self.strides)
 
 
 def _stack(g, view, modes, strides, rows: int, cols: int, ext):
@@ -398,11 +415,8 @@ def _stack(g, view, modes, strides, rows: int, cols: int, ext):
 
 
 def _dense(shape) -> tuple:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+    """C-order strides of ``shape``."""
+    return dense_strides(shape, range(len(shape)))
 
 
 def _dense_offsets(count: int, size: int) -> list:

@@ -28,6 +28,7 @@ import warnings
 import weakref
 
 from ..._bindings import cutensor as ct
+from ..._core._fast import call_words
 from ..._core.allocators import allocate, default_allocator
 from ..._core.cuda import set_device
 from ..._core.disk_cache import cache_dir
@@ -149,7 +150,9 @@ class _Contract:
         scalar = ct.cutensorOperationDescriptorGetAttribute(handle, self.desc,
                                                             ct.OperationDescriptorAttribute.SCALAR_TYPE)
         ctype, cplx = _SCALAR.get(scalar, (ctypes.c_double, False))
-        self.scalars = (ctype * (4 if cplx else 2))()
+        # alpha = 1, beta = 0 written now: the common call writes no scalar (set_scalars writes only a change)
+        self.scalars = (ctype * 4)(1.0, 0.0, 0.0, 0.0) if cplx else (ctype * 2)(1.0, 0.0)
+        self.last = (1.0, 0.0)
         self.cplx = cplx
         n = 2 if cplx else 1
         base = ctypes.addressof(self.scalars)
@@ -170,8 +173,16 @@ class _Contract:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("cuTENSOR plan: scalar type %d, workspace %s (estimate %s)", scalar,
                       format_bytes(self.workspace_size), format_bytes(estimate))
+        # the argument words of cutensorContract / cutensorContractTrinary, operands and stream filled per call
+        if self.trinary:  # handle, plan, alpha, A, B, C, beta, D, E, workspace, size, stream
+            self.args = [handle, self.plan, self.alpha_ptr, 0, 0, 0, self.beta_ptr, 0, 0, 0, 0, 0]
+        else:  # handle, plan, alpha, A, B, beta, C, D, workspace, size, stream
+            self.args = [handle, self.plan, self.alpha_ptr, 0, 0, self.beta_ptr, 0, 0, 0, 0, 0]
 
     def set_scalars(self, alpha, beta) -> None:
+        """alpha and beta into the host buffer the call reads (nothing is written when they did not change)."""
+        if (alpha, beta) == self.last:
+            return
         s = self.scalars
         if self.cplx:
             a, b = complex(alpha), complex(beta)
@@ -179,6 +190,11 @@ class _Contract:
         else:
             s[0], s[1] = float(alpha.real if isinstance(alpha, complex) else alpha), float(
                 beta.real if isinstance(beta, complex) else beta)
+        self.last = (alpha, beta)
+
+    def set_workspace(self, ptr: int, size: int) -> None:
+        args = self.args
+        args[-3], args[-2] = ptr, size
 
 
 class _Apply:
@@ -210,6 +226,7 @@ class ContractionCUTENSOR:
     stream, release_workspace)`` with device addresses (``addend`` the Operand, or None)."""
 
     space = "cuda"
+    simple = False  # (run_binary: the GPU engine's one-call path)
 
     def __init__(self, problem, steps, ops, dtype: str, out_strides, addend_strides, options, device_id: int,
                  stream: int, package: str, preference, pointers, log=logger):
@@ -278,7 +295,7 @@ class ContractionCUTENSOR:
                                                 log))
                 self.mode = "fused"
             else:
-                t_strides = _dense(tuple(ext[m] for m in t_modes))
+                t_strides = dense_strides(tuple(ext[m] for m in t_modes), range(len(t_modes)))
                 d_t = desc(t_modes, t_strides)
                 first = (ins[s1.x], ins[s1.y], d_t, d_t)
                 self.contracts.append(_Contract(self.handle, first, (ops[s1.x], ops[s1.y]), compute, preference,
@@ -293,6 +310,14 @@ class ContractionCUTENSOR:
                 self.pair = (s1.x, s1.y, s2.y)
         self.workspace_size = max(c.workspace_size for c in self.contracts)
         self._ensure_workspace(stream)
+        self._contract = call_words(ct.raw_function("cutensorContract"))
+        self._trinary = call_words(ct.raw_function("cutensorContractTrinary")) if self.mode == "fused" else None
+        masks = [a - 1 for a in self.alignments]
+        self._masks, self._out_mask = tuple(masks), self.out_align - 1
+        # one contraction on the operands themselves: run_binary() is the whole call
+        self.simple = self.mode == "binary" and not self.applied
+        if self.simple:
+            self._a_mask, self._b_mask = masks
         if log.isEnabledFor(logging.INFO):
             log.info("cuTENSOR %s contraction on GPU %d: compute %s, workspace %s%s", self.mode, device_id, ct_name,
                      format_bytes(self.workspace_size),
@@ -333,20 +358,53 @@ class ContractionCUTENSOR:
     def _ensure_workspace(self, stream) -> None:
         if self.workspace is None and self.workspace_size:
             self.workspace = allocate(self.allocator, self.workspace_size, stream)
+            for c in self.contracts:
+                c.set_workspace(self.workspace.device_ptr, self.workspace_size)
 
     def release_workspace(self) -> None:
         ws, self.workspace = self.workspace, None
         if ws is not None:
+            for c in self.contracts:
+                c.set_workspace(0, 0)
             ws.free()
 
-    def run(self, inputs, addend, out_ptr: int, result, alpha, beta, stream: int, release_workspace: bool) -> None:
+    def _misaligned(self, inputs, out_ptr: int):
         for p, a in zip(inputs, self.alignments):
             if p % a:
-                raise ValueError(f"an operand at address {p:#x} is less aligned than the planned one ({a} bytes); "
-                                 f"create a new contraction for it (stateless calls do so by themselves)")
-        if out_ptr % self.out_align:
-            raise ValueError(f"out at address {out_ptr:#x} is less aligned than the planned one ({self.out_align} "
-                             f"bytes); create a new contraction for it")
+                return ValueError(f"an operand at address {p:#x} is less aligned than the planned one ({a} bytes); "
+                                  f"create a new contraction for it (stateless calls do so by themselves)")
+        return ValueError(f"out at address {out_ptr:#x} is less aligned than the planned one ({self.out_align} "
+                          f"bytes); create a new contraction for it")
+
+    def run_binary(self, a: int, b: int, out_ptr: int, alpha, stream: int) -> None:
+        """The hot path of a plan with ``simple`` set: ``out = alpha * A.B`` (no addend), one native call."""
+        if (a & self._a_mask) | (b & self._b_mask) | (out_ptr & self._out_mask):
+            raise self._misaligned((a, b), out_ptr)
+        c = self.contracts[0]
+        if alpha != c.last[0] or c.last[1] != 0.0:
+            c.set_scalars(alpha, 0.0)
+        if self.workspace is None and self.workspace_size:
+            self._ensure_workspace(stream)
+        args = c.args
+        args[3], args[4], args[6], args[7], args[10] = a, b, out_ptr, out_ptr, stream
+        status = self._contract(*args)
+        if status:
+            ct.check(status)
+
+    def _call(self, c, stream, *pointers) -> None:
+        args = c.args
+        args[3:3 + len(pointers)] = pointers
+        args[-1] = stream
+        status = (self._trinary if c.trinary else self._contract)(*args)
+        if status:
+            ct.check(status)
+
+    def run(self, inputs, addend, out_ptr: int, result, alpha, beta, stream: int, release_workspace: bool) -> None:
+        bad = out_ptr & self._out_mask
+        for p, m in zip(inputs, self._masks):
+            bad |= p & m
+        if bad:
+            raise self._misaligned(inputs, out_ptr)
         if addend is not None and beta and (addend.ptr != out_ptr or addend.strides != self.out_strides):
             adapter(self.package).copy_into(result, addend.obj)  # cuTENSOR reads C with D's strides
         if addend is None:
@@ -357,27 +415,22 @@ class ContractionCUTENSOR:
             for i, a in self.applied:
                 inputs[i] = a.run(h, inputs[i], stream)
         self._ensure_workspace(stream)
-        ws = self.workspace.device_ptr if self.workspace is not None else 0
-        size = self.workspace_size if self.workspace is not None else 0
         if self.mode == "binary":
             c = self.contracts[0]
             c.set_scalars(alpha, beta)
-            ct.cutensorContract(h, c.plan, c.alpha_ptr, inputs[0], inputs[1], c.beta_ptr, out_ptr, out_ptr, ws,
-                                size, stream)
+            self._call(c, stream, inputs[0], inputs[1], c.beta_ptr, out_ptr, out_ptr)
         elif self.mode == "fused":
             c = self.contracts[0]
             c.set_scalars(alpha, beta)
-            ct.cutensorContractTrinary(h, c.plan, c.alpha_ptr, inputs[0], inputs[1], inputs[2], c.beta_ptr, out_ptr,
-                                       out_ptr, ws, size, stream)
+            self._call(c, stream, inputs[0], inputs[1], inputs[2], c.beta_ptr, out_ptr, out_ptr)
         else:
             c1, c2 = self.contracts
             i, j, k = self.pair
             t = self.t_buffer.device_ptr
             c1.set_scalars(1.0, 0.0)
-            ct.cutensorContract(h, c1.plan, c1.alpha_ptr, inputs[i], inputs[j], c1.beta_ptr, t, t, ws, size, stream)
+            self._call(c1, stream, inputs[i], inputs[j], c1.beta_ptr, t, t)
             c2.set_scalars(alpha, beta)
-            ct.cutensorContract(h, c2.plan, c2.alpha_ptr, t, inputs[k], c2.beta_ptr, out_ptr, out_ptr, ws, size,
-                                stream)
+            self._call(c2, stream, t, inputs[k], c2.beta_ptr, out_ptr, out_ptr)
         if release_workspace:
             self.release_workspace()
 
@@ -388,10 +441,3 @@ class ContractionCUTENSOR:
         self._buffers = []
         self._finalizer()
 
-
-def _dense(shape) -> tuple:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))

@@ -1,7 +1,9 @@
 """Distributed matrix product ``epilog(alpha op(A) op(B) + beta C)`` on block-cyclic operands.
 
-CPU engine: ScaLAPACK's PBLAS ``p?gemm`` (SUMMA-style panel broadcasts along the grid's rows and columns) on a
-BLACS grid made from the distributions' ProcessGrid; the epilog runs on this rank's block of the result.
+CPU engine (``initialize(None, ...)``): ScaLAPACK's PBLAS ``p?gemm`` (SUMMA-style panel broadcasts along the
+grid's rows and columns) on a BLACS grid made from the distributions' ProcessGrid; the epilog runs on this
+rank's block of the result. GPU engine (``initialize(device_id, ..., backends=("nccl", ...))``): cuBLASMp's
+``cublasMpMatmul`` over NCCL with the epilog fused (``_gpu_matmul``); NumPy / PyTorch CPU operands are staged.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import math
 
 import numpy as np
 
+from ...._bindings import cublasmp  # enums only: no library is loaded
 from ...._core.lifecycle import Stateful, requires
-from ....linalg.advanced._options import MatmulEpilog
 from ..._context import require_context
 from ..._operands import wrap_result
 from .._blocks import MatrixOperand
@@ -35,22 +37,46 @@ logger = logging.getLogger(__name__)
 matrix_qualifiers_dtype = np.dtype([("is_transpose", np.bool_), ("is_conjugate", np.bool_)])
 
 
-class MatmulAlgoType(enum.IntEnum):
-    """cuBLASMp's matmul algorithms (cublasMpMatmulAlgoType_t); the CPU engine has one (SUMMA in p?gemm)."""
+def _renamed(name: str, library_enum, doc: str):
+    """The library's enum under the name nvmath-python's distributed API gives it (same members, same values)."""
+    e = enum.IntEnum(name, [(m.name, m.value) for m in library_enum], module=__name__)
+    e.__doc__ = doc
+    return e
 
-    DEFAULT = 0
-    SPLIT_P2P = 1
-    SPLIT_MULTICAST = 2
-    ATOMIC_P2P = 3
-    ATOMIC_MULTICAST = 4
-    NO_OVERLAP = 5
-    FUSED = 6
+
+MatmulAlgoType = _renamed("MatmulAlgoType", cublasmp.MatmulAlgoType, """cuBLASMp's matmul algorithms
+    (cublasMpMatmulAlgoType_t, a hint); the CPU engine has one (SUMMA in p?gemm).""")
+
+MatmulEpilog = _renamed("MatmulEpilog", cublasmp.MatmulEpilogue, """What is applied to ``alpha op(A) op(B) + beta
+    C`` before it is stored (cublasMpMatmulEpilogue_t, as nvmath-python's distributed ``MatmulEpilog``): DEFAULT
+    is 0 and ALLREDUCE (sum the ranks' products) is 1, the others have cuBLASLt's values. A member of
+    cumath.linalg.advanced.MatmulEpilog is taken by its name.""")
+
+
+def _epilog(epilog) -> MatmulEpilog:
+    if epilog is None:
+        return MatmulEpilog.DEFAULT
+    if isinstance(epilog, MatmulEpilog):
+        return epilog
+    if isinstance(epilog, enum.Enum):  # e.g. cumath.linalg.advanced.MatmulEpilog (cuBLASLt's values)
+        try:
+            return MatmulEpilog[epilog.name]
+        except KeyError:
+            raise ValueError(f"epilog {epilog!r} has no distributed counterpart; the epilogs are "
+                             f"{[e.name for e in MatmulEpilog]}") from None
+    try:
+        return MatmulEpilog(epilog)
+    except ValueError:
+        raise ValueError(f"epilog={epilog!r} is not a MatmulEpilog; the epilogs are "
+                         f"{[e.name for e in MatmulEpilog]}") from None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MatmulOptions:
     """Options of the distributed matmul: ``result_type`` (NumPy dtype; default the inputs' common type),
-    ``algo_type`` (:class:`MatmulAlgoType`, GPU engine only), ``blocking``, ``logger`` (not part of equality)."""
+    ``algo_type`` (:class:`MatmulAlgoType`, GPU engine only), ``compute_type`` (cublasComputeType_t, GPU
+    engine only; default the dtype's precision, no TF32), ``blocking`` (True: return when the result is ready;
+    'auto': GPU operands return at once, stream-ordered), ``logger`` (not part of equality)."""
 
     compute_type: object = None
     scale_type: object = None
@@ -95,7 +121,9 @@ class Matmul(Stateful):
     """A distributed matrix product on block-cyclic (or block non-cyclic) operands.
 
     ``distributions=[dA, dB, dC]`` are BlockCyclic/BlockNonCyclic on one 2-D ProcessGrid; every rank passes its
-    local blocks (ScaLAPACK's local storage; any memory order, Fortran order avoids a copy). ``qualifiers``
+    local blocks (ScaLAPACK's local storage; any memory order, Fortran order avoids a copy): NumPy arrays or
+    PyTorch CPU tensors on CPU-only runs; on GPU runs CuPy arrays or PyTorch CUDA tensors on this rank's device
+    (NumPy / CPU tensors are staged to the device and the result copied back). ``qualifiers``
     (``matrix_qualifiers_dtype``) transposes or conjugates A and B. ``execute()`` returns this rank's block of
     the result (column-major, distributed as ``dC``); ``c`` is never written (its values are read).
 
@@ -113,6 +141,13 @@ class Matmul(Stateful):
                  options: MatmulOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         self._ctx = ctx = require_context()
         self.options = _options(options)
+        self._stream = stream
+        self._engine = None
+        self._gpu = ctx.device_id is not None
+        if self._gpu:
+            from .._device import DeviceMatrix as Operand
+        else:
+            Operand = MatrixOperand
         if not isinstance(distributions, (list, tuple)) or len(distributions) != 3:
             raise ValueError("distributions must be [dA, dB, dC]: one BlockCyclic/BlockNonCyclic per operand")
         grids = {d.process_grid for d in distributions if hasattr(d, "process_grid")}
@@ -125,8 +160,8 @@ class Matmul(Stateful):
         ctx.process_group.agree("Matmul", dtypes=[getattr(x, "dtype", None).__str__() for x in (a, b, c)],
                                 flags=self._flags, has_c=c is not None,
                                 ndims=[getattr(x, "ndim", None) for x in (a, b, c)])
-        self._a = MatrixOperand(ctx, a, distributions[0], "a")
-        self._b = MatrixOperand(ctx, b, distributions[1], "b")
+        self._a = Operand(ctx, a, distributions[0], "a")
+        self._b = Operand(ctx, b, distributions[1], "b")
         (ta, _), (tb, _) = self._flags[:2]
         m, ka = self._a.global_shape[::-1] if ta else self._a.global_shape
         kb, n = self._b.global_shape[::-1] if tb else self._b.global_shape
@@ -134,12 +169,12 @@ class Matmul(Stateful):
             raise ValueError(f"the global shapes of op(a) {(m, ka)} and op(b) {(kb, n)} do not multiply")
         self.mnk = (m, n, ka)
         self._dist_c = distributions[2]
-        dtype = np.result_type(self._a.array.dtype, self._b.array.dtype)
+        dtype = np.result_type(np.dtype(self._a.dtype), np.dtype(self._b.dtype))
         if self.options.result_type is not None:
             dtype = np.result_type(dtype, np.dtype(self.options.result_type))
         if c is not None:
-            self._c = MatrixOperand(ctx, c, self._dist_c, "c", (m, n))
-            dtype = np.result_type(dtype, self._c.array.dtype)
+            self._c = Operand(ctx, c, self._dist_c, "c", (m, n))
+            dtype = np.result_type(dtype, np.dtype(self._c.dtype))
         else:
             self._c = None
         self.dtype = np.dtype(dtype)
@@ -153,24 +188,40 @@ class Matmul(Stateful):
         """Choose the engine and check the epilog (``epilog_inputs={'bias': this rank's rows of the bias}``)."""
         from ...._bindings import scalapack
 
-        self._ctx.process_group.agree("Matmul.plan", epilog=None if epilog is None else int(epilog))
-        epilog = MatmulEpilog.DEFAULT if epilog is None else MatmulEpilog(epilog)
+        epilog = _epilog(epilog)
+        self._ctx.process_group.agree("Matmul.plan", epilog=int(epilog))
+        if self._gpu:
+            return self._plan_gpu(epilog, epilog_inputs)
         if epilog not in _CPU_EPILOGS:
             raise NotImplementedError(f"epilog {epilog.name} is not supported by the CPU engine (ScaLAPACK); the "
                                       f"supported epilogs are {[e.name for e in _CPU_EPILOGS]}")
         self._epilog = epilog
-        self._bias = None
-        if epilog in (MatmulEpilog.BIAS, MatmulEpilog.RELU_BIAS, MatmulEpilog.GELU_BIAS):
-            bias = (epilog_inputs or {}).get("bias")
-            if bias is None:
-                raise ValueError(f"epilog {epilog.name} needs epilog_inputs={{'bias': ...}} (this rank's rows of "
-                                 "the bias vector, as C's rows are distributed)")
-            self._bias = np.asarray(bias).reshape(-1)
+        bias = self._bias_input(epilog, epilog_inputs)
+        self._bias = None if bias is None else np.asarray(bias).reshape(-1)
         self._prefix = scalapack.PREFIX[self.dtype]
         self._out_desc = self._c.desc if self._c is not None else None
         self._planned = True
         logger.info("distributed matmul %s x %s x %s (%s) planned on ScaLAPACK p%sgemm, epilog %s", *self.mnk,
                     self.dtype, self._prefix, epilog.name)
+
+    def _bias_input(self, epilog, epilog_inputs):
+        if epilog.name not in ("BIAS", "RELU_BIAS", "GELU_BIAS"):
+            return None
+        bias = (epilog_inputs or {}).get("bias")
+        if bias is None:
+            raise ValueError(f"epilog {epilog.name} needs epilog_inputs={{'bias': ...}} (this rank's rows of "
+                             "the bias vector, as C's rows are distributed)")
+        return bias
+
+    def _plan_gpu(self, epilog, epilog_inputs):
+        from ._gpu_matmul import CuBLASMpMatmul
+
+        if self._engine is not None:
+            self._engine.free()
+            self._engine = None
+        self._engine = CuBLASMpMatmul(self, epilog, self._bias_input(epilog, epilog_inputs))
+        self._epilog = epilog
+        self._planned = True
 
     @requires("planned")
     def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
@@ -182,6 +233,9 @@ class Matmul(Stateful):
             op = getattr(self, f"_{name}")
             if op is None:
                 raise ValueError(f"reset_operands: {name} was not given when the Matmul was made")
+            if self._gpu:
+                op.reset(x)
+                continue
             arr = np.asarray(x) if type(x).__module__.split(".")[0] == "numpy" else x.detach().numpy()
             if arr.shape != op.array.shape or arr.dtype != op.array.dtype:
                 raise ValueError(f"reset_operands: {name} has shape {arr.shape} and dtype {arr.dtype}, the planned "
@@ -199,6 +253,8 @@ class Matmul(Stateful):
 
         group = self._ctx.process_group
         group.agree("Matmul.execute")
+        if self._engine is not None:
+            return self._engine.execute(self._stream, self.options.blocking)
         m, n, k = self.mnk
         a = self._a.fortran(self.dtype, copy=False)
         b = self._b.fortran(self.dtype, copy=False)
@@ -250,6 +306,9 @@ class Matmul(Stateful):
             out *= 0.5 * (1 + np.tanh(math.sqrt(2 / math.pi) * (out + 0.044715 * out ** 3)))
 
     def _release(self) -> None:
+        if self._engine is not None:
+            self._engine.free()
+            self._engine = None
         self._a = self._b = self._c = None
 
 

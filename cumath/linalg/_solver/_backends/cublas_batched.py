@@ -13,8 +13,8 @@ between them with one device-to-device copy instead of building and uploading th
   the pointers of its column.
 
 32-bit integers: n, the leading dimensions and the batch size must be below 2^31. ``read_back`` runs a small
-kernel of cumath's own (``_pivots``: one warp per system, the smallest and largest magnitude of its factor's
-diagonal, judged on the GPU with the factorizations' ``info``) and waits once for an 8-byte verdict word; the
+kernel of cumath's own (``_pivots``: one warp per system, every entry of its factor checked for NaN and inf
+and the smallest and largest magnitude of its diagonal, judged on the GPU with the factorizations' ``info``) and waits once for an 8-byte verdict word; the
 ``info`` array and the magnitudes come back only when it flags a system. When the kernel cannot be had (no
 NVRTC), batches are solved without the IllConditionedWarning check (the ``info`` array is copied).
 """

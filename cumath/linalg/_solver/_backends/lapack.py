@@ -139,6 +139,16 @@ class LapackEngine(ProgramCache):
         prog.threads = self.solve_threads if prog and prog[0][0] is self._solve_alone else self.threads
         return prog
 
+    def _factor_views(self, base: int) -> list:
+        """The factors at ``base`` as views (systems, column, row): one for evenly spaced systems, else one
+        per system."""
+        g, ld = self.geom, self.problems.factor.ld
+        item = np.dtype(g.dtype).itemsize
+        offs = self._offs
+        if self._step is not None:
+            return [from_pointer(base + int(offs[0]) * item, (offs.size, g.n, g.n), (self._step, ld, 1), g.dtype)]
+        return [from_pointer(base + int(o) * item, (1, g.n, g.n), (0, ld, 1), g.dtype) for o in offs]
+
     def solve_program(self, a_base: int, b_base: int) -> Program:
         return self._program(("s", a_base, b_base), lambda: self._solve_calls(a_base, b_base, self._solve_alone))
 
@@ -198,21 +208,47 @@ class LapackEngine(ProgramCache):
                 self.lib.set_num_threads_local(token)
 
     def read_back(self, a_base: int, pivots: bool = True) -> tuple:
-        """(the factorization's ``info`` of each system, the magnitudes of the factors' diagonals at ``a_base``)."""
+        """(the factorization's ``info`` of each system, the magnitudes of the factors' diagonals at ``a_base``,
+        a row of NaN for a system whose factor holds a NaN or inf anywhere in the part the factorization wrote)."""
         return self._infos, (self._pivots(a_base) if pivots else None)
 
     def _pivots(self, a_base: int) -> np.ndarray:
-        """Magnitudes of the diagonals of the factors at ``a_base`` (one row per system): a strided view when
-        the systems are evenly spaced (a plan buffer, a batch with one batch axis), else gathered."""
+        """Magnitudes of the diagonals of the factors at ``a_base`` (one row per system), NaN for the systems whose
+        factors are not finite (``_finite``): a strided view when the systems are evenly spaced (a plan buffer, a
+        batch with one batch axis), else gathered."""
         g, ld = self.geom, self.problems.factor.ld
         item = np.dtype(g.dtype).itemsize
         offs = self._offs
         if self._step is not None:
-            return np.abs(from_pointer(a_base + int(offs[0]) * item, (offs.size, g.n), (self._step, ld + 1), g.dtype))
-        lo = int(offs.min())
-        span = int(offs.max()) - lo + (g.n - 1) * (ld + 1) + 1
-        flat = from_pointer(a_base + lo * item, (span,), (1,), g.dtype)
-        return np.abs(flat[(offs - lo)[:, None] + np.arange(g.n) * (ld + 1)])
+            mags = np.abs(from_pointer(a_base + int(offs[0]) * item, (offs.size, g.n), (self._step, ld + 1), g.dtype))
+        else:
+            lo = int(offs.min())
+            span = int(offs.max()) - lo + (g.n - 1) * (ld + 1) + 1
+            flat = from_pointer(a_base + lo * item, (span,), (1,), g.dtype)
+            mags = np.abs(flat[(offs - lo)[:, None] + np.arange(g.n) * (ld + 1)])
+        bad = self._finite(self._factor_views(a_base))
+        if bad is not None:
+            mags = mags.astype(np.float64)
+            mags[bad] = np.nan
+        return mags
+
+    def _finite(self, factors: list):
+        """The systems whose factors (``factors``: views (systems, column, row) in order) hold a NaN or inf in
+        the part the factorization wrote (LU: all of it; Cholesky: its triangle), as a boolean array; None when
+        there are none. One sum per view first (finite only when every entry is: a NaN or inf makes it NaN or
+        inf), the entry-by-entry check only where a sum is not finite (a non-finite entry, an entry of the other
+        triangle, or an overflow of the sum)."""
+        with np.errstate(all="ignore"):  # einsum's sum reads at about twice np.sum's speed; complex as real pairs
+            sums = [np.einsum("ijk->", f.view(f.real.dtype) if f.dtype.kind == "c" else f) for f in factors]
+        if all(np.isfinite(x) for x in sums):
+            return None
+        n, uplo = self.geom.n, self.problems.factor.uplo
+        j, i = np.indices((n, n))  # (column, row), as the views index
+        outside = np.zeros((n, n), bool) if self.lu else (i < j if uplo == "L" else i > j)
+        rows = [np.zeros(f.shape[0], bool) if np.isfinite(x) else
+                ~(np.isfinite(f) | outside).reshape(f.shape[0], -1).all(axis=1) for f, x in zip(factors, sums)]
+        bad = np.concatenate(rows)
+        return bad if bad.any() else None
 
     def failed(self, status, fn) -> None:  # pragma: no cover - LAPACK reports through info, not a status
         raise LAPACKError(int(status), None, str(fn))

@@ -40,13 +40,6 @@ __all__ = ["Handle", "Objects", "acquire", "caller_handle", "destroy", "bury", "
 
 logger = logging.getLogger(__name__)
 
-# the CUDA calls of this module (module attributes, so an emulation can stand in for them)
-current_device = cudart.cudaGetDevice
-event_create = cudart.cudaEventCreateWithFlags
-event_record = cudart.cudaEventRecord
-event_synchronize = cudart.cudaEventSynchronize
-event_destroy = cudart.cudaEventDestroy
-stream_wait_event = cudart.cudaStreamWaitEvent
 
 
 class Handle:
@@ -89,7 +82,7 @@ class Handle:
         on another stream: the data objects of one handle share its workspace and internal library handles, so
         the work of two solvers on two streams (or of one solver moved to another stream) must not overlap."""
         if self.last and self.last_stream != stream:
-            stream_wait_event(stream, self.last)
+            cudart.cudaStreamWaitEvent(stream, self.last)
         if stream != self.stream or not self.own:  # the caller's handle may have been given another meanwhile
             cudss.cudssSetStream(self.handle, stream)
             self.stream = stream
@@ -97,15 +90,15 @@ class Handle:
     def queued(self, stream: int) -> None:
         """Mark the end of the work just queued through the handle on ``stream`` (the next stream waits for it)."""
         if not self.last:
-            self.last = event_create(cudart.cudaEventDisableTiming)
-        event_record(self.last, stream)
+            self.last = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
+        cudart.cudaEventRecord(self.last, stream)
         self.last_stream = stream
 
     def drop_event(self) -> None:
         """Wait for and destroy the handle's event (before the handle is destroyed)."""
         if self.last:
-            event_synchronize(self.last)
-            event_destroy(self.last)
+            cudart.cudaEventSynchronize(self.last)
+            cudart.cudaEventDestroy(self.last)
             self.last, self.last_stream = 0, None
 
 
@@ -171,7 +164,7 @@ def _release(h: Handle) -> None:
 @contextmanager
 def on_device(device_id: int):
     """``device_id`` current inside, the caller's device again after."""
-    before = current_device()
+    before = cudart.cudaGetDevice()
     if before != device_id:
         cuda.set_device(device_id)
     try:
@@ -196,8 +189,8 @@ class Objects:
     def record(self, stream: int) -> None:
         """Mark the end of the work just queued on ``stream`` (waited for before anything is destroyed)."""
         if not self.event:
-            self.event = event_create(cudart.cudaEventDisableTiming)
-        event_record(self.event, stream)
+            self.event = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
+        cudart.cudaEventRecord(self.event, stream)
 
 
 def destroy(objs: Objects) -> None:
@@ -214,9 +207,9 @@ def destroy(objs: Objects) -> None:
     try:
         with h, on_device(h.device_id):
             if objs.event:
-                event_synchronize(objs.event)  # the solver's kernels have finished
+                cudart.cudaEventSynchronize(objs.event)  # the solver's kernels have finished
             if h.last and h.last_stream:  # and the default stream waits for other solvers' work on the handle
-                stream_wait_event(0, h.last)
+                cudart.cudaStreamWaitEvent(0, h.last)
             if not h.own:
                 h.drop_event()  # a caller's handle is wrapped per solver
             if h.stream:
@@ -236,7 +229,7 @@ def destroy(objs: Objects) -> None:
                 b.free()
             objs.buffers.clear()
             if objs.event:
-                event_destroy(objs.event)
+                cudart.cudaEventDestroy(objs.event)
                 objs.event = 0
     except Exception:  # noqa: BLE001 - a failing destroy is logged, never raised
         logger.warning("destroying cuDSS objects failed", exc_info=True)

@@ -25,6 +25,7 @@ solve again (logged).
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import logging
 import os
@@ -62,12 +63,26 @@ _D = cudss.DataParam
 
 
 def bundled_threading_layer() -> str | None:
-    """The threading layer shipped next to the loaded libcudss, or None."""
+    """The threading layer shipped next to the loaded libcudss, or None: the one of the same major version
+    (``libcudss.so.1`` takes ``libcudss_mtlayer_gomp.so.1``; cuDSS 0.x's ``.so.0`` may sit in the same folder,
+    for another library's use), else any."""
     path = find_library("cudss")
     if not path or not os.path.isabs(path):
         return None
-    found = sorted(glob.glob(os.path.join(os.path.dirname(path), "libcudss_mtlayer_gomp.so*")))
-    return found[0] if found else None
+    return _layer_next_to(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _layer_next_to(path: str) -> str | None:
+    """(looked for once per library path: a folder listing per solver is a cost of every plan)"""
+    folder, name = os.path.split(path)
+    major = name.split(".so.", 1)[1].split(".")[0] if ".so." in name else ""
+    patterns = [f"libcudss_mtlayer_gomp.so.{major}", f"libcudss_mtlayer_gomp.so.{major}.*"] if major else []
+    for pattern in patterns + ["libcudss_mtlayer_gomp.so*"]:
+        found = sorted(glob.glob(os.path.join(folder, pattern)))
+        if found:
+            return found[0]
+    return None
 
 
 def cudss_matrix_type(mtype, dtype: str):
@@ -88,17 +103,20 @@ class CudssSolver:
     """
 
     def __init__(self, *, count, sizes, nnz, dtype, mtype, view, device_id, handle, threading_lib, execution,
-                 threads, allocator, settings, log):
+                 threads, allocator, settings, log, steps=None, cudss_config=()):
         self.count, self.sizes, self.nnz, self.dtype = count, tuple(sizes), tuple(nnz), dtype
         self.mtype, self.view, self.device_id, self.allocator = mtype, view, device_id, allocator
         self.cudss_mtype = cudss_matrix_type(mtype, dtype)
         self.settings, self.log = settings, log or logger
+        self.cudss_config = dict(cudss_config)
         self.batch = count > 1
         drain()
         cuda.set_device(device_id)
         path = threading_lib or bundled_threading_layer()
         self._h = caller_handle(handle, device_id) if handle is not None else acquire(device_id, path)
         self.handle = self._h.handle
+        if steps is not None:
+            steps.step("handle")
         self._objs = objs = Objects(self._h)
         self._matrices, self._buffers = objs.matrices, objs.buffers
         self._finalizer = weakref.finalize(self, bury, objs)
@@ -114,12 +132,16 @@ class CudssSolver:
             with self._h:
                 objs.config = cudss.cudssConfigCreate()
                 objs.data = cudss.cudssDataCreate(self.handle)
-                self._configure(path, threading_lib is not None, execution, threads, settings)
+                if steps is not None:
+                    steps.step("config and data objects")
+                self._configure(path, threading_lib is not None, execution, threads, settings, cudss_config)
+                if steps is not None:
+                    steps.step("threading layer and settings")
         except BaseException:
             self.free()
             raise
 
-    def _configure(self, path, named: bool, execution, threads, settings) -> None:
+    def _configure(self, path, named: bool, execution, threads, settings, cudss_config=()) -> None:
         self._threading(path, named, execution, threads)
         self._jit_cache()
         hm = execution.hybrid_memory
@@ -138,6 +160,9 @@ class CudssSolver:
         for name, value in settings.items():
             if value is not None:
                 self.config_set(SETTINGS[name], value)
+        for param, value in cudss_config:  # DirectSolverOptions.cudss_config: the caller's word goes last
+            self.log.info("cuDSS config %s = %r (DirectSolverOptions.cudss_config)", param.name, value)
+            self.config_set(param, value)
 
     # ------------------------------------------------------------------------------------------ setup
     def _threading(self, path, named: bool, execution, threads) -> None:
@@ -260,31 +285,40 @@ class CudssSolver:
         self._dense("X", items, stream)
 
     # ------------------------------------------------------------------------------------------ phases
-    def _execute(self, stream, *phases) -> None:
+    def _execute(self, stream, *phases, steps=None) -> None:
         """Run ``phases`` on ``stream`` (the handle's lock held, its device current), then record the event that
-        says when their work is done."""
+        says when their work is done; ``steps`` (a ``_timing.Steps``) times the stream's setting, each phase and
+        the events."""
         if _graveyard_nonempty():
             drain()
         h, objs = self._h, self._objs
         with h, on_device(h.device_id):
             h.set_stream(stream)
+            if steps is not None:
+                steps.step("stream")
             for phase in phases:
                 # before the first solve the solution's matrix object may not exist yet: the analysis and the
                 # factorization do not touch it, so the right-hand side's stands in for it
                 cudss.cudssExecute(self.handle, phase, objs.config, objs.data, self.A, self.X or self.B, self.B)
+                if steps is not None:
+                    steps.step(f"cudssExecute({cudss.Phase(phase).name})")
             objs.record(stream)
             h.queued(stream)
+            if steps is not None:
+                steps.step("events")
 
-    def analyse(self, stream) -> None:
-        self._execute(stream, cudss.Phase.ANALYSIS)
+    def analyse(self, stream, steps=None) -> None:
+        self._execute(stream, cudss.Phase.ANALYSIS, steps=steps)
         self.factorized = False
 
-    def factorize(self, stream) -> None:
+    def factorize(self, stream, steps=None) -> None:
         """Factorize, then read cuDSS's status: a non-positive-definite SPD/HPD matrix raises; ``perturbed`` says
         how many pivots were perturbed (their solutions get checked)."""
-        self._execute(stream, cudss.Phase.FACTORIZATION)
+        self._execute(stream, cudss.Phase.FACTORIZATION, steps=steps)
         self.factorized = True
         self._read_status()
+        if steps is not None:
+            steps.step("status (info, npivots: waits for the factorization)")
 
     def _read_status(self) -> None:
         info, npivots = self._status()
@@ -299,10 +333,12 @@ class CudssSolver:
 
     def pivot_globally(self, stream) -> bool:
         """Switch a general matrix's plan to global pivoting (BTF+COLAMD, matching off), analyse and factorize
-        again; False when the caller chose the reordering, pivoting or matching, or it was done already."""
+        again; False when the caller chose the reordering, pivoting or matching (a config or cudss_config), or
+        it was done already."""
         s = self.settings
+        named = self.cudss_config.keys() & {_C.REORDERING_ALG, _C.PIVOT_TYPE, _C.MATCHING_ALG}
         if (self.mtype != MT.GENERAL or self.global_pivoting or s.get("reordering_algorithm") is not None
-                or s.get("pivot_type") is not None or s.get("matching_algorithm") is not None):
+                or s.get("pivot_type") is not None or s.get("matching_algorithm") is not None or named):
             return False
         self.log.info("cuDSS's default reordering perturbed %d pivots and the solution failed its check: analysing "
                       "and factorizing again with global pivoting (BTF+COLAMD reordering)", self.perturbed)
@@ -316,8 +352,8 @@ class CudssSolver:
     def _status(self):
         return int(self.data_scalar(_D.INFO)), int(self.data_scalar(_D.NPIVOTS))
 
-    def solve(self, stream) -> None:
-        self._execute(stream, cudss.Phase.SOLVE)
+    def solve(self, stream, steps=None) -> None:
+        self._execute(stream, cudss.Phase.SOLVE, steps=steps)
 
     # -------------------------------------------------------------------------------------------- data
     def data_scalar(self, param, ctype=None):
