@@ -9,6 +9,9 @@
 #   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
 #   bash benchmarks/gpu_run.sh solvers    benchmarks/solvers.py, dense and sparse (needs cuDSS)
 #   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
+#   bash benchmarks/gpu_run.sh dist       cumath.distributed's GPU engines: tests and one-rank benchmarks
+#                                         (needs cuBLASMp, cuSOLVERMp, cuFFTMp)
+#   bash benchmarks/gpu_run.sh hot        per-call costs of this tree: the compiled hot paths, the binding calls
 #   bash benchmarks/gpu_run.sh stage      only copy the wheel parts carried in .stage/<n>/ to /tmp/stage
 #
 # Every phase first copies carried wheel parts to /tmp/stage, joins each wheel whose parts are all there (a
@@ -113,6 +116,24 @@ case "$phase" in
   solvers)
     timeout 500 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1
     echo "solvers rc=$?" | tee -a "$log"
+    ;;
+  dist)
+    pytest_gpu dist-tests 200 -m gpu tests/distributed
+    timeout 240 python3 benchmarks/distributed.py --case gpu/fft-512cube,gpu/matmul-8192,gpu/solve-8192 \
+      --json "$OUT/distributed.json" > "$OUT/distributed.txt" 2>&1
+    echo "distributed rc=$?" | tee -a "$log"
+    ;;
+  hot)
+    timeout 150 python3 benchmarks/percall_compare.py "$PWD" "$PWD" 1 "$OUT/percall.json" > "$OUT/percall.txt" 2>&1
+    echo "percall rc=$?" | tee -a "$log"
+    timeout 60 python3 benchmarks/fft.py --gpu --case percall/gpu-2048 --json "$OUT/fft-percall.json" \
+      > "$OUT/fft-percall.txt" 2>&1
+    echo "fft percall rc=$?" | tee -a "$log"
+    timeout 60 python3 benchmarks/matmul.py --gpu --case percall/gpu-advanced-64 --json "$OUT/matmul-percall.json" \
+      > "$OUT/matmul-percall.txt" 2>&1
+    echo "matmul percall rc=$?" | tee -a "$log"
+    timeout 60 python3 benchmarks/bindings.py --json "$OUT/bindings.json" > "$OUT/bindings.txt" 2>&1
+    echo "bindings rc=$?" | tee -a "$log"
     ;;
   stage)
     ls -la /tmp/stage /tmp/*.whl 2>&1 | tee -a "$log"

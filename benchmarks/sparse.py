@@ -3,7 +3,8 @@
 Group ``matmul`` (``--list`` shows every case):
   cpu-csr-200k    CSR 200,000 x 200,000 with 2,000,000 stored entries (uniform random pattern, float64) times a
                   dense 200,000 x 64: the stateless cumath call (MKL engine; new values each call, so MKL's
-                  optimised copy is refreshed), the planned Matmul.execute, cumath's SciPy engine,
+                  optimised copy is refreshed), the planned Matmul.execute, the same with the engine chosen by
+                  measurement (algorithm='autotune'), cumath's SciPy engine,
                   sparse_dot_mkl.dot_product_mkl and SciPy's ``a @ b``.
   cpu-csr-200k-int32  the same with int32 indices (MKL's LP64 routines).
   gpu-dia-laplacian  a generated DIAI kernel for the 5-point Laplacian of a 1000 x 1000 grid times 1,000,000 x 64
@@ -12,7 +13,8 @@ Group ``matmul`` (``--list`` shows every case):
   gpu-bsr         a generated BSR (4 x 4 blocks) kernel against cuSPARSE's BSR SpMM (a PyTorch BSR tensor read in
                   place) and cuSPARSE CSR of the same matrix.
   gpu-csr-1m      CSR 1,000,000 x 1,000,000 with 10,000,000 stored entries times 1,000,000 x 64 float32 (CuPy):
-                  cumath (cuSPARSE SpMM), torch.sparse.mm, cupyx's ``a @ b``, nvmath-python where importable.
+                  cumath (cuSPARSE SpMM; and with the algorithm chosen by Matmul.autotune), torch.sparse.mm,
+                  cupyx's ``a @ b``, nvmath-python where importable.
 
     python benchmarks/sparse.py --case matmul/cpu-csr-200k --json sparse.json
     python benchmarks/sparse.py --gpu
@@ -54,6 +56,9 @@ def _cpu(case, index):
     mm = cumath.sparse.Matmul(a, b)
     mm.plan()
     fns["cumath Matmul.execute"] = mm.execute
+    tuned = cumath.sparse.Matmul(a, b, options={"algorithm": "autotune"})
+    tuned.plan()  # MKL against SciPy, measured on these operands
+    fns["cumath Matmul.execute (autotuned engine)"] = tuned.execute
     fns["cumath matmul (scipy engine)"] = lambda: cumath.sparse.matmul(a, b, options={"cpu_engine": "scipy"})
     sdm = optional("sparse_dot_mkl")
     if sdm is not None:
@@ -68,8 +73,9 @@ def _cpu(case, index):
         case.ratio("cumath matmul (mkl)", "sparse_dot_mkl")
         case.ratio("cumath Matmul.execute", "sparse_dot_mkl")
     case.ratio("cumath matmul (mkl)", "scipy a @ b")
-    case.note(f"engine of the plan: {mm.engine}")
+    case.note(f"engine of the plan: {mm.engine}; autotuned: {tuned.algorithm}")
     mm.free()
+    tuned.free()
 
 
 def cpu_csr(case):
@@ -93,7 +99,12 @@ def gpu_csr(case):
     case.note(f"CSR {n:,} x {n:,}, nnz {h.nnz:,} int32 @ {n:,} x {k} float32 (CuPy)")
     mm = cumath.sparse.Matmul(a, b, c, beta=0.0)
     mm.plan()
+    tuned = cumath.sparse.Matmul(a, b, c, beta=0.0)
+    tuned.plan()
+    times = tuned.autotune(iterations=10)
+    case.note("cuSPARSE algorithms timed by autotune (ms): " + ", ".join(f"{n} {t:.3f}" for n, t in times))
     fns = {"cumath Matmul.execute": mm.execute,
+           f"cumath Matmul.execute (autotuned: {tuned.algorithm})": tuned.execute,
            "cumath matmul": lambda: cumath.sparse.matmul(a, b, c, beta=0.0),
            "cupyx a @ b": lambda: a @ b}
     torch = optional("torch")
@@ -109,7 +120,9 @@ def gpu_csr(case):
     for peer in ("torch.sparse.mm", "nvmath-python", "cupyx a @ b"):
         if peer in fns:
             case.ratio("cumath Matmul.execute", peer)
+            case.ratio(f"cumath Matmul.execute (autotuned: {tuned.algorithm})", peer)
     mm.free()
+    tuned.free()
 
 
 def laplacian_2d(side: int, dtype="float32"):
@@ -154,7 +167,10 @@ def gpu_dia(case):
     case.note(f"generated DIA vs cuSPARSE CSR: relative error {err:.1e}")
     fns = {"cumath generated DIA": mm.execute, "cumath cuSPARSE CSR": cs.execute, "cupyx CSR a @ b": lambda: a_csr @ b}
     out = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3))
-    floor = (5 * n * 4 + 2 * n * k * 4) / 4.2e12  # the diagonals once, b read and d written once
+    # the memory floor: the 5 diagonals' values read once (5 n 4 bytes), b read once and d written once
+    # (n k 4 bytes each; beta = 0, so d is not read); the diagonals' tables are 5 entries, b's rows r +- side
+    # come from L2 (a window of 2 side rows of 256 bytes)
+    floor = (5 * n * 4 + 2 * n * k * 4) / 4.2e12
     st = out["cumath generated DIA"]
     case.value("memory floor (5 diagonals + b + d at 4.2 TB/s)", floor * 1e3, "ms")
     case.value("generated DIA / floor (target <= 1.25)", st.median / floor, "x")
@@ -200,7 +216,12 @@ def gpu_bsr(case):
         err = float(abs(gen.execute().get() - ref).max() / abs(ref).max())
         err_bsr = float((bsr.execute().cpu().numpy() - ref).__abs__().max() / abs(ref).max())
         case.note(f"relative error vs cuSPARSE CSR: generated {err:.1e}, cuSPARSE BSR {err_bsr:.1e}")
-    case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3))
+    out = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3))
+    # the memory floor: blocks (values and column indices) and row pointers read once, b read once, d written once
+    nb = int(hb.data.shape[0])
+    floor = (nb * blk * blk * 4 + nb * 4 + (n // blk + 1) * 4 + 2 * n * k * 4) / 4.2e12
+    case.value("memory floor (blocks, indices, b and d once at 4.2 TB/s)", floor * 1e3, "ms")
+    case.value("generated BSR / floor", out["cumath generated BSR"].median / floor, "x")
     if "cumath cuSPARSE BSR" in fns:
         case.ratio("cumath generated BSR", "cumath cuSPARSE BSR")
     case.ratio("cumath generated BSR", "cumath cuSPARSE CSR")

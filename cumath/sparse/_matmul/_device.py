@@ -20,7 +20,36 @@ from ..._core.logging import format_bytes
 from ..._core.operand import adapter
 from .._formats import csr_gather
 
-__all__ = ["DeviceExecutor"]
+__all__ = ["DeviceExecutor", "algorithm_candidates"]
+
+#: cuSPARSE's algorithms for the matrices this executor makes (CSR, or BSR read in place): the COO and
+#: Blocked-ELL algorithms take descriptors of those formats, which a CSR-backed plan never has
+_SPMM_ALGS = {"csr": ("DEFAULT", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3"), "bsr": ("DEFAULT", "BSR_ALG1")}
+_SPMV_ALGS = ("DEFAULT", "CSR_ALG1", "CSR_ALG2")
+_PREPROCESSED = ("CSR_ALG1", "CSR_ALG3")  # cusparseSpMM_preprocess speeds up later calls of these
+
+
+def algorithm_candidates(stored_format: str, spmv: bool) -> tuple:
+    """The cuSPARSE algorithm names a plan of ``stored_format`` ('csr' or 'bsr') can use, DEFAULT first."""
+    return _SPMV_ALGS if spmv else _SPMM_ALGS[stored_format]
+
+
+def _event_timer(run, stream: int, iterations: int) -> float:
+    """Milliseconds per ``run()`` on ``stream``: one warm-up, then ``iterations`` runs between two CUDA events."""
+    from ..._bindings import cudart
+
+    run()
+    start, end = cudart.cudaEventCreateWithFlags(), cudart.cudaEventCreateWithFlags()
+    try:
+        cudart.cudaEventRecord(start, stream)
+        for _ in range(iterations):
+            run()
+        cudart.cudaEventRecord(end, stream)
+        cudart.cudaEventSynchronize(end)
+        return cudart.cudaEventElapsedTime(start, end) / iterations
+    finally:
+        cudart.cudaEventDestroy(start)
+        cudart.cudaEventDestroy(end)
 
 _CUDA_TYPE = {"float16": 2, "float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
 _COMPUTE = {"float16": 0, "float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
@@ -143,19 +172,95 @@ class DeviceExecutor:
         self.compute = int(options.compute_type) if options.compute_type is not None else _COMPUTE[geom.dtype]
         sdt = {0: "float32", 1: "float64", 4: "complex64", 5: "complex128", 2: "float16"}[self.compute]
         self._scalar_dtype = np.dtype(sdt)
+        self.algorithm, self._ws_size, self._preprocessed = "DEFAULT", 0, False
         try:
-            na = max(1, int(np.prod(sm.batch_shape, dtype=np.int64)))
             size = self._prepare(sm, ops, geom, place, True)
             if size is None:  # this cuSPARSE has no SpMM of BSR for the problem: through the CSR gather
                 size = self._prepare(sm, ops, geom, place, False)
-            self.workspace = allocate(self.allocator, max(size, 1), place.stream)
-            self.nbytes = size + sum(0 if st.gather is None else st.nnz * 16 for st in self.stored)
+            self._workspace(size)
+            if options.algorithm not in (None, "autotune"):
+                self.use_algorithm(options.algorithm, ops)
         except BaseException:
             self.free()
             raise
         if log.isEnabledFor(logging.INFO):
-            log.info("sparse matmul on GPU %s with cuSPARSE %s: op(a)=%s, workspace %s", place.device,
-                     "SpMV" if geom.n is None else "SpMM", self.stored[0].op, format_bytes(self.nbytes))
+            log.info("sparse matmul on GPU %s with cuSPARSE %s (%s): op(a)=%s, workspace %s", place.device,
+                     "SpMV" if geom.n is None else "SpMM", self.algorithm, self.stored[0].op,
+                     format_bytes(self.nbytes))
+
+    # ------------------------------------------------------------------------------------------ algorithms
+    @property
+    def candidates(self) -> tuple:
+        """The algorithm names cuSPARSE has for this plan's stored matrices (DEFAULT first)."""
+        return algorithm_candidates("bsr" if self.stored[0].blocks is not None else "csr", self.geom.n is None)
+
+    def _alg(self) -> int:
+        return int((self.cs.SpMVAlg if self.geom.n is None else self.cs.SpMMAlg)[self.algorithm])
+
+    def _workspace(self, size: int) -> None:
+        """A workspace of at least ``size`` bytes (the one held when it is big enough)."""
+        if self.workspace is None or size > self._ws_size:
+            old, self.workspace = self.workspace, None
+            if old is not None:
+                old.free()
+            self.workspace = allocate(self.allocator, max(size, 1), self.stream)
+            self._ws_size = max(size, 1)
+        self.nbytes = self._ws_size + sum(0 if st.gather is None else st.nnz * 16 for st in self.stored)
+
+    def use_algorithm(self, name: str, ops) -> None:
+        """Run with the cuSPARSE algorithm ``name`` from now on: its workspace, and its preprocessing
+        (cusparseSpMM_preprocess for CSR_ALG1 / CSR_ALG3 of a single matrix) done once here."""
+        if name not in self.candidates:
+            kind = "SpMV" if self.geom.n is None else ("SpMM of BSR" if self.stored[0].blocks else "SpMM of CSR")
+            raise ValueError(f"algorithm={name!r} is not one cuSPARSE has for this product ({kind}); use one of "
+                             f"{', '.join(self.candidates)} or 'autotune'")
+        self.algorithm, self._preprocessed = name, False
+        self._workspace(self._buffer_size(ops))
+        if name in _PREPROCESSED and self.geom.n is not None and len(self.stored) == 1:
+            self._preprocess(ops)
+
+    def _preprocess(self, ops, stream=None) -> None:
+        g, cs = self.geom, self.cs
+        b = self._b_view(ops["b"].obj, 0)
+        c = ops.get("c")
+        d_order = "F" if c is not None and c.ndim == 2 and (_order(c.obj, (g.m, g.n)) or (2,))[0] == 1 else "C"
+        d = self.pkg.empty((g.m, g.n), g.dtype, d_order)
+        cs.cusparseSetStream(self.handle, self.stream if stream is None else stream)
+        try:
+            self._call(self.stored[0], self.descrs[0], b, d, 1, 0, self.workspace.device_ptr, preprocess=True)
+            self._preprocessed = True
+        except cs.CUSPARSEError as exc:  # an optional speed-up: the product runs without it
+            self.log.info("cusparseSpMM_preprocess for %s failed (%s); the product runs without it",
+                          self.algorithm, exc)
+
+    def autotune(self, ops, alpha, beta, stream: int, iterations: int = 5, timer=None) -> list:
+        """Time each algorithm of :attr:`candidates` (``iterations`` executions into a scratch result, never the
+        caller's c) and keep the fastest. Returns ``[(name, ms per execution), ...]``, fastest first; algorithms
+        cuSPARSE refuses for the problem are left out (logged)."""
+        g = self.geom
+        from ..._core import cuda
+
+        timer = timer or _event_timer
+        cuda.synchronize(stream)  # earlier executions may still use the workspace replaced below
+        scratch = self.pkg.empty(g.result_shape, g.dtype)
+        if ops.get("c") is not None:
+            self.pkg.copy(scratch, ops["c"].obj)
+        result = self.pkg.adapter.wrap(scratch)
+        times = []
+        for name in self.candidates:
+            try:
+                self.use_algorithm(name, ops)
+                ms = timer(lambda: self.execute(ops, alpha, beta, result, stream), stream, iterations)
+            except self.cs.CUSPARSEError as exc:
+                self.log.info("autotune: cuSPARSE %s does not run this product (%s); left out", name, exc)
+                continue
+            times.append((name, float(ms)))
+        times.sort(key=lambda t: t[1])
+        self.use_algorithm(times[0][0] if times else "DEFAULT", ops)
+        if self.log.isEnabledFor(logging.INFO):
+            self.log.info("autotune: cuSPARSE %s chosen; ms per execution: %s", self.algorithm,
+                          ", ".join(f"{n} {t:.4g}" for n, t in times))
+        return times
 
     def _prepare(self, sm, ops, geom, place, bsr_ok: bool):
         """The stored matrices, their descriptors and the workspace size; None when cuSPARSE refuses a BSR
@@ -227,7 +332,7 @@ class DeviceExecutor:
             x = y
         return x
 
-    def _call(self, st, descr, b, d, alpha, beta, buffer, size_only=False):
+    def _call(self, st, descr, b, d, alpha, beta, buffer, size_only=False, preprocess=False):
         cs, g = self.cs, self.geom
         shape_b = (g.k,) if g.n is None else (g.k, g.n)
         shape_d = (g.m,) if g.n is None else (g.m, g.n)
@@ -236,16 +341,18 @@ class DeviceExecutor:
         db, keep_b = self._dense(b, shape_b, "b", d_order)
         a_s, b_s = self._scalars(alpha, beta)
         try:
+            alg = self._alg()
             if g.n is None:
-                args = (self.handle, _OPS[st.op], a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute, 0)
+                args = (self.handle, _OPS[st.op], a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute, alg)
                 if size_only:
                     return cs.cusparseSpMV_bufferSize(*args)
                 cs.cusparseSpMV(*args, buffer)
             else:
-                args = (self.handle, _OPS[st.op], 0, a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute, 0)
+                args = (self.handle, _OPS[st.op], 0, a_s.ctypes.data, descr, db, b_s.ctypes.data, dd, self.compute,
+                        alg)
                 if size_only:
                     return cs.cusparseSpMM_bufferSize(*args)
-                cs.cusparseSpMM(*args, buffer)
+                (cs.cusparseSpMM_preprocess if preprocess else cs.cusparseSpMM)(*args, buffer)
         finally:
             (cs.cusparseDestroyDnVec if g.n is None else cs.cusparseDestroyDnMat)(db)
             (cs.cusparseDestroyDnVec if g.n is None else cs.cusparseDestroyDnMat)(dd)
@@ -282,6 +389,8 @@ class DeviceExecutor:
                     cs.cusparseDestroySpMat(descr)
                     self.descrs[ai] = descr = None
                     self.descrs[ai] = descr = self._sparse_descr(st, v)
+                    if self._preprocessed:  # cuSPARSE's preprocessing belongs to the old descriptor
+                        self._preprocess(ops, stream)
             cs.cusparseSpMatSetValues(descr, self.pkg.pointer(v))
             b = self._b_view(ops["b"].obj, g.b_batches[i])
             d = d_all if not g.batch_shape else d_all.reshape((-1,) + tuple(d_all.shape[len(g.batch_shape):]))[i]

@@ -2,7 +2,13 @@
 ``MatmulOptions(codegen=True)``, formats cuSPARSE does not have (DIA, custom UST formats), and products with
 prologs, an epilog or a semiring. The kernel is compiled and linked once per format, dtype, index type and
 operators (content-addressed on disk: a second process loads it); the RANGE tables of the format are computed
-at plan() and uploaded."""
+at plan() and uploaded.
+
+Why not cuSPARSE's ``cusparseSpMMOp`` for cuSPARSE's own formats: its plan takes LTO-IR for the semiring's
+add and mul and for an epilogue only, so the prologs of a and b (what ``plan(prologs=...)`` is about) cannot be
+given to it; it multiplies CSR only; and ``cusparse.h`` (12.9, CUDA 13) marks cusparseSpMMOp_createPlan,
+cusparseSpMMOp and the plan type CUSPARSE_DEPRECATED ("will be removed in the next major release"). Every
+product with operators therefore runs here, for every format, with the same operator symbols."""
 
 from __future__ import annotations
 
@@ -13,8 +19,8 @@ import numpy as np
 
 from ..._core import jit
 from ..._core.operand import adapter
-from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, fuses_beta, range_tables, schedule, \
-    spmm_source
+from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, decoded_crd, fuses_beta, kernel_kinds, \
+    launch_shape, range_tables, schedule, spmm_source, vector_width, vectors_per_thread
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -79,6 +85,8 @@ class GeneratedExecutor:
         cc = cc or device_arch(place.device)
         t0 = time.perf_counter()
         self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
+        self._width = vector_width(geom.dtype)
+        self._per_thread = vectors_per_thread(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, **names)
@@ -95,12 +103,18 @@ class GeneratedExecutor:
             log.info("generated SpMM for %s (%s, %s indices) ready in %.1f ms (compiled or loaded from the cache)",
                      fmt.name, geom.dtype, ust.index_type, 1e3 * (time.perf_counter() - t0))
         host = lambda a: None if a is None else np.asarray(self._host(a))  # noqa: E731
-        tables = range_tables(fmt, extents, [host(p) for p in ust._pos], [host(c) for c in ust._crd])
+        host_pos, host_crd = [host(p) for p in ust._pos], [host(c) for c in ust._crd]
+        tables = range_tables(fmt, extents, host_pos, host_crd)
         self._tables = {lvl: tuple(self.pkg.upload(t) for t in tabs) for lvl, tabs in tables.items()}
-        self.nbytes = sum(int(t.nbytes) for tabs in self._tables.values() for t in tabs)
         from ..ust._dsl import LevelFormat as F
 
-        first = fmt.level_formats[0]
+        # DELTA levels are read as COMPRESSED from coordinates decoded here (the pattern is the plan's)
+        self._decoded = {lvl: self.pkg.upload(c) for lvl, (kind, c) in enumerate(zip(
+            fmt.level_formats, decoded_crd(fmt, host_pos, host_crd))) if kind == F.DELTA}
+        self.nbytes = sum(int(t.nbytes) for tabs in self._tables.values() for t in tabs) + sum(
+            int(c.nbytes) for c in self._decoded.values())
+        kinds = kernel_kinds(fmt)
+        first = kinds[0]
         sizes = fmt.dim2lvl(list(extents), as_size=True)
         self._outer = sizes[0] if first in (F.DENSE, F.BATCH) else None
         self._first_pos = host(ust._pos[0]) if first == F.COMPRESSED else None
@@ -120,7 +134,9 @@ class GeneratedExecutor:
         for level, kind in enumerate(u.tensor_format.level_formats):
             if kind == F.COMPRESSED:
                 out += [ptr(u._pos[level]), ptr(u._crd[level])]
-            elif kind == F.SINGLETON:
+            elif kind == F.DELTA:
+                out += [ptr(u._pos[level]), ptr(self._decoded[level])]
+            elif kind in (F.SINGLETON, F.STRUCTURED):
                 out.append(ptr(u._crd[level]))
             elif kind == F.RANGE:
                 out += [ptr(t) for t in self._tables[level]]
@@ -154,12 +170,13 @@ class GeneratedExecutor:
             ldb = 1 if g.n is None else _strides(b2)[0]
             ldd = 1 if g.n is None else _strides(d2)[0]
             zero = int(beta == 0)
-            if self.schedule == "gather":  # one thread per result element; beta and the epilog in the same pass
-                bx = 1 if n == 1 else min(256, -(-n // 32) * 32)
-                by = 256 // bx
-                rows = -(-g.m // by)
-                self.kernel.launch((max(1, min(rows, 1 << 22)), 1, 1), (bx, by, 1), 0, stream, *levels, val,
-                                   ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd, a_re, a_im, b_re, b_im, zero)
+            vec = int(self._vec_ok(n, ldb, ldd, b2, d2))
+            if self.schedule in ("gather", "owned"):  # a thread per row (or row block) and V vectors of columns
+                rows = g.m if self.schedule == "gather" else outer
+                grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread)
+            if self.schedule == "gather":  # beta and the epilog in the same pass
+                self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
+                                   a_re, a_im, b_re, b_im, zero, vec)
                 if d2 is not d:
                     self.pkg.copy(d, d2)
                 continue
@@ -169,13 +186,23 @@ class GeneratedExecutor:
                 self.scale.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), ptr(d2), g.m,
                                   n, ldd, ldd, b_re, b_im, zero)
                 kb = (1.0, 0.0, 0)
-            self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
-                               g.m, g.k, n, ldb, ldd, a_re, a_im, *kb)
+            if self.schedule == "owned":
+                self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
+                                   a_re, a_im, *kb, vec)
+            else:
+                self.kernel.launch((grid, 1, 1), (block, 1, 1), 0, stream, *levels, val, ptr(b2), ptr(d2),
+                                   g.m, g.k, n, ldb, ldd, a_re, a_im, *kb, 0)
             if self.epilog is not None:
                 self.epilog.launch((min(g.m, 1 << 20) or 1, 1, 1), (block, 1, 1), 0, stream, ptr(d2), g.m, n, ldd)
             if d2 is not d:
                 self.pkg.copy(d, d2)
         return result.obj
+
+    def _vec_ok(self, n, ldb, ldd, b, d) -> bool:
+        """Whether b and d can be moved as 16-byte vectors: whole vectors per row, rows and bases aligned."""
+        w = self._width
+        return (w > 1 and self.geom.n is not None and n % w == 0 and ldb % w == 0 and ldd % w == 0
+                and self.pkg.pointer(b) % 16 == 0 and self.pkg.pointer(d) % 16 == 0)
 
     def _rowmajor(self, x, what):
         shape = tuple(x.shape)
@@ -189,4 +216,4 @@ class GeneratedExecutor:
         return y
 
     def free(self) -> None:
-        self._tables = {}
+        self._tables, self._decoded = {}, {}

@@ -10,9 +10,33 @@ from typing import Literal
 
 from ..._core.options import check_choice, check_enum
 
-__all__ = ["MatmulOptions", "ComputeType", "CPU_ENGINES", "parse_memory_limit"]
+__all__ = ["MatmulOptions", "ComputeType", "CPU_ENGINES", "parse_memory_limit", "check_algorithm"]
 
 CPU_ENGINES = ("auto", "mkl", "scipy")
+AUTOTUNE = "autotune"
+
+
+def check_algorithm(value):
+    """``MatmulOptions.algorithm`` normalised: None, 'autotune', or the name of a cuSPARSE SpMM/SpMV algorithm
+    (``cusparseSpMMAlg_t`` / ``cusparseSpMVAlg_t`` without the prefix, any case; an ``SpMMAlg``/``SpMVAlg``)."""
+    if value is None:
+        return None
+    from ..._bindings.cusparse import SpMMAlg, SpMVAlg
+
+    if isinstance(value, (SpMMAlg, SpMVAlg)):
+        return value.name
+    if isinstance(value, str):
+        v = value.strip().upper()
+        for prefix in ("CUSPARSE_SPMM_", "CUSPARSE_SPMV_"):
+            v = v[len(prefix):] if v.startswith(prefix) else v
+        v = "DEFAULT" if v == "ALG_DEFAULT" else v
+        if v == AUTOTUNE.upper():
+            return AUTOTUNE
+        if v in SpMMAlg.__members__ or v in SpMVAlg.__members__:
+            return v
+    names = sorted(set(SpMMAlg.__members__) | set(SpMVAlg.__members__))
+    raise ValueError(f"algorithm={value!r} is not supported; use None (cuSPARSE's default), 'autotune' (measured "
+                     f"at plan()) or one of {', '.join(names)}")
 
 
 class ComputeType(enum.IntEnum):
@@ -67,6 +91,12 @@ class MatmulOptions:
             SciPy), 'mkl' or 'scipy'; the environment variable CUMATH_SPARSE_CPU_ENGINE sets the default.
         expected_calls: (cumath) how many executions MKL's inspector should optimise for (its
             ``mkl_sparse_set_mm_hint``); 0 skips the inspector's optimisation.
+        algorithm: (cumath) how the engine's algorithm is chosen. None: cuSPARSE's default
+            (CUSPARSE_SPMM_ALG_DEFAULT) and the CPU engine of ``cpu_engine``; 'autotune': measured once at
+            plan() (:meth:`Matmul.autotune`: cuSPARSE's algorithms for the stored format on the GPU, MKL against
+            SciPy on the CPU when ``cpu_engine`` is 'auto'), and, as part of the options, kept with the plan in
+            the plan cache so stateless calls reuse the choice; or a cuSPARSE algorithm by name ('CSR_ALG2',
+            'CSR_ALG3', 'BSR_ALG1', ...; an ``SpMMAlg``/``SpMVAlg``), used as given (GPU only).
     """
 
     codegen: bool = False
@@ -77,8 +107,10 @@ class MatmulOptions:
     allocator: object | None = dataclasses.field(default=None, compare=False)
     cpu_engine: Literal["auto", "mkl", "scipy"] = "auto"
     expected_calls: int = 100
+    algorithm: str | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "algorithm", check_algorithm(self.algorithm))
         check_choice("codegen", self.codegen, (True, False))
         object.__setattr__(self, "compute_type", check_enum("compute_type", self.compute_type, ComputeType))
         if self.blocking is not True and self.blocking != "auto":

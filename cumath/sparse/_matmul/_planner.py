@@ -12,6 +12,7 @@ from ..._core.lifecycle import requires_alive
 from ..._core.operand import Operand, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
+from .._common import check_dense_beside, check_given_after_release
 from .._formats import SparseMatrix, wrap_sparse_matrix
 from ._executors import HostExecutor, new_result
 from ._options import MatmulOptions
@@ -79,7 +80,9 @@ class Matmul(Operation):
     (transpose, conjugate) for a and b.
 
     Where it runs: the operands' space; on the CPU (which nvmath-python does not offer) oneMKL's sparse BLAS
-    (inspector-executor: analysed once at plan(), ``MatmulOptions.expected_calls``) or SciPy.
+    (inspector-executor: analysed once at plan(), ``MatmulOptions.expected_calls``) or SciPy. On the GPU cuSPARSE
+    runs its default algorithm, the one ``MatmulOptions.algorithm`` names, or the fastest that :meth:`autotune`
+    measures (cumath additions, as is the CPU's choice between MKL and SciPy by measurement).
 
     Example (CPU)::
 
@@ -115,14 +118,8 @@ class Matmul(Operation):
         B = wrap_dense(b, "b")
         C = None if c is None else wrap_dense(c, "c")
         for name, op in (("b", B), ("c", C)):
-            if op is None:
-                continue
-            if op.package != A.package:
-                raise TypeError(f"{name} is a {op.package} array while a is a sparse matrix of {A.package} arrays; "
-                                f"pass operands of one package")
-            if op.device_id != A.device_id:
-                raise ValueError(f"{name} and a are in different memory spaces ({op.device_id} and {A.device_id}; "
-                                 f"None is the host); move them to one device")
+            if op is not None:
+                check_dense_beside(name, op, A, f"a sparse matrix of {A.package} arrays")
         if C is not None and C.readonly:
             raise ValueError("c receives the result, but c is read-only; pass a writeable c")
         quals = check_qualifiers(qualifiers, C is not None)
@@ -160,15 +157,64 @@ class Matmul(Operation):
         """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
         ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
         ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
-        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan."""
+        zero-copy Universal Sparse Tensor view of its arrays. Planning again replaces the plan.
+
+        Products with prologs, an epilog or a semiring run on generated kernels for every format, cuSPARSE's
+        included: cuSPARSE's cusparseSpMMOp takes no prologs (only add, mul and an epilogue), multiplies CSR only
+        and is deprecated in cuSPARSE 12.9 (CUDA 13)."""
         if prologs or epilog is not None or semiring is not None:
             if not self._on_gpu:
                 raise NotImplementedError("prologs, epilogs and semirings run in generated GPU kernels; on the "
                                           "CPU compute the transformed operands first")
             self._prologs = (prologs, epilog, semiring, compute_capability)
+        alg = self._options.algorithm
+        if alg not in (None, "autotune") and not self._on_gpu:
+            raise ValueError(f"algorithm={alg!r} names a cuSPARSE algorithm, but this product runs on the CPU; "
+                             f"choose the CPU engine with cpu_engine= (or algorithm='autotune' to measure it)")
         if self._planned:
             self._drop_plan()
         self._plan(stream)
+        if alg == "autotune":
+            try:
+                self.autotune(stream=stream)
+            except BaseException:
+                self._drop_plan()
+                raise
+
+    @requires_alive
+    def autotune(self, *, iterations: int = 5, stream: StreamLike = None) -> list:
+        """(cumath) Choose by measurement what runs the planned product, and keep it: on the GPU, cuSPARSE's
+        SpMM/SpMV algorithms for the stored format (CSR: DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3; BSR: DEFAULT,
+        BSR_ALG1; SpMV: DEFAULT, CSR_ALG1, CSR_ALG2), each timed over ``iterations`` executions with CUDA events;
+        on the CPU, MKL's sparse BLAS against SciPy when ``cpu_engine`` is 'auto'. The executions write a scratch
+        result, never ``c``. ``MatmulOptions(algorithm='autotune')`` does this at plan(); a stateless call with
+        those options reuses the tuned plan from the plan cache. A generated kernel has nothing to choose.
+
+        Returns ``[(name, milliseconds per execution), ...]``, fastest first (the first one is kept)."""
+        if self._executor is None or self._released:
+            self._not_ready("autotune")
+        if not isinstance(iterations, int) or iterations < 1:
+            raise ValueError(f"iterations={iterations!r} must be an int >= 1")
+        ex = self._executor
+        if self._on_gpu:
+            if not hasattr(ex, "autotune"):
+                self._log.info("autotune: a generated kernel has no algorithms to choose from")
+                return []
+            s, explicit = self._stream_arg(stream)
+            return self._ordered(s, explicit, ex.autotune, self._ops, self._alpha, self._beta, s, iterations)
+        from ._autotune import autotune_cpu
+
+        self._executor, times = autotune_cpu(self, ex, iterations)
+        return times
+
+    @property
+    def algorithm(self) -> str | None:
+        """(cumath) What runs the plan: cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
+        'generated' for a generated kernel, the engine ('mkl', 'scipy') on the CPU; None before plan()."""
+        ex = self._executor
+        if ex is None:
+            return None
+        return getattr(ex, "algorithm", ex.engine.name)
 
     def _make_executor(self):
         if self._on_gpu:
@@ -177,6 +223,10 @@ class Matmul(Operation):
 
             a = self._ops["a"]
             if wants_generated(a, self._options, self._prologs):
+                if self._options.algorithm not in (None, "autotune"):
+                    raise ValueError(f"algorithm={self._options.algorithm!r} names a cuSPARSE algorithm, but this "
+                                     f"product runs on a generated kernel (a {a.format} operand, codegen, prologs, "
+                                     f"an epilog or a semiring); drop algorithm=")
                 return GeneratedExecutor(self._geom, a, self._ops, self._options, self._log, self._place,
                                          self._prologs)
             return DeviceExecutor(self._geom, self._ops, self._options, self._log, self._place, self._prologs)
@@ -243,11 +293,8 @@ class Matmul(Operation):
                  "c": None if c is None else wrap_dense(c, "c")}
         if c is not None and self._signatures["c"] is None:
             raise ValueError("this Matmul was created without c, so c cannot be reset; create a new Matmul with c")
-        if self._released:
-            missing = [k for k in self._NAMES if self._signatures.get(k) is not None and given[k] is None]
-            if missing:
-                raise ValueError(f"after release_operands(), every operand must be given again; missing "
-                                 f"{', '.join(missing)}")
+        check_given_after_release(self._released, given,
+                                  [k for k in self._NAMES if self._signatures.get(k) is not None])
         for name, op in given.items():
             if op is None:
                 continue

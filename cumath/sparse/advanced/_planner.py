@@ -11,6 +11,7 @@ from ..._core.lifecycle import requires
 from ..._core.operand import Operand, wrap_operand
 from ..._core.operation import Operation
 from ..._core.options import check_options
+from .._common import check_given_after_release
 from .._operand import pattern_fingerprint, wrap_sparse_operands
 from ._config import (ALL_FIELDS, DirectSolverFactorizationConfig, DirectSolverFactorizationInfo,
                       DirectSolverPlanConfig, DirectSolverPlanInfo, DirectSolverSolutionConfig)
@@ -298,11 +299,7 @@ class DirectSolver(Operation):
 
     def _reset(self, a, b, stream, checked: bool) -> None:
         given = {"a": None if a is None else wrap_lhs(a), "b": None if b is None else wrap_rhs(b)}
-        if self._released:
-            missing = [k for k in self._NAMES if given[k] is None]
-            if missing:
-                raise ValueError(f"after release_operands(), every operand must be given again; missing "
-                                 f"{', '.join(missing)}")
+        check_given_after_release(self._released, given, self._NAMES)
         for name, op in given.items():
             if op is None:
                 continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._core.dtypes import is_complex
+from .._common import check_dense_beside
 from ._options import DirectSolverMatrixType as MT
 from ._options import DirectSolverMatrixViewType as MV
 
@@ -130,13 +131,7 @@ def problem(a, b) -> Problem:
         if op.dtype != first.dtype:
             raise TypeError(f"{where} has dtype {op.dtype} while a has {first.dtype}; the solver needs one dtype for "
                             f"both (cast one of them)")
-        if op.package != first.package:
-            raise TypeError(f"{where} is a {op.package} array while a is a {_sparse_name(first.package)} matrix; "
-                            f"pass a {first.package} array")
-        if op.device_id != first.device_id:
-            here = "host memory" if op.device_id is None else f"GPU {op.device_id}"
-            there = "host memory" if first.device_id is None else f"GPU {first.device_id}"
-            raise ValueError(f"{where} is in {here} while a is in {there}; move them to one device")
+        check_dense_beside(where, op, first, f"a {_sparse_name(first.package)} matrix")
     if isinstance(b, tuple):
         rhs_form, batch_shape = "explicit", ()
         items = []

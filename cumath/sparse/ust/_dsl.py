@@ -25,7 +25,10 @@ __all__ = ["Dimension", "LevelExpr", "LevelFormat", "LevelProperty", "TensorForm
 class LevelFormat(enum.Enum):
     """How a level is stored: DENSE (every coordinate, implicitly), BATCH (dense, an outer batch), COMPRESSED
     (positions and coordinates arrays), SINGLETON (one coordinate per parent), RANGE (dense over the coordinates
-    its parent's coordinates admit, as the diagonals of DIA), DELTA and STRUCTURED (N:M)."""
+    its parent's coordinates admit, as the diagonals of DIA), DELTA (as COMPRESSED, each coordinate stored as
+    its difference from the previous one of the same parent: small numbers for clustered coordinates) and
+    STRUCTURED (N:M; ``(STRUCTURED, N)`` on a level ``x % M``: exactly N coordinates and values per block of M,
+    zero-padded where a block holds fewer, as 2:4 sparse weights)."""
 
     DENSE = "dense"
     BATCH = "batch"
@@ -154,12 +157,22 @@ def _expr(x) -> LevelExpr:
 
 
 def _spec(value):
-    """(LevelFormat, properties) of a level's value in the DSL."""
+    """(LevelFormat, properties, N) of a level's value in the DSL: a STRUCTURED level names its N (the stored
+    entries of every block of M, M coming from its expression ``x % M``): ``(LevelFormat.STRUCTURED, N, ...)``."""
     if isinstance(value, LevelFormat):
-        return value, ()
-    if isinstance(value, tuple) and value and isinstance(value[0], LevelFormat) and all(
-            isinstance(p, LevelProperty) for p in value[1:]):
-        return value[0], tuple(value[1:])
+        if value == LevelFormat.STRUCTURED:
+            raise TypeError("a STRUCTURED level needs its N: write (LevelFormat.STRUCTURED, N) for N stored entries "
+                            "in every block of M (the level expression x % M), or use NamedFormats.Structured(N, M)")
+        return value, (), None
+    if isinstance(value, tuple) and value and isinstance(value[0], LevelFormat):
+        rest, n = value[1:], None
+        if value[0] == LevelFormat.STRUCTURED:
+            if not rest or not isinstance(rest[0], (int, np.integer)) or isinstance(rest[0], bool) or rest[0] < 1:
+                raise TypeError(f"a STRUCTURED level is (LevelFormat.STRUCTURED, N, ...) with N >= 1 stored entries "
+                                f"per block; got {value!r}")
+            n, rest = int(rest[0]), rest[1:]
+        if all(isinstance(p, LevelProperty) for p in rest):
+            return value[0], tuple(rest), n
     raise TypeError(f"a level is a LevelFormat or a (LevelFormat, LevelProperty, ...) tuple; got {value!r}")
 
 
@@ -188,12 +201,21 @@ class TensorFormat:
                                  f"format ({', '.join(names)})")
             exprs.append(e)
             specs.append(_spec(value))
+        self._params = tuple(n for _, _, n in specs)
+        specs = [(f, p) for f, p, _ in specs]
         self._dimensions, self._exprs, self._specs = dims, tuple(exprs), tuple(specs)
         self._names = tuple(names)
         self._solve = self._inverse()
         for i, (fmt, props) in enumerate(specs):
             if fmt in (LevelFormat.SINGLETON, LevelFormat.RANGE) and i == 0:
                 raise ValueError(f"level 0 cannot be {fmt.name}: a {fmt.name.lower()} level needs a parent level")
+            if fmt == LevelFormat.STRUCTURED and (exprs[i].op != "mod" or self._params[i] > exprs[i].divisor):
+                raise ValueError(f"the STRUCTURED level {i} ({exprs[i]!r}) must be x % M, holding N <= M entries of "
+                                 f"every block of M; got N={self._params[i]}")
+            if fmt in (LevelFormat.DELTA, LevelFormat.STRUCTURED) and (
+                    LevelProperty.NONUNIQUE in props or LevelProperty.UNORDERED in props):
+                raise ValueError(f"a {fmt.name} level keeps its coordinates ordered and unique; level {i} asks for "
+                                 f"{', '.join(p.name for p in props)}")
         self._name = name or self._make_name()
 
     # ---------------------------------------------------------------------------------------- inverse
@@ -227,7 +249,8 @@ class TensorFormat:
 
     def _make_name(self) -> str:
         return "[" + ", ".join(self._names) + "] -> (" + ", ".join(
-            f"{e!r}: {f.name}" for e, (f, _) in zip(self._exprs, self._specs)) + ")"
+            f"{e!r}: {f.name}" + (f"[{n}:{e.divisor}]" if n else "")
+            for e, (f, _), n in zip(self._exprs, self._specs, self._params)) + ")"
 
     # ---------------------------------------------------------------------------------------- mapping
     def dim2lvl(self, dim_indices: Any, as_size: bool = False) -> Any:
@@ -263,7 +286,12 @@ class TensorFormat:
 
     @property
     def levels(self) -> dict:
-        return {e: (f if not p else (f, *p)) for e, (f, p) in zip(self._exprs, self._specs)}
+        return {e: (f if not p and not n else (f, *((n,) if n else ()), *p))
+                for e, (f, p), n in zip(self._exprs, self._specs, self._params)}
+
+    def level_param(self, level: int) -> Any:
+        """N of a STRUCTURED level (its stored entries per block of M); None for other levels."""
+        return self._params[level]
 
     @property
     def level_formats(self) -> tuple:
@@ -290,7 +318,8 @@ class TensorFormat:
         return LevelProperty.NONUNIQUE not in self._specs[level][1]
 
     def key(self) -> Any:
-        return (self._names, tuple(e.key() for e in self._exprs), tuple((f, p) for f, p in self._specs))
+        return (self._names, tuple(e.key() for e in self._exprs), tuple((f, p) for f, p in self._specs),
+                self._params)
 
     def __eq__(self, other):
         return isinstance(other, TensorFormat) and self.key() == other.key()

@@ -7,7 +7,11 @@ A level of ``n`` parent positions stores, by its format:
 - COMPRESSED: ``pos`` (``n + 1`` offsets) and ``crd`` (the coordinates); one position per entry;
 - SINGLETON: ``crd`` (one coordinate per parent position);
 - RANGE: nothing; the coordinates its parent's coordinates admit (a contiguous range, as the entries of one
-  diagonal of DIA), one position each.
+  diagonal of DIA), one position each;
+- DELTA: as COMPRESSED, but ``crd`` holds each coordinate's difference from the previous one of its parent (the
+  first: the coordinate itself);
+- STRUCTURED (N:M, on ``x % M``): ``crd`` only, exactly N ordered coordinates per parent position; a block with
+  fewer elements is padded with the smallest unused coordinates, whose values are zero.
 
 Building sorts the elements by their level coordinates; a unique level sums duplicates. Reading gives every
 stored position (dense fill included) with its dimension coordinates, dropping positions outside the extents.
@@ -47,10 +51,57 @@ def _range_bounds(fmt: TensorFormat, extents, level: int, table: list, size: int
     return lo.astype(np.int64), hi.astype(np.int64)
 
 
-def _check(fmt, level, kind):
-    if kind in (F.DELTA, F.STRUCTURED):
-        raise NotImplementedError(f"level {level} of {fmt.name} is {kind.name}: conversions into and out of DELTA and "
-                                  f"STRUCTURED levels are not available; convert to a format without them")
+def _first_of_group(parent: np.ndarray) -> np.ndarray:
+    """Per element of sorted ``parent``: the index of the first element with the same parent."""
+    start = np.ones(parent.size, bool)
+    start[1:] = parent[1:] != parent[:-1]
+    return np.maximum.accumulate(np.where(start, np.arange(parent.size), 0)) if parent.size else parent
+
+
+def _structured(fmt, level, parent, c, nparents, n):
+    """(crd, slot of every element) of the STRUCTURED level ``level``: ``n`` ordered coordinates per parent, the
+    elements' own and, where a block has fewer, the smallest unused ones (their values stay zero)."""
+    m = fmt.level_exprs[level].divisor
+    rank = np.arange(c.size) - _first_of_group(parent)
+    if c.size and rank.max() >= n:
+        raise ValueError(f"{fmt.name} holds {n} of every {m} elements of level {level}, but a block holds "
+                         f"{int(rank.max()) + 1}; prune the tensor to {n}:{m} first")
+    # candidates: every element, then 0..n-1 of every parent (enough to fill a block); keep the elements
+    cand_p = np.concatenate([parent, np.repeat(np.arange(nparents, dtype=np.int64), n)])
+    cand_c = np.concatenate([c, np.tile(np.arange(n, dtype=np.int64), nparents)])
+    real = np.concatenate([np.arange(c.size), np.full(nparents * n, -1)])
+    order = np.lexsort((-real, cand_c, cand_p))  # per (parent, coordinate) the element first
+    cand_p, cand_c, real = cand_p[order], cand_c[order], real[order]
+    first = np.ones(cand_p.size, bool)
+    first[1:] = (cand_p[1:] != cand_p[:-1]) | (cand_c[1:] != cand_c[:-1])
+    cand_p, cand_c, real = cand_p[first], cand_c[first], real[first]
+    # per parent: its elements, then padding coordinates in increasing order, n in all; then sorted by coordinate
+    order = np.lexsort((cand_c, real < 0, cand_p))
+    cand_p, cand_c, real = cand_p[order], cand_c[order], real[order]
+    keep = (np.arange(cand_p.size) - _first_of_group(cand_p)) < n
+    cand_p, cand_c, real = cand_p[keep], cand_c[keep], real[keep]
+    order = np.lexsort((cand_c, cand_p))
+    cand_c, real = cand_c[order], real[order]
+    slot = np.empty(c.size, np.int64)
+    is_real = real >= 0
+    slot[real[is_real]] = np.nonzero(is_real)[0]
+    return cand_c, slot
+
+
+def _delta_encode(parent: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Coordinates (sorted per parent) as differences from the previous one of the same parent."""
+    d = c.copy()
+    if c.size > 1:
+        same = parent[1:] == parent[:-1]
+        d[1:][same] -= c[:-1][same]
+    return d
+
+
+def _delta_decode(p: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """The coordinates of a DELTA level from its positions ``p`` and stored differences."""
+    run = np.concatenate([[0], np.cumsum(deltas, dtype=np.int64)])
+    owner = np.repeat(np.arange(p.size - 1, dtype=np.int64), np.diff(p))
+    return run[1:] - run[p[owner]]
 
 
 def build(fmt: TensorFormat, extents, coords: np.ndarray, values: np.ndarray, dtype, index_dtype):
@@ -70,7 +121,6 @@ def build(fmt: TensorFormat, extents, coords: np.ndarray, values: np.ndarray, dt
     pos, crd = [None] * nl, [None] * nl
     unique_all = True
     for level, (kind, c) in enumerate(zip(fmt.level_formats, lv)):
-        _check(fmt, level, kind)
         size = sizes[level]
         if kind in (F.DENSE, F.BATCH):
             if c.size and (c.min() < 0 or c.max() >= size):
@@ -79,7 +129,7 @@ def build(fmt: TensorFormat, extents, coords: np.ndarray, values: np.ndarray, dt
             parent = parent * size + c
             table = [np.repeat(t, size) for t in table] + [np.tile(np.arange(size, dtype=np.int64), nparents)]
             nparents *= size
-        elif kind == F.COMPRESSED:
+        elif kind in (F.COMPRESSED, F.DELTA):
             unique = fmt.level_unique(level)
             unique_all &= unique
             if unique:
@@ -90,9 +140,18 @@ def build(fmt: TensorFormat, extents, coords: np.ndarray, values: np.ndarray, dt
             entry = np.cumsum(new) - 1
             counts = np.bincount(parent[new], minlength=nparents)
             pos[level] = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
-            crd[level] = c[new].astype(index_dtype)
-            table = [t[parent[new]] for t in table] + [c[new]]
+            kept = c[new]
+            crd[level] = (_delta_encode(parent[new], kept) if kind == F.DELTA else kept).astype(index_dtype)
+            table = [t[parent[new]] for t in table] + [kept]
             parent, nparents = entry, int(new.sum())
+        elif kind == F.STRUCTURED:
+            n = fmt.level_param(level)
+            if c.size and (c.min() < 0 or c.max() >= size):  # pragma: no cover - x % M is in range
+                raise ValueError(f"coordinates outside the blocks of level {level} of {fmt.name}")
+            coords_l, slot = _structured(fmt, level, parent, c, nparents, n)
+            crd[level] = coords_l.astype(index_dtype)
+            table = [np.repeat(t, n) for t in table] + [coords_l]
+            parent, nparents = slot, nparents * n
         elif kind == F.SINGLETON:
             if c.size and np.unique(parent).size != parent.size:
                 raise ValueError(f"{fmt.name} cannot hold these elements: the SINGLETON level {level} needs one "
@@ -128,17 +187,21 @@ def read(fmt: TensorFormat, extents, pos, crd, val: np.ndarray):
     table: list = []
     nparents = 1
     for level, kind in enumerate(fmt.level_formats):
-        _check(fmt, level, kind)
         size = sizes[level]
         if kind in (F.DENSE, F.BATCH):
             table = [np.repeat(t, size) for t in table] + [np.tile(np.arange(size, dtype=np.int64), nparents)]
             nparents *= size
-        elif kind == F.COMPRESSED:
+        elif kind in (F.COMPRESSED, F.DELTA):
             p = np.asarray(pos[level], np.int64)
             counts = np.diff(p)
             owner = np.repeat(np.arange(nparents, dtype=np.int64), counts)
-            table = [t[owner] for t in table] + [np.asarray(crd[level], np.int64)[: p[-1]]]
+            c = np.asarray(crd[level], np.int64)[: p[-1]]
+            table = [t[owner] for t in table] + [_delta_decode(p, c) if kind == F.DELTA else c]
             nparents = int(p[-1])
+        elif kind == F.STRUCTURED:
+            n = fmt.level_param(level)
+            table = [np.repeat(t, n) for t in table] + [np.asarray(crd[level], np.int64)[: nparents * n]]
+            nparents *= n
         elif kind == F.SINGLETON:
             table = table + [np.asarray(crd[level], np.int64)[:nparents]]
         elif kind == F.RANGE:

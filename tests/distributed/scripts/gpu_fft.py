@@ -1,6 +1,6 @@
 """One rank on one GPU: the cuFFTMp engine of cumath.distributed.fft against single-GPU cumath and NumPy.
 
-Run as its own process (no mpirun: an MPI singleton), by tests/distributed/test_fft_gpu.py. Prints ``SKIP <why>``
+Run as its own process (no mpirun: an MPI singleton), by tests/distributed/test_dist_fft_gpu.py. Prints ``SKIP <why>``
 and exits 0 where the GPU pieces are missing, ``OK <case>`` per passing case, and exits 1 at the first mismatch.
 """
 

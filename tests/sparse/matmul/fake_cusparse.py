@@ -16,6 +16,7 @@ import numpy as np
 from cumath._bindings import cusparse as CS
 from cumath._core.frameworks.numpy import from_pointer
 from cumath._core.operand import Operand
+from cumath.errors import CUSPARSEError
 
 _VT = {2: "float16", 0: "float32", 1: "float64", 4: "complex64", 5: "complex128"}
 _IT = {2: "int32", 3: "int64"}
@@ -28,6 +29,8 @@ class FakeCusparse:
         self.destroyed = []
         self.calls = []
         self.buffer_size = 512
+        self.extra_buffer = {}  # alg -> bytes more than buffer_size
+        self.refused = set()  # algorithms that fail with CUSPARSE_STATUS_NOT_SUPPORTED
         self.streams = {}
 
     def _new(self, kind, **kw):
@@ -119,7 +122,7 @@ class FakeCusparse:
 
     def cusparseSpMM_bufferSize(self, h, op_a, op_b, alpha, a, b, beta, c, ct, alg):
         self._check_mm(h, op_a, op_b, a, b, c)
-        return self.buffer_size
+        return self.buffer_size + self.extra_buffer.get(alg, 0)
 
     def _check_mm(self, h, op_a, op_b, a, b, c):
         self._live(h, "handle")
@@ -132,8 +135,20 @@ class FakeCusparse:
             f"shapes do not fit: op(A) {opA.shape}, B {B.shape}, C {C.shape}"
         return opA, B, C
 
+    def cusparseSpMM_preprocess(self, h, op_a, op_b, alpha, a, b, beta, c, ct, alg, buffer):
+        assert buffer, "no workspace"
+        assert h in self.streams, "no stream set"
+        self._check_mm(h, op_a, op_b, a, b, c)
+        self._refuse(alg)
+        self.calls.append(("SpMM_preprocess", op_a, alg))
+
+    def _refuse(self, alg):
+        if alg in self.refused:
+            raise CUSPARSEError(10, "CUSPARSE_STATUS_NOT_SUPPORTED")
+
     def cusparseSpMM(self, h, op_a, op_b, alpha, a, b, beta, c, ct, alg, buffer):
         assert buffer, "no workspace"
+        self._refuse(alg)
         assert h in self.streams, "no stream set"
         opA, B, C = self._check_mm(h, op_a, op_b, a, b, c)
         al, be = self._scalar(alpha, ct), self._scalar(beta, ct)
@@ -142,10 +157,11 @@ class FakeCusparse:
 
     def cusparseSpMV_bufferSize(self, h, op_a, alpha, a, x, beta, y, ct, alg):
         self._live(h, "handle")
-        return self.buffer_size
+        return self.buffer_size + self.extra_buffer.get(alg, 0)
 
     def cusparseSpMV(self, h, op_a, alpha, a, x, beta, y, ct, alg, buffer):
         assert buffer, "no workspace"
+        self._refuse(alg)
         A, _ = self._sparse(a)
         X, Y = self._dense(x, "vec"), self._dense(y, "vec")
         opA = self._op(A, op_a)

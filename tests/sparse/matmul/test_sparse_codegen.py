@@ -15,7 +15,21 @@ _i, _j = Dimension("i"), Dimension("j")
 FORMATS = [N.CSR, N.CSC, N.COO, N.DCSR, N.DCSC, N.CROW, N.CCOL, N.DIAI, N.DIAJ, N.SkewDIAI, N.SkewDIAJ,
            N.BSRRight(2, 3), N.BSRLeft(3, 2), N.BSCRight(2, 2), N.BSCLeft(2, 4), N.DenseMatrixRight,
            N.DenseMatrixLeft, TensorFormat((_i, _j), {_j // 2: F.COMPRESSED, _i: F.COMPRESSED, _j % 2: F.DENSE},
-                                           name="ColumnPairs")]
+                                           name="ColumnPairs"),
+           N.Structured(2, 3), N.Delta(N.CSR), N.Delta(N.DCSC), N.Delta(N.DIAI), N.Delta(N.BSRRight(2, 2))]
+
+
+def _pruned_to(fmt, d):
+    """d with at most N nonzeros in every block of M columns when fmt is N:M structured (the rest zeroed)."""
+    if not fmt.name.startswith("Structured"):
+        return d
+    n, m = fmt.level_param(2), fmt.level_exprs[2].divisor
+    d = d.copy()
+    for r in range(d.shape[0]):
+        for b0 in range(0, d.shape[1], m):
+            nz = np.flatnonzero(d[r, b0:b0 + m])
+            d[r, b0 + nz[n:]] = 0
+    return d
 
 
 def storage(fmt, d):
@@ -30,6 +44,7 @@ def test_loop_nest(fmt):
     rng = np.random.default_rng(abs(hash(fmt.name)) % 2**32)
     d = rng.standard_normal((7, 9)) + 1j * rng.standard_normal((7, 9))
     d[rng.random(d.shape) > 0.4] = 0
+    d = _pruned_to(fmt, d)
     pos, crd, val = storage(fmt, d)
     b, bt, c = rng.standard_normal((9, 3)), rng.standard_normal((7, 2)), rng.standard_normal((7, 3))
     assert np.abs(emulate(fmt, (7, 9), pos, crd, val, b, alpha=2.0, beta=0.5, c=c) - (2 * d @ b + 0.5 * c)).max() < 1e-12
@@ -55,10 +70,20 @@ def test_operators_semiring():
     assert np.abs(got - ((2 * d) @ np.abs(b) + 1)).max() < 1e-12
 
 
-@pytest.mark.parametrize("fmt", [N.CSR, N.COO, N.DIAI, N.BSRRight(2, 2), FORMATS[-1]], ids=lambda f: f.name)
+@pytest.mark.parametrize("fmt", [N.CSR, N.COO, N.DIAI, N.BSRRight(2, 2), FORMATS[-6]], ids=lambda f: f.name)
 @pytest.mark.parametrize("dtype", ("float32", "float64", "complex64", "complex128"))
 @pytest.mark.parametrize("index_type", ("int32", "int64"))
 def test_source_compiles_and_links(fmt, dtype, index_type):
+    _compile_and_link(fmt, dtype, index_type)
+
+
+@pytest.mark.parametrize("fmt", [N.Structured(2, 4), N.Delta(N.CSR), N.Delta(N.DIAI)], ids=lambda f: f.name)
+@pytest.mark.parametrize("dtype,index_type", [("float32", "int32"), ("complex128", "int64")])
+def test_structured_and_delta_sources_compile(fmt, dtype, index_type):
+    _compile_and_link(fmt, dtype, index_type)
+
+
+def _compile_and_link(fmt, dtype, index_type):
     from cumath._core import jit
 
     try:
@@ -94,12 +119,19 @@ def test_schedules():
     assert schedule(N.DIAI, atomic_add="aa") == "atomic" and schedule(N.DIAI, add="ad", atomic_add="aa") == "gather"
     gather = spmm_source(N.DIAI, (9, 9), "float32", "int32", epilog="ep", add="ad", mul="mu")
     main = gather[gather.index("schedule: gather"):gather.index("cumath_ust_spmm_scale")]
-    assert "atomic" not in main and "ep(acc)" in main and "acc = ad(acc, t);" in main
+    assert "atomic" not in main and "ep(acc[u][w])" in main and "acc[u][w] = ad(acc[u][w], t);" in main
+    # the diagonals' tables are staged in shared memory, b and d move as 16-byte vectors (4 floats) where allowed
+    assert "__shared__ long long s_c0[DCH]" in main and "cumath_ust_rows<4>(" in main and "cumath_ust_rows<1>(" in main
+    assert "load_vec<W>(b_, B + qb + col)" in main and "store_vec<W>(D + r * ldd + col, out)" in main
     owned = spmm_source(N.CSR, (9, 9), "float32", "int32")
     main = owned[owned.index("schedule: owned"):owned.index("cumath_ust_spmm_scale")]
-    assert "atomic_acc(" not in main and "acc[r - c0] = acc[r - c0] + t;" in main
+    assert "atomic_acc(" not in main and "acc[r - c0][u][w] = acc[r - c0][u][w] + t;" in main
+    assert "constexpr int V = 2, ROWS = 1;" in main
     bsr = spmm_source(N.BSRRight(4, 4), (9, 9), "float32", "int32")
-    assert "acc[r - (c0 * 4LL)] = acc[r - (c0 * 4LL)] + t;" in bsr and "float acc[4];" in bsr
+    assert "acc[r - (c0 * 4LL)][u][w] = acc[r - (c0 * 4LL)][u][w] + t;" in bsr and "float acc[ROWS][V][W];" in bsr
+    assert "constexpr int V = 1, ROWS = 4;" in bsr and "cumath_ust_rows<2>(" in spmm_source(
+        N.BSRRight(4, 4), (9, 9), "float64", "int32") and "cumath_ust_rows<1>(" in spmm_source(
+        N.DIAI, (9, 9), "complex128", "int32")
     assert fuses_beta(N.DIAI) and fuses_beta(N.CSR) and fuses_beta(N.BSRRight(2, 3)) and fuses_beta(N.CSC, True)
     assert not fuses_beta(N.DCSR) and not fuses_beta(N.COO) and not fuses_beta(N.CSR, atomic_add="aa")
     assert "atomic_acc(&D" in spmm_source(N.COO, (9, 9), "float32", "int32")
@@ -139,3 +171,31 @@ def test_gather_and_owned_sources_compile(fmt):
     assert f"schedule: {'gather' if fmt.name.startswith('DIA') else 'owned'}" in src
     art = jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a generated SpMM")
     assert art.data
+
+
+def test_launch_shape_and_vector_widths():
+    """The 'gather' / 'owned' launch shape covers every row and column with 256-thread blocks (a power-of-two
+    number of column threads, at most a warp), within CUDA's grid limits; 16-byte vectors per dtype."""
+    from cumath.sparse._matmul._codegen import launch_shape, vector_width, vectors_per_thread
+
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    @hyp.settings(max_examples=200, deadline=None)
+    @hyp.given(rows=st.integers(0, 10**9), n=st.integers(1, 10**7), width=st.sampled_from([1, 2, 4]),
+               per=st.sampled_from([1, 2]))
+    def check(rows, n, width, per):
+        (gx, gy, gz), (bx, by, bz) = launch_shape(rows, n, width, per)
+        assert bx * by == 256 and bz == gz == 1 and bx & (bx - 1) == 0 and 1 <= bx <= 32
+        assert 1 <= gx <= 1 << 22 and 1 <= gy <= 65535
+        assert gx * by >= min(rows, (1 << 22) * by)  # the kernels stride over the rest
+        assert gy * bx * width * per >= min(n, 65535 * bx * width * per)
+        if n <= 32 * width * per:
+            assert gy == 1
+
+    check()
+    assert launch_shape(1_000_000, 64, 4, 2) == ((31250, 1, 1), (8, 32, 1))  # the Laplacian case: 32 rows a block
+    assert launch_shape(50_000, 64, 4, 1) == ((3125, 1, 1), (16, 16, 1))  # 4x4 BSR: 16 block rows a block
+    assert launch_shape(10, 1, 1, 2) == ((1, 1, 1), (1, 256, 1))  # SpMV: a thread per row
+    assert [vector_width(d) for d in ("float32", "float64", "complex64", "complex128")] == [4, 2, 2, 1]
+    assert vectors_per_thread(N.DIAI) == 2 and vectors_per_thread(N.CSR) == 2 and vectors_per_thread(N.BSRRight(4, 4)) == 1

@@ -306,3 +306,78 @@ def test_new_index_arrays_and_in_place_indices(engine, fmt):
     else:
         a.indices[:] = a.indices[::-1]
     assert relerr(matmul(a, b, options=o), dense(a) @ b) < 1e-12
+
+
+def test_autotune_cpu_engines(monkeypatch):
+    """On the CPU autotune() times MKL against SciPy on the plan's operands (into a scratch result: c is not
+    touched) and keeps the faster; algorithm='autotune' does it at plan(); errors are clear."""
+    import cumath.sparse._matmul._autotune as T
+    from cumath.errors import InvalidStateError
+    from cumath.sparse import Matmul, MatmulOptions
+
+    rng = np.random.default_rng(31)
+    a = sp.random_array((23, 19), density=0.3, format="csr", rng=rng)
+    b, c = rng.standard_normal((19, 5)), rng.standard_normal((23, 5))
+    c0 = c.copy()
+    with Matmul(a, b, c, beta=2.0) as mm:
+        with pytest.raises(InvalidStateError, match="plan"):
+            mm.autotune()
+        mm.plan()
+        times = mm.autotune(iterations=2)
+        names = [n for n, _ in times]
+        assert mm.algorithm == names[0] and set(names) <= {"mkl", "scipy"} and "scipy" in names
+        assert np.array_equal(c, c0)
+        assert np.abs(mm.execute() - (a @ b + 2 * c0)).max() < 1e-12
+        with pytest.raises(ValueError, match="iterations=0 must be an int >= 1"):
+            mm.autotune(iterations=0)
+    # the measured times decide (the planned engine is timed first, then the others in the registry's order)
+    for ms, want in (([2.0, 1.0], "scipy"), ([1.0, 2.0], None)):
+        seq = iter(ms)
+        monkeypatch.setattr(T, "median_ms", lambda run, it, seq=seq: (run(), next(seq))[1])
+        with Matmul(a, b, options={"algorithm": "autotune"}) as mm:
+            mm.plan()
+            planned = mm.engine
+            assert mm.algorithm == (want or ("mkl" if _have_mkl_engine() else "scipy"))
+            assert np.abs(mm.execute() - a @ b).max() < 1e-12, planned
+    with Matmul(a, b, options={"algorithm": "CSR_ALG2"}) as mm:
+        with pytest.raises(ValueError, match="names a cuSPARSE algorithm, but this product runs on the CPU"):
+            mm.plan()
+    with pytest.raises(ValueError, match="algorithm='fastest' is not supported; use None .cuSPARSE's default., "
+                                         "'autotune'"):
+        MatmulOptions(algorithm="fastest")
+    from cumath._bindings.cusparse import SpMMAlg
+
+    assert MatmulOptions(algorithm=SpMMAlg.CSR_ALG3).algorithm == "CSR_ALG3"
+    assert MatmulOptions(algorithm="cusparse_spmm_alg_default").algorithm == "DEFAULT"
+
+
+def _have_mkl_engine() -> bool:
+    try:
+        from cumath._bindings.mkl_sparse import available
+
+        return bool(available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def test_property_autotuned_products():
+    """Whatever engine autotune() keeps, the product is right and c is untouched by the measurement."""
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+    from cumath.sparse import Matmul
+
+    @hyp.settings(max_examples=15, deadline=None)
+    @hyp.given(m=st.integers(1, 13), k=st.integers(1, 11), n=st.integers(1, 5), beta=st.sampled_from([0.0, 0.5]),
+               seed=st.integers(0, 2**31))
+    def check(m, k, n, beta, seed):
+        rng = np.random.default_rng(seed)
+        a = sp.random_array((m, k), density=0.4, format="csr", rng=rng)
+        b, c = rng.standard_normal((k, n)), rng.standard_normal((m, n))
+        c0 = c.copy()
+        with Matmul(a, b, c, beta=beta) as mm:
+            mm.plan()
+            mm.autotune(iterations=1)
+            assert np.array_equal(c, c0)
+            assert np.abs(mm.execute() - (a @ b + beta * c0)).max() < 1e-12
+
+    check()

@@ -170,3 +170,94 @@ def test_gpu_ust_is_read_as_itself():
     assert wrap_a(gpu_ust(d, N.CSR)).format == "csr"  # cuSPARSE reads it unless codegen is asked for
     assert wrap_a(gpu_ust(d, N.CSR), MatmulOptions(codegen=True)).format == "ust:CSR"
     assert wrap_a(gpu_ust(d, N.CSR), None, generated=True).format == "ust:CSR"
+
+
+def _fake_timer(fake, ms_by_alg):
+    """A stand-in for the CUDA-event timer: runs once, answers the time of the algorithm the last SpMM/SpMV used."""
+    def timer(run, stream, iterations):
+        run()
+        return ms_by_alg[fake.calls[-1][2]]
+    return timer
+
+
+def test_autotune_picks_the_fastest_algorithm(fake, monkeypatch):
+    """autotune() times every cuSPARSE algorithm of the stored format into a scratch result (c is not touched),
+    leaves out the ones cuSPARSE refuses, keeps the fastest (its workspace, its preprocessing); execute uses it."""
+    from cumath._bindings.cusparse import SpMMAlg
+    from cumath.sparse._matmul import _device
+
+    rng = np.random.default_rng(21)
+    a = sparse(rng, 17, 11, "csr", "float64", "int32")
+    b, c = rand(rng, (11, 4), "float64"), rand(rng, (17, 4), "float64")
+    c0 = c.copy()
+    fake.refused = {SpMMAlg.CSR_ALG2}
+    fake.extra_buffer = {SpMMAlg.CSR_ALG3: 4096}
+    monkeypatch.setattr(_device, "_event_timer", _fake_timer(fake, {0: 3.0, 4: 2.0, 6: 0.1, 12: 1.0}))
+    with Matmul(device_sparse(a), device(b), device(c), beta=0.5, options={"allocator": _Alloc()}) as mm:
+        mm.plan()
+        assert mm.algorithm == "DEFAULT"
+        times = mm.autotune(iterations=3)
+        assert [n for n, _ in times] == ["CSR_ALG3", "CSR_ALG1", "DEFAULT"]  # CSR_ALG2 refused: left out
+        assert mm.algorithm == "CSR_ALG3" and np.array_equal(c, c0)
+        assert ("SpMM_preprocess", 0, SpMMAlg.CSR_ALG3) in fake.calls
+        assert mm.nbytes >= 512 + 4096
+        out = mm.execute()
+        assert fake.calls[-1] == ("SpMM", 0, SpMMAlg.CSR_ALG3)
+        assert relerr(out, a.toarray() @ b + 0.5 * c0) < 1e-12
+
+
+def test_autotune_option_and_named_algorithms(fake, monkeypatch):
+    """MatmulOptions(algorithm='autotune') tunes at plan(); a stateless call with it reuses the tuned plan from the
+    plan cache; a named algorithm is used as given; one the format does not have is a clear error."""
+    from cumath._bindings.cusparse import SpMMAlg, SpMVAlg
+    from cumath.sparse import matmul
+    from cumath.sparse._matmul import _device
+
+    rng = np.random.default_rng(22)
+    a = sparse(rng, 9, 8, "csr", "float32", "int64")
+    b = rand(rng, (8, 3), "float32")
+    tuned = []
+    timer = _fake_timer(fake, {0: 1.0, 4: 0.5, 6: 0.7, 12: 0.9})
+
+    def counting(run, stream, iterations):
+        tuned.append(1)
+        return timer(run, stream, iterations)
+
+    monkeypatch.setattr(_device, "_event_timer", counting)
+    opts = {"allocator": _Alloc(), "algorithm": "autotune"}
+    A, B = device_sparse(a), device(b)
+    for _ in range(3):
+        assert relerr(matmul(A, B, options=opts), a.toarray() @ b) < 1e-5
+        assert fake.calls[-1] == ("SpMM", 0, SpMMAlg.CSR_ALG1)
+    assert len(tuned) == 4  # four candidates timed once, by the first call only
+    with Matmul(A, B, options={"allocator": _Alloc(), "algorithm": "csr_alg2"}) as mm:
+        mm.plan()
+        assert mm.algorithm == "CSR_ALG2"
+        mm.execute()
+        assert fake.calls[-1] == ("SpMM", 0, SpMMAlg.CSR_ALG2)
+    x = rand(rng, (8,), "float32")
+    with Matmul(A, device(x), options={"allocator": _Alloc(), "algorithm": SpMVAlg.CSR_ALG2}) as mm:
+        mm.plan()
+        mm.execute()
+        assert fake.calls[-1] == ("SpMV", 0, SpMVAlg.CSR_ALG2)
+    with Matmul(A, B, options={"allocator": _Alloc(), "algorithm": "BSR_ALG1"}) as mm:
+        with pytest.raises(ValueError, match="not one cuSPARSE has for this product .SpMM of CSR.; use one of "
+                                             "DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3"):
+            mm.plan()
+
+
+def test_operand_space_and_algorithm_errors(fake):
+    """b in another memory space than a, b of another package, and a cuSPARSE algorithm named for a product that
+    runs on a generated kernel: clear errors."""
+    rng = np.random.default_rng(23)
+    a = sparse(rng, 6, 5, "csr", "float64", "int32")
+    with pytest.raises(ValueError, match="b is in GPU 0 while a is in host memory; move them to one device"):
+        Matmul(a, device(rand(rng, (5, 2), "float64")))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="b is a torch array while a is a sparse matrix of numpy arrays; pass a "
+                                        "numpy array"):
+        Matmul(a, torch.ones(5, 2, dtype=torch.float64))
+    with Matmul(device_sparse(a), device(rand(rng, (5, 2), "float64")),
+                options={"algorithm": "CSR_ALG2", "allocator": _Alloc()}) as mm:
+        with pytest.raises(ValueError, match="names a cuSPARSE algorithm, but this product runs on a generated kernel"):
+            mm.plan(prologs={"a": b"not compiled"})  # prologs run on generated kernels only

@@ -196,3 +196,142 @@ def test_generated_cache_second_process(tmp_path):
                                   check=True).stdout.split()[-1]) for _ in range(2)]
     print("plan times (first, second process):", times)
     assert times[1] < times[0]
+
+
+def _banded(rng, m, k, offsets, dtype):
+    d = np.zeros((m, k), dtype)
+    for off in offsets:
+        for i in range(m):
+            if 0 <= i + off < k:
+                d[i, i + off] = rng.standard_normal() + (1j * rng.standard_normal() if dtype.startswith("complex") else 0)
+    return d
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 8, 64, 300])
+def test_generated_dia_tuned_shapes(dtype, n):
+    """The DIA gather kernel: more diagonals than one shared-memory chunk (> 64), diagonals that leave the matrix,
+    column counts on the 16-byte vector path (8, 64), off it (3), a vector (1), several column tiles (300);
+    beta != 0, a misaligned b (a view one element in), a column-major b, a batch of b."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(11)
+    offsets = rng.choice(np.arange(-250, 270), 80, replace=False).tolist()  # 80 diagonals of 301 x 277, short ones
+    d = _banded(rng, 301, 277, offsets, dtype)
+    a = _ust_gpu(d, N.DIAI)
+    bh = _dense(rng, 277, n + 1, dtype, 1.0)
+    ch = _dense(rng, 301, n, dtype, 1.0)
+    for b in (cp.asarray(bh[:, :n]), cp.asarray(bh)[:, 1:], cp.asfortranarray(cp.asarray(bh[:, :n]))):
+        ref = 2 * d.astype(np.complex128) @ b.get() - 0.5 * ch
+        got = matmul(a, b, cp.asarray(ch), alpha=2.0, beta=-0.5, options={"codegen": True})
+        assert relerr(got.get(), ref) < TOL[dtype], (b.strides, n)
+    bb = cp.asarray(_dense(rng, 3 * 277, n, dtype, 1.0).reshape(3, 277, n))
+    ref = np.einsum("ik,bkn->bin", d.astype(np.complex128), bb.get())
+    assert relerr(matmul(a, bb, options={"codegen": True}).get(), ref) < TOL[dtype]
+    if n == 1:
+        x = cp.asarray(bh[:, 0])
+        assert relerr(matmul(a, x, options={"codegen": True}).get(), d @ bh[:, 0]) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("block", [(3, 5), (4, 4), (1, 7)])
+@pytest.mark.parametrize("n", [5, 64, 260])
+def test_generated_bsr_tuned_shapes(dtype, block, n):
+    """The BSR 'owned' kernel: odd block sizes, extents that are not multiples of the block, columns on and off
+    the vector path and across column tiles, beta != 0, a misaligned b and a batch."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(12)
+    d = _dense(rng, 103, 97, dtype, 0.2)
+    a = _ust_gpu(d, N.BSRRight(*block))
+    bh = _dense(rng, 97, n + 1, dtype, 1.0)
+    ch = _dense(rng, 103, n, dtype, 1.0)
+    for b in (cp.asarray(bh[:, :n]), cp.asarray(bh)[:, 1:]):
+        ref = 1.5 * d.astype(np.complex128) @ b.get() + 0.25 * ch
+        got = matmul(a, b, cp.asarray(ch), alpha=1.5, beta=0.25, options={"codegen": True})
+        assert relerr(got.get(), ref) < TOL[dtype], (block, n)
+    bb = cp.asarray(_dense(rng, 2 * 97, n, dtype, 1.0).reshape(2, 97, n))
+    ref = np.einsum("ik,bkn->bin", d.astype(np.complex128), bb.get())
+    assert relerr(matmul(a, bb, options={"codegen": True}).get(), ref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", ("float32", "complex128"))
+def test_cusparse_algorithms_and_autotune(dtype):
+    """Every cuSPARSE algorithm cumath offers for CSR SpMM / SpMV and BSR SpMM gives the right product (those the
+    installed cuSPARSE refuses for the problem raise CUSPARSEError at plan); autotune() keeps one that runs and
+    does not touch c; algorithm='autotune' tunes once for stateless calls."""
+    cp = pytest.importorskip("cupy")
+    csp = pytest.importorskip("cupyx.scipy.sparse")
+    from cumath.errors import CUSPARSEError
+
+    rng = np.random.default_rng(13)
+    d = _dense(rng, 301, 203, dtype, 0.05)
+    a = csp.csr_matrix(cp.asarray(d))
+    b = cp.asarray(_dense(rng, 203, 33, dtype, 1.0))
+    c = cp.asarray(_dense(rng, 301, 33, dtype, 1.0))
+    ref = d.astype(np.complex128) @ b.get() + 0.5 * c.get()
+    ran = []
+    for alg in ("DEFAULT", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3"):
+        try:
+            with Matmul(a, b, c.copy(), beta=0.5, options={"algorithm": alg}) as mm:
+                mm.plan()
+                assert mm.algorithm == alg
+                assert relerr(mm.execute().get(), ref) < TOL[dtype], alg
+                assert relerr(mm.execute().get(), d @ b.get() + 0.5 * (d @ b.get() + 0.5 * c.get())) < TOL[dtype]
+                ran.append(alg)
+        except CUSPARSEError:
+            assert alg != "DEFAULT"
+    x = cp.asarray(_dense(rng, 203, 1, dtype, 1.0)[:, 0])
+    for alg in ("DEFAULT", "CSR_ALG1", "CSR_ALG2"):
+        assert relerr(matmul(a, x, options={"algorithm": alg}).get(), d @ x.get()) < TOL[dtype], alg
+    c0 = c.copy()
+    with Matmul(a, b, c, beta=0.5) as mm:
+        mm.plan()
+        times = mm.autotune(iterations=3)
+        assert [n for n, _ in times][0] == mm.algorithm and set(n for n, _ in times) <= set(ran)
+        assert bool((c == c0).all())
+        assert relerr(mm.execute().get(), ref) < TOL[dtype]
+    for _ in range(2):
+        assert relerr(matmul(a, b, options={"algorithm": "autotune"}).get(), d @ b.get()) < TOL[dtype]
+    torch = pytest.importorskip("torch")
+    hb = torch.tensor(np.kron(_dense(rng, 40, 30, dtype, 0.2), np.ones((3, 3))), device="cuda")
+    bsr = hb.to_sparse_bsr((3, 3))
+    bref = hb.cpu().numpy() @ np.ones((90, 33))
+    ones = torch.ones((90, 33), dtype=hb.dtype, device="cuda")
+    for alg in ("DEFAULT", "BSR_ALG1"):
+        try:
+            with Matmul(bsr, ones, options={"algorithm": alg}) as mm:
+                mm.plan()
+                assert relerr(mm.execute().cpu().numpy(), bref) < TOL[dtype], alg
+        except ValueError as exc:  # this cuSPARSE multiplies the BSR matrix as CSR: BSR_ALG1 is not offered
+            assert alg == "BSR_ALG1" and "SpMM of CSR" in str(exc)
+    with Matmul(bsr, ones) as mm:
+        mm.plan()
+        mm.autotune()
+        assert mm.algorithm in ("DEFAULT", "BSR_ALG1", "CSR_ALG1", "CSR_ALG2", "CSR_ALG3")
+        assert relerr(mm.execute().cpu().numpy(), bref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_generated_structured_and_delta(dtype):
+    """Generated kernels for N:M structured tensors (a STRUCTURED level walked in blocks of N) and DELTA levels
+    (read as compressed from coordinates decoded at plan)."""
+    cp = pytest.importorskip("cupy")
+    from cumath.sparse.ust import NamedFormats as N
+
+    rng = np.random.default_rng(14)
+    d = _dense(rng, 45, 38, dtype, 0.6)
+    for r in range(45):  # prune to 2:4 along the rows
+        for b0 in range(0, 38, 4):
+            nz = np.flatnonzero(d[r, b0:b0 + 4])
+            d[r, b0 + nz[2:]] = 0
+    b = cp.asarray(_dense(rng, 38, 12, dtype, 1.0))
+    for fmt in (N.Structured(2, 4), N.Delta(N.CSR), N.Delta(N.DCSR), N.Delta(N.DIAI)):
+        a = _ust_gpu(d, fmt)
+        with Matmul(a, b, options={"codegen": True}) as mm:
+            mm.plan()
+            assert mm.engine == "generated"
+            assert relerr(mm.execute().get(), d @ b.get()) < TOL[dtype], fmt.name
+        assert relerr(matmul(a, b[:, 0]).get(), d @ b.get()[:, 0]) < TOL[dtype], fmt.name

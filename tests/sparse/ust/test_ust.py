@@ -13,7 +13,8 @@ from cumath.sparse.ust import Dimension, LevelFormat as F, LevelProperty as P, N
 
 MATRIX_FORMATS = [N.CSR, N.CSC, N.COO, N.DCSR, N.DCSC, N.CROW, N.CCOL, N.DIAI, N.DIAJ, N.SkewDIAI, N.SkewDIAJ,
                   N.DenseMatrixRight, N.DenseMatrixLeft, N.BSRRight(2, 3), N.BSRLeft(3, 2), N.BSCRight(2, 2),
-                  N.BSCLeft(4, 2)]
+                  N.BSCLeft(4, 2), N.Delta(N.CSR), N.Delta(N.CSC), N.Delta(N.DCSR), N.Delta(N.BSRRight(2, 3)),
+                  N.Delta(N.DIAI)]
 
 
 def matrix(rng, m=7, n=11, density=0.35, dtype="float64"):
@@ -152,8 +153,9 @@ def test_dsl_mapping_and_errors():
     assert np.array_equal(t.convert(tensor_format=N.CSR).to_package().toarray(), d)
     with pytest.raises(TypeError, match="no numpy counterpart"):
         t.to_package()
-    with pytest.raises(NotImplementedError, match="DELTA"):
-        Tensor.from_package(sp.csr_array(d)).convert(tensor_format=TensorFormat((i, j), {i: F.DENSE, j: F.DELTA}))
+    delta = TensorFormat((i, j), {i: F.DENSE, j: F.DELTA})  # DELTA and STRUCTURED: test_ust_delta_structured.py
+    assert np.array_equal(Tensor.from_package(sp.csr_array(d)).convert(tensor_format=delta).convert(
+        tensor_format=N.CSR).to_package().toarray(), d)
 
 
 @pytest.mark.parametrize("fmt", [N.CSR, N.CSC, N.COO, N.DIAI, N.BSRRight(2, 2), N.DCSR, N.CROW], ids=lambda f: f.name)
