@@ -75,6 +75,14 @@ CPU_CASES = [  # id, title, shape, dtype, axes, kind
 ]
 
 
+# --quick: the two long transforms at smaller sizes (2^16 points: measured planning grows steeply with the length,
+# 15-25 s at 2^18 and 2^20; 1024 x 1024: 3 s). Their measured FFTW plans (cumath's, which pyFFTW's then reuse as
+# wisdom) take 14-18 s each at full size on two loaded cores, a third of a quick run; a planning time
+# limit would leave wisdom that neither a later unlimited plan nor a wisdom-only one can use, and estimated plans
+# would not show what the cases are about (measured plans against pyFFTW's).
+QUICK_SHAPES = {"c128-2p20": (1 << 16,), "c64-2048x2048": (1024, 1024)}
+
+
 def cold_first_call(shape, dtype, axes, kind):
     """Fresh processes with an empty cache folder (no wisdom): ms to import cumath.fft, to plan the first FFT
     (loading the libraries), to execute it; and a whole first stateless call in a second fresh process."""
@@ -97,9 +105,15 @@ def cold_first_call(shape, dtype, axes, kind):
     return imp, plan, exe, first
 
 
-def cpu_case(case, shape, dtype, axes, kind):
+def cpu_case(case, shape, dtype, axes, kind, cid=""):
     if case.quick and kind == "rfft":
         raise Skip("measured planning takes ~20 s per plan here; run without --quick")
+    if case.quick and cid in QUICK_SHAPES:
+        case.note(f"--quick: {' x '.join(map(str, QUICK_SHAPES[cid]))} instead of {' x '.join(map(str, shape))} "
+                  f"(measured planning at full size takes 14-18 s per plan on two loaded cores); a full run uses "
+                  f"the full size")
+        shape = QUICK_SHAPES[cid]
+        case.title = f"{case.title} (--quick: {' x '.join(map(str, shape))})"
     threads = cpu_count()
     x = cdata(shape, dtype) if kind == "fft" else RNG.standard_normal(shape).astype(dtype)
     wide = x.astype(np.complex128 if kind == "fft" else np.float64)
@@ -208,7 +222,7 @@ def cpu_case(case, shape, dtype, axes, kind):
 
 for _cid, _title, *_spec in CPU_CASES:
     bench.case(f"cpu/{_cid}", _title)(functools.partial(cpu_case, shape=_spec[0], dtype=_spec[1], axes=_spec[2],
-                                                         kind=_spec[3]))
+                                                         kind=_spec[3], cid=_cid))
 
 
 # ------------------------------------------------------------------------------------------- per call

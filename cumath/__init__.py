@@ -14,7 +14,7 @@ from .errors import CumathError, InvalidStateError, LibraryError, LibraryNotFoun
 from .memory import BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, MemoryPointer
 
 if TYPE_CHECKING:  # what the lazy __getattr__ below loads, visible to type checkers
-    from . import device, fft, linalg, sparse
+    from . import device, fft, linalg, sparse, tensor
 
 __version__ = "0.1.0"
 
@@ -23,7 +23,7 @@ __all__ = ["fft", "linalg", "sparse", "tensor", "device", "config", "errors", "m
            "LibraryPropertyType", "BaseCUDAMemoryManager", "BaseCUDAMemoryManagerAsync", "MemoryPointer"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     # Domains load on first use, so `import cumath` stays cheap.
     if name in ("fft", "linalg", "sparse", "tensor", "device"):
         import importlib

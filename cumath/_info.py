@@ -57,10 +57,10 @@ def cpu_engines() -> dict:
         from .fft._backends import cpu_engine
 
         engine = cpu_engine("auto")
-        if engine in ("fftw", "mkl", "fftw+dfti"):
+        if engine in ("fftw", "mkl", "nvpl", "fftw+dfti"):
             from ._bindings.fftw import get_fftw
 
-            lib = "mkl" if engine == "mkl" else "fftw"
+            lib = engine if engine in ("mkl", "nvpl") else "fftw"
             out["fft"] = f"{engine} ({get_fftw('double', lib).version})" + (
                 "; MKL DFTI runs problems FFTW has no wisdom for" if engine == "fftw+dfti" else "")
         elif engine == "scipy":

@@ -4,6 +4,8 @@ element by the kernel's spectrum (user data on the GPU) as cuFFT loads it. Needs
 (``pip install "cumath[dx]"``); exits cleanly without them."""
 import sys
 
+from typing import Any
+
 import numpy as np
 
 import cumath
@@ -28,7 +30,7 @@ kernel = np.exp(-0.5 * ((np.arange(n) - n / 2) / 8.0) ** 2).astype(np.float32)
 kernel /= kernel.sum()
 
 
-def times_kernel(data_in, offset, user_info, unused):
+def times_kernel(data_in: Any, offset: Any, user_info: Any, unused: Any) -> Any:
     # offset indexes the C2R input, (batch, m) in C order (see get_input_layout below): the same kernel
     # spectrum for every row
     return data_in[offset] * user_info[offset % M]

@@ -8,6 +8,8 @@ numba-cuda (``pip install "cumath[dx]"``); exits cleanly without them. benchmark
 import math
 import sys
 
+from typing import Any
+
 import numpy as np
 
 import cumath
@@ -32,7 +34,7 @@ COEF = np.float32(-2 * math.pi**2 * sigma**2)
 SCALE = np.float32(1 / (h * w))  # undoes the unnormalized R2C -> C2R pair
 
 
-def gaussian(data_out, offset, value, user_info, unused):
+def gaussian(data_out: Any, offset: Any, value: Any, user_info: Any, unused: Any) -> None:
     row = offset // WC  # the R2C result is (h, w//2+1) in C order: get_output_layout() says so
     col = offset - row * WC
     fy = np.float32(row) * INV_H

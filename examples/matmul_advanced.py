@@ -2,6 +2,8 @@
 stateful lifecycle with autotuning, and the feed-back loop (skips without a GPU)."""
 import sys
 
+from typing import Any
+
 import numpy as np
 
 from cumath._core.cuda import device_count
@@ -17,16 +19,16 @@ rng = np.random.default_rng(0)
 try:
     import torch
 
-    def dev(x):
+    def dev(x: Any) -> Any:
         return torch.from_numpy(np.ascontiguousarray(x)).cuda()
 
-    def host(x):
+    def host(x: Any) -> Any:
         return x.cpu().numpy()
 except ImportError:  # NumPy operands work too: copied to the GPU and back
-    def dev(x):
+    def dev(x: Any) -> Any:
         return np.ascontiguousarray(x)
 
-    def host(x):
+    def host(x: Any) -> Any:
         return np.asarray(x)
 
 m, k, n = 512, 256, 128

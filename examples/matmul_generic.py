@@ -1,6 +1,8 @@
 """The generic matmul: numpy.matmul semantics with alpha, beta and c, in place, structured operands through
 qualifiers, explicit batches, and the stateful object. Runs on the CPU (BLAS); with a GPU, the same calls on
 CuPy arrays run on cuBLAS."""
+from typing import Any
+
 import numpy as np
 
 import cumath
@@ -8,7 +10,7 @@ from cumath.linalg import (DiagonalMatrixQualifier, DiagType, FillMode, GeneralM
                            TriangularMatrixQualifier, matrix_qualifiers_dtype)
 
 
-def check(name, result, expected, tol=1e-12):
+def check(name: str, result: Any, expected: Any, tol: float = 1e-12) -> None:
     err = np.linalg.norm(result - expected) / np.linalg.norm(expected)
     print(f"{name:44s} relative error {err:.1e}")
     assert err < tol, name

@@ -56,6 +56,9 @@ CONDA_NAMES = {
     "nvidia-cublasmp-cu13": ["libcublasmp"],
     "nvidia-cusolvermp-cu13": ["libcusolvermp"],
     "nccl4py": ["nccl4py"],
+    "nvpl-fft": ["libnvpl-fft"],
+    "nvpl-blas": ["libnvpl-blas"],
+    "nvpl-lapack": ["libnvpl-lapack"],
     "nvidia-nccl-cu13": ["nccl"],
     "tqdm": ["tqdm"],
     "matplotlib": ["matplotlib-base"],
@@ -73,6 +76,10 @@ VARIANTS = {
     "distributed": ["cpu", "cu13-distributed"],
 }
 SKIP = {"cu12", "cudss-cu12", "tensor-cu12", "test", "docs", "cli"}  # conda-forge's CUDA 12 packages: cuda-version=12
+
+# PEP 508 environment markers of the table -> conda's platform selector (rattler-build ``if:``) and the pixi
+# target of the same platforms
+MARKERS = {"platform_machine == 'aarch64'": ("aarch64", "linux-aarch64")}
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*?)\s*(;.*)?$")
 
@@ -109,11 +116,28 @@ def expand(extras, table, seen=None) -> list[str]:
     return out
 
 
+def _selector(marker: str) -> str:
+    """The conda selector of a PEP 508 marker (KeyError for a marker the table has no translation of)."""
+    key = marker.replace('"', "'")
+    if key not in MARKERS:
+        raise KeyError(f"no conda selector for the marker {marker!r}: add it to MARKERS in packaging/generate.py")
+    return MARKERS[key][0]
+
+
+def split_selector(line: str) -> tuple[str, str]:
+    """(requirement, selector or "") of a line of ``conda_requirements``."""
+    body, _, selector = line.partition("  [")
+    return body, selector.rstrip("]")
+
+
 def conda_requirements(reqs) -> list[str]:
-    """conda-forge requirement lines for PyPI requirements (cuda-toolkit components split out)."""
+    """conda-forge requirement lines for PyPI requirements (cuda-toolkit components split out); a requirement with
+    an environment marker ends in ``  [selector]`` (its platform: ``[aarch64]``)."""
     out: list[str] = []
     for req in reqs:
         name, extras, spec, marker = parse(req)
+        if marker:
+            marker = _selector(marker)
         keys = [f"{name}[{e}]" for e in extras] if name == "cuda-toolkit" else [
             f"{name}[{','.join(extras)}]" if extras else name]
         for key in keys:
@@ -121,7 +145,7 @@ def conda_requirements(reqs) -> list[str]:
                 raise KeyError(f"no conda-forge name for {key!r}: add it to CONDA_NAMES in packaging/generate.py")
             for conda in CONDA_NAMES[key]:
                 version = "" if name == "cuda-toolkit" or not spec else " " + spec
-                line = conda + version + (f"  # {marker}" if marker else "")
+                line = conda + version + (f"  [{marker}]" if marker else "")
                 if line not in out:
                     out.append(line)
         if name == "cuda-toolkit" and f"cuda-version {CUDA_PIN['13']}" not in out:
@@ -145,26 +169,33 @@ def recipe(data) -> str:
         "source:",
         "  path: ../..",
         "",
+        "# Platform-specific, not noarch: the cumath package carries the optional C extension (built with the C",
+        "# compiler, for each Python), and the cpu extra differs between machines (NVPL on aarch64). The other",
+        "# outputs are metapackages pinned to that build.",
         "build:",
         "  number: 0",
-        "  noarch: python",
-        "  script: python -m pip install . --no-deps --no-build-isolation -vv",
         "",
         "outputs:",
     ]
     base = conda_requirements(project["dependencies"])
     for variant, extras in VARIANTS.items():
         name = "cumath" if variant == "cpu" else f"cumath-{variant}"
-        lines += [f"  - package:", f"      name: {name}", "    requirements:", "      host:", "        - python >=3.10",
-                  "        - pip", "        - setuptools >=77", "      run:", "        - python >=3.10"]
-        if variant != "cpu":
-            lines.append("        - ${{ pin_subpackage('cumath', exact=True) }}")
+        lines += [f"  - package:", f"      name: {name}"]
+        if variant == "cpu":
+            lines += ["    build:", "      script: python -m pip install . --no-deps --no-build-isolation -vv",
+                      "    requirements:", "      build:", "        - ${{ compiler('c') }}", "      host:",
+                      "        - python", "        - pip", "        - setuptools >=77", "      run:", "        - python"]
+        else:
+            lines += ["    requirements:", "      run:", "        - ${{ pin_subpackage('cumath', exact=True) }}"]
         reqs = conda_requirements(expand(extras, table))
         for line in (base if variant == "cpu" else []) + reqs:
-            lines.append(f"        - {line}")
+            body, selector = split_selector(line)
+            lines += [f"        - if: {selector}", f"          then: {body}"] if selector else [f"        - {body}"]
         lines += ["    tests:", "      - python:", "          imports:", "            - cumath", ""]
     lines += ["about:", f"  license: {project['license']}", "  license_file: LICENSE",
-              f"  summary: {project['description']}", f"  homepage: {project['urls']['Homepage']}", ""]
+              f"  summary: {project['description']}"]
+    lines += [f"  {key.lower()}: {url}" for key, url in project.get("urls", {}).items()
+              if key.lower() in ("homepage", "repository", "documentation")] + [""]
     return "\n".join(lines)
 
 
@@ -182,16 +213,14 @@ def pixi(data) -> str:
         "[dependencies]",
         "python = \">=3.10\"",
     ]
-    for line in conda_requirements(project["dependencies"]) + conda_requirements(expand(VARIANTS["cpu"], table)):
-        lines.append(_pixi_line(line))
-    lines += ["", "[pypi-dependencies]", "cumath = { path = \".\", editable = true }", ""]
+    cpu = conda_requirements(project["dependencies"]) + conda_requirements(expand(VARIANTS["cpu"], table))
+    lines += _pixi_table(cpu, "")
+    lines += ["[pypi-dependencies]", "cumath = { path = \".\", editable = true }", ""]
     for variant, extras in VARIANTS.items():
         if variant == "cpu":
             continue
-        lines += [f"[feature.{variant}.dependencies]"]
-        reqs = [r for r in conda_requirements(expand(extras, table))
-                if r not in conda_requirements(expand(VARIANTS["cpu"], table))]
-        lines += [_pixi_line(r) for r in reqs] + [""]
+        reqs = [r for r in conda_requirements(expand(extras, table)) if r not in cpu]
+        lines += [f"[feature.{variant}.dependencies]"] + _pixi_table(reqs, f"feature.{variant}.")
     lines += ["[feature.test.dependencies]"]
     lines += [_pixi_line(r) for r in conda_requirements(table["test"])] + [""]
     lines += ["[feature.test.tasks]", "test = \"python -m pytest -q\"", "", "[environments]",
@@ -200,10 +229,21 @@ def pixi(data) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pixi_table(reqs, prefix: str) -> list[str]:
+    """The lines of a dependency table (its header already written): the requirements without a platform, then a
+    ``[<prefix>target.<platform>.dependencies]`` table per platform selector."""
+    plain = [r for r in reqs if not split_selector(r)[1]]
+    lines = [_pixi_line(r) for r in plain] + [""]
+    for conda, pixi in MARKERS.values():
+        chosen = [split_selector(r)[0] for r in reqs if split_selector(r)[1] == conda]
+        if chosen:
+            lines += [f"[{prefix}target.{pixi}.dependencies]"] + [_pixi_line(r) for r in chosen] + [""]
+    return lines
+
+
 def _pixi_line(line: str) -> str:
-    body, _, marker = line.partition("  # ")
-    name, _, spec = body.partition(" ")
-    return f"{name} = \"{spec or '*'}\"" + (f"  # {marker}" if marker else "")
+    name, _, spec = line.partition(" ")
+    return f"{name} = \"{spec or '*'}\""
 
 
 def main(argv) -> int:

@@ -3,7 +3,8 @@
 Search order for an NVIDIA library: cuda-pathfinder (when installed), then the ``nvidia/cu13/lib`` and
 ``nvidia/*/lib`` folders of every ``sys.path`` entry (covers ``pip install --target`` and ``PYTHONPATH``,
 and sonames that an older cuda-pathfinder does not know), then the system loader by soname.
-CPU libraries (FFTW, MKL) are looked for in the wheels that bring them and then by soname.
+CPU libraries (FFTW, MKL, NVPL) are looked for in the wheels that bring them and then by soname; a library built
+for other machines (NVPL: Arm only) is not looked for at all.
 
 CUDA 12 and CUDA 13 libraries have different sonames (cuFFT 11 / 12, cuSOLVER 11 / 12, ...) and must not be
 mixed in one process: one CUDA major version is chosen (``cuda_major()``: ``CUMATH_CUDA_MAJOR``, else 12 when the
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from ..errors import LibraryNotFoundError
 
 __all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
-           "install_hint", "EXTRAS_HINT", "once"]
+           "install_hint", "EXTRAS_HINT", "once", "machine"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,14 @@ class LibrarySpec:
     # is 12, and the extra that brings them.
     cuda12: tuple[str, ...] = ()
     extra12: str = "cu12"
+    # The machines (``os.uname().machine``) the library is built for; elsewhere it is not looked for at all
+    # (NVIDIA's NVPL libraries exist for Arm only). Empty: any machine.
+    machines: tuple[str, ...] = ()
+    # Globs loaded (RTLD_GLOBAL) from a candidate's folder before the candidate itself: libraries it needs that
+    # the dynamic loader may not find by itself (NVPL's interface libraries need their core library).
+    before: tuple[str, ...] = ()
+    # Load with RTLD_GLOBAL: another library of cumath's resolves its symbols (NVPL LAPACK calls NVPL BLAS).
+    global_symbols: bool = False
 
 
 def _nv(name: str, soname: str, soname12: str | None = None, *, extra: str = "cu13",
@@ -124,6 +133,14 @@ def _extra(spec: LibrarySpec) -> str:
 
 
 # NVIDIA libraries: the CUDA 13 soname, the CUDA 12 one (cuda_major() picks), the extras that bring them.
+_ARM = ("aarch64", "arm64")
+
+
+def machine() -> str:
+    """This machine's architecture as the kernel names it (``x86_64``, ``aarch64``)."""
+    return os.uname().machine
+
+
 LIBRARIES: dict[str, LibrarySpec] = {
     "cudart": _nv("cudart", "libcudart.so.13", "libcudart.so.12"),
     "cufft": _nv("cufft", "libcufft.so.12", "libcufft.so.11"),
@@ -182,6 +199,16 @@ LIBRARIES: dict[str, LibrarySpec] = {
     # (LP64, plain symbols).
     "numpy_openblas64_legacy": LibrarySpec((), "numpy", wheel_globs=("numpy.libs/libopenblas64_p-r0-*.so*",)),
     "scipy_openblas_legacy": LibrarySpec((), "cpu", wheel_globs=("scipy.libs/libopenblasp-r0-*.so*",)),
+    # NVIDIA NVPL on Arm (Grace): the FFTW3-compatible FFT (one library for both precisions and threads), the
+    # ILP64 OpenMP builds of BLAS and LAPACK; the nvpl-* wheels (the cpu extra on aarch64) put them in nvpl/lib.
+    "nvpl_fftw": LibrarySpec(("libnvpl_fftw.so.0",), "cpu", wheel_globs=("nvpl/lib/libnvpl_fftw.so.0",),
+                             deepbind=True, machines=_ARM),
+    "nvpl_blas": LibrarySpec(("libnvpl_blas_ilp64_gomp.so.0",), "cpu",
+                             wheel_globs=("nvpl/lib/libnvpl_blas_ilp64_gomp.so.0",), machines=_ARM,
+                             before=("libnvpl_blas_core.so.0",), global_symbols=True),
+    "nvpl_lapack": LibrarySpec(("libnvpl_lapack_ilp64_gomp.so.0",), "cpu",
+                               wheel_globs=("nvpl/lib/libnvpl_lapack_ilp64_gomp.so.0",), machines=_ARM,
+                               before=("libnvpl_lapack_core.so.0",)),
 }
 
 _lock = threading.RLock()
@@ -318,10 +345,16 @@ def load_library(name: str) -> ctypes.CDLL:
 
 def _load(name: str) -> ctypes.CDLL:
     spec = LIBRARIES[name]
+    if spec.machines and machine() not in spec.machines:
+        raise LibraryNotFoundError(
+            f"the {name} library is built for {' and '.join(spec.machines)} machines only; this one is "
+            f"{machine()} (not looked for)")
     errors = []
     for path, how in _candidates(name, spec):
+        if spec.before and os.path.isabs(path):
+            _preload_next_to(path, spec.before)
         try:
-            mode = ctypes.RTLD_GLOBAL if spec.pathfinder else ctypes.RTLD_LOCAL
+            mode = ctypes.RTLD_GLOBAL if spec.pathfinder or spec.global_symbols else ctypes.RTLD_LOCAL
             if spec.deepbind:
                 mode |= getattr(os, "RTLD_DEEPBIND", 0)
             lib = ctypes.CDLL(path, mode=mode)

@@ -10,6 +10,10 @@ Providers (each a shared library that exports the CBLAS interface under its own 
 * ``"openblas-system"``: a system ``libopenblas.so.0`` (plain ``cblas_dgemm``; ILP64 when its configuration
   string says ``USE64BITINT``).
 * ``"mkl"``: Intel oneMKL's ``libmkl_rt`` through its ILP64 entry points (``cblas_dgemm_64`` ...).
+* ``"nvpl"``: NVIDIA NVPL BLAS on Arm (the ``nvpl-blas`` wheel's ILP64 OpenMP interface library
+  ``libnvpl_blas_ilp64_gomp.so.0``: plain ``cblas_dgemm`` ... with 64-bit integers, thread control
+  ``nvpl_blas_set_num_threads_local``); its LAPACK is the separate ``libnvpl_lapack_ilp64_gomp.so.0``. Never
+  looked for on other machines; untested on Arm hardware.
 
 Values of the enums and the signatures come from ``cblas.h`` and ``openblas_config.h`` of the
 ``scipy-openblas64`` 0.3.31.188.0 wheel (the header NumPy 2.4 was built against); symbol names were read
@@ -95,6 +99,7 @@ class BLASProvider:
     config: tuple[str, ...] = ()
     conj_no_trans: bool = False  # gemm/trmm accept CblasConjNoTrans
     description: str = ""
+    lapack_library: str | None = None  # key of _loader.LIBRARIES holding LAPACK, when not ``library`` itself
 
 
 PROVIDERS: dict[str, BLASProvider] = {
@@ -120,11 +125,14 @@ PROVIDERS: dict[str, BLASProvider] = {
     "mkl": BLASProvider(
         "mkl", "mkl_rt", "", "_64", True, ("MKL_Set_Num_Threads_Local", "mkl_set_num_threads_local"),
         ("MKL_Get_Max_Threads",), (), False, "Intel oneMKL (ILP64 entry points)"),
+    "nvpl": BLASProvider(
+        "nvpl", "nvpl_blas", "", "", True, ("nvpl_blas_set_num_threads_local",), ("nvpl_blas_get_max_threads",),
+        (), False, "NVIDIA NVPL BLAS (ILP64)", lapack_library="nvpl_lapack"),
 }
 
-# Search order of "auto": NumPy's own BLAS first (the peer every user compares with), then SciPy's, the
-# system's, and MKL.
-AUTO_ORDER = ("openblas64_", "openblas64_-numpy1", "openblas", "openblas-scipy1", "openblas-system", "mkl")
+# Search order of "auto": NVPL where it is installed (Arm only: the cpu extra brings it there, and it is never
+# looked for elsewhere), then NumPy's own BLAS (the peer every user compares with), SciPy's, the system's, MKL.
+AUTO_ORDER = ("nvpl", "openblas64_", "openblas64_-numpy1", "openblas", "openblas-scipy1", "openblas-system", "mkl")
 
 _REAL = {"s": c_float, "d": c_double}
 
@@ -274,7 +282,7 @@ def get_blas(provider: str) -> BLASLibrary:
 def find_blas(requested: str = "auto") -> BLASLibrary:
     """The first provider that loads: ``"auto"`` tries AUTO_ORDER; ``"openblas"`` any OpenBLAS; ``"mkl"`` MKL."""
     orders = {"auto": AUTO_ORDER, "openblas": ("openblas64_", "openblas64_-numpy1", "openblas", "openblas-scipy1",
-                                                    "openblas-system"), "mkl": ("mkl",)}
+                                                    "openblas-system"), "mkl": ("mkl",), "nvpl": ("nvpl",)}
     if requested == "auto" and os.environ.get("CUMATH_BLAS"):
         requested = os.environ["CUMATH_BLAS"]
     if requested not in orders and requested not in PROVIDERS:

@@ -7,6 +7,10 @@ Two providers export this API:
   ``init_threads``/``plan_with_nthreads``;
 * ``"mkl"``: Intel oneMKL's FFTW3 wrappers in ``libmkl_rt`` (plans are MKL DFTI descriptors; wisdom calls are
   empty there, see ``FFTWLibrary`` below).
+* ``"nvpl"``: NVIDIA NVPL FFT on Arm (``libnvpl_fftw.so.0``, both precisions and threads in one library). NVPL
+  plans through FFTW's basic and advanced interfaces only (its guru planners are stubs that return NULL): the
+  guru64 layouts are translated to ``plan_many_dft*`` (see ``_many_layout``); no wisdom, the flags are ignored.
+  Untested on Arm hardware: the translation is checked with FFTW's own plan_many on x86.
 
 Nothing is loaded at import. ``get_fftw(precision, provider)`` returns a cached ``FFTWLibrary`` whose methods are
 named after the C functions without their prefix and take Python ints for pointers and plans.
@@ -108,6 +112,7 @@ class IODim64(ctypes.Structure):
 
 
 _P_DIMS = POINTER(IODim64)
+_P_INT = POINTER(c_int)
 _P_DOUBLE = POINTER(c_double)
 
 
@@ -123,6 +128,12 @@ def _tables(prefix: str) -> tuple[dict, dict]:
         p + "plan_guru64_dft": (v, [c_int, _P_DIMS, c_int, _P_DIMS, v, v, c_int, c_uint]),
         p + "plan_guru64_dft_r2c": (v, [c_int, _P_DIMS, c_int, _P_DIMS, v, v, c_uint]),
         p + "plan_guru64_dft_c2r": (v, [c_int, _P_DIMS, c_int, _P_DIMS, v, v, c_uint]),
+        # the advanced interface (NVPL plans only through it): rank, n, howmany, in, inembed, istride, idist,
+        # out, onembed, ostride, odist[, sign], flags
+        p + "plan_many_dft": (v, [c_int, _P_INT, c_int, v, _P_INT, c_int, c_int, v, _P_INT, c_int, c_int, c_int,
+                                  c_uint]),
+        p + "plan_many_dft_r2c": (v, [c_int, _P_INT, c_int, v, _P_INT, c_int, c_int, v, _P_INT, c_int, c_int, c_uint]),
+        p + "plan_many_dft_c2r": (v, [c_int, _P_INT, c_int, v, _P_INT, c_int, c_int, v, _P_INT, c_int, c_int, c_uint]),
         p + "destroy_plan": (None, [v]),
         p + "forget_wisdom": (None, []),
         p + "cleanup": (None, []),
@@ -156,7 +167,11 @@ _LIBS = {
     ("single", "fftw"): ("fftw3f", "fftw3f_omp"),
     ("double", "mkl"): ("mkl_rt", "mkl_rt"),
     ("single", "mkl"): ("mkl_rt", "mkl_rt"),
+    ("double", "nvpl"): ("nvpl_fftw", "nvpl_fftw"),
+    ("single", "nvpl"): ("nvpl_fftw", "nvpl_fftw"),
 }
+PROVIDERS = ("fftw", "mkl", "nvpl")
+_INT_MAX = (1 << 31) - 1
 
 _HOT = ("execute", "execute_dft", "execute_dft_r2c", "execute_dft_c2r")
 
@@ -196,6 +211,52 @@ def _merge_howmany(howmany) -> list[tuple[int, int, int]]:
 _MKL_MAX_RANK = 7
 
 
+def _many_layout(kind, dims, howmany_dims):
+    """A guru64 layout (dims and howmany loops as (n, is, os) in elements) in the terms of the advanced interface:
+    (n, inembed, istride, onembed, ostride, howmany, idist, odist).
+
+    ``plan_many`` places element (i_0 .. i_r-1) of batch b at ``b * dist + stride * (i_r-1 + embed[r-1] *
+    (i_r-2 + embed[r-2] * ...))``: the dimensions must nest (each stride a positive multiple of the next one, the
+    quotient at least that dimension's extent: the embedding), and there is one batch loop at most (loops that
+    are one in disguise are fused first). Other layouts raise FFTWNotAvailableError (the caller loops over the
+    outer batches itself; ``FFTWPlan`` does). Extents are in the element type of each side: for R2C the input
+    holds n reals and the output n // 2 + 1 complex values along the last dimension, for C2R the reverse.
+    """
+    dims = [tuple(int(v) for v in d) for d in dims]
+    loops = _merge_howmany(howmany_dims)
+    if len(loops) > 1:
+        raise FFTWNotAvailableError(f"NVPL FFT plans one batch loop; this layout needs {len(loops)}: {loops}")
+    if not 1 <= len(dims) <= 3:
+        raise FFTWNotAvailableError(f"NVPL FFT plans transforms of rank 1 to 3, not {len(dims)}")
+    n = [d[0] for d in dims]
+    half = n[-1] // 2 + 1
+    in_last = half if kind == "C2R" else n[-1]
+    out_last = half if kind == "R2C" else n[-1]
+
+    def embed(strides, last):
+        extents = n[:-1] + [last]
+        if any(s <= 0 for s in strides):
+            raise FFTWNotAvailableError(f"NVPL FFT's advanced interface needs positive strides, not {strides}")
+        out = [extents[0]]
+        for d in range(1, len(strides)):
+            q, r = divmod(strides[d - 1], strides[d])
+            if r or q < extents[d]:
+                raise FFTWNotAvailableError(
+                    f"strides {strides} do not nest (each a multiple of the next, covering its extent): NVPL FFT's "
+                    f"advanced interface cannot express this layout")
+            out.append(q)
+        return out, strides[-1]
+
+    inembed, istride = embed([d[1] for d in dims], in_last)
+    onembed, ostride = embed([d[2] for d in dims], out_last)
+    howmany, idist, odist = loops[0] if loops else (1, 0, 0)
+    values = n + inembed + onembed + [istride, ostride, howmany, abs(idist), abs(odist)]
+    if max(values) > _INT_MAX:
+        raise FFTWNotAvailableError("NVPL FFT's advanced interface takes 32-bit sizes and strides; this layout "
+                                    "needs larger ones")
+    return n, inembed, istride, onembed, ostride, howmany, idist, odist
+
+
 class FFTWLibrary:
     """The FFTW3 API of one precision (``"double"`` -> ``fftw_``, ``"single"`` -> ``fftwf_``) from one provider.
 
@@ -226,8 +287,8 @@ class FFTWLibrary:
     def __init__(self, precision: str = "double", provider: str = "fftw"):
         if precision not in ("double", "single"):
             raise ValueError(f"precision must be 'double' or 'single', not {precision!r}")
-        if provider not in ("fftw", "mkl"):
-            raise ValueError(f"provider must be 'fftw' or 'mkl', not {provider!r}")
+        if provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {', '.join(map(repr, PROVIDERS))}, not {provider!r}")
         self.precision = precision
         self.provider = provider
         self.prefix = "fftw_" if precision == "double" else "fftwf_"
@@ -325,7 +386,7 @@ class FFTWLibrary:
     def _try_load_threads_library(self):
         """True, or a text saying why the threading library is unusable."""
         main = load_library(self._main_name)  # LibraryNotFoundError propagates: nothing to thread
-        if self.provider == "mkl":
+        if self.provider in ("mkl", "nvpl"):
             return True
         main_path = self.library_path or ""
         try:
@@ -402,16 +463,30 @@ class FFTWLibrary:
         Returns the plan, or 0 where FFTW returns NULL (e.g. FFTW_WISDOM_ONLY without matching wisdom, or an
         unsupported layout). Hold ``planner_lock``. FFTW_MEASURE/PATIENT/EXHAUSTIVE overwrite both arrays.
         """
+        if self.provider == "nvpl":
+            return self._plan_many("plan_many_dft", "C2C", dims, howmany_dims, in_ptr, out_ptr, (sign,), flags)
         rank, d, hrank, h = self._layout(dims, howmany_dims)
         fn = self._fn("plan_guru64_dft")
         with planner_lock:
             return fn(rank, d, hrank, h, in_ptr, out_ptr, sign, flags) or 0
+
+    def _plan_many(self, name, kind, dims, howmany_dims, in_ptr, out_ptr, sign, flags) -> int:
+        """A guru64 layout planned through the advanced interface (``fftw_plan_many_dft*``); returns 0 on NULL."""
+        n, inembed, istride, onembed, ostride, howmany, idist, odist = _many_layout(kind, dims, howmany_dims)
+        rank = len(n)
+        arr = c_int * rank
+        fn = self._fn(name)
+        with planner_lock:
+            return fn(rank, arr(*n), howmany, in_ptr, arr(*inembed), istride, idist, out_ptr, arr(*onembed),
+                      ostride, odist, *sign, flags) or 0
 
     def plan_guru64_dft_r2c(self, dims, howmany_dims, in_ptr: int, out_ptr: int, flags: int) -> int:
         """``fftw_plan_guru64_dft_r2c``: real input (n real), Hermitian half output (last dim n//2+1 complex).
 
         Strides: ``is`` in reals, ``os`` in complex elements. Returns 0 on NULL. Hold ``planner_lock``.
         """
+        if self.provider == "nvpl":
+            return self._plan_many("plan_many_dft_r2c", "R2C", dims, howmany_dims, in_ptr, out_ptr, (), flags)
         rank, d, hrank, h = self._layout(dims, howmany_dims)
         fn = self._fn("plan_guru64_dft_r2c")
         with planner_lock:
@@ -423,6 +498,8 @@ class FFTWLibrary:
         c2r destroys its input unless FFTW_PRESERVE_INPUT is given (FFTW supports that for rank 1 only; the plan
         is 0 otherwise). Returns 0 on NULL. Hold ``planner_lock``.
         """
+        if self.provider == "nvpl":
+            return self._plan_many("plan_many_dft_c2r", "C2R", dims, howmany_dims, in_ptr, out_ptr, (), flags)
         rank, d, hrank, h = self._layout(dims, howmany_dims)
         fn = self._fn("plan_guru64_dft_c2r")
         with planner_lock:
@@ -609,6 +686,14 @@ class FFTWLibrary:
     def version(self) -> str:
         """The exported ``fftw_version`` string (``fftwf_version`` for single), or a fixed text where absent."""
         handle = load_library(self._main_name)
+        if self.provider == "nvpl":
+            try:
+                fn = handle.nvpl_fft_get_version
+            except AttributeError:
+                return "NVPL FFT"
+            fn.restype, fn.argtypes = c_int, []
+            v = fn()
+            return f"NVPL FFT {v // 10000}.{v // 100 % 100}.{v % 100}"
         for name in (self.prefix + "version", "fftw_version"):
             try:
                 text = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(handle, name))).decode("ascii", "replace")

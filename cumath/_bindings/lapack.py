@@ -13,6 +13,7 @@ CBLAS ones (read from the libraries with ``nm -D``):
     openblas64_-numpy1 dgetrf_64_           64-bit (NumPy 1.x wheels)
     openblas-scipy1   dgetrf_               32-bit (SciPy 1.x wheels)
     mkl               dgetrf_64             64-bit (oneMKL's ILP64 entry points)
+    nvpl              dgetrf_               64-bit (NVPL LAPACK's ILP64 library, apart from its BLAS)
 
 Fortran calling convention: every argument is passed by address (ints are addresses of integers of the
 library's width); a character argument (``trans``, ``uplo``) is the address of one character, and its length
@@ -57,7 +58,7 @@ FUNCTIONS = {f"{p}{r}": (p, r) for r in ROUTINES for p in "sdcz"}
 
 #: BLAS provider -> how its LAPACK names are spelled: (prefix, suffix) around the canonical name
 SUFFIXES = {"openblas64_": ("scipy_", "_64_"), "openblas": ("scipy_", "_"), "openblas-system": ("", "_"),
-            "openblas64_-numpy1": ("", "_64_"), "openblas-scipy1": ("", "_"), "mkl": ("", "_64")}
+            "openblas64_-numpy1": ("", "_64_"), "openblas-scipy1": ("", "_"), "mkl": ("", "_64"), "nvpl": ("", "_")}
 
 
 class LAPACKLibrary:
@@ -88,7 +89,7 @@ class LAPACKLibrary:
     def load(self) -> "LAPACKLibrary":
         if self._loaded:
             return self
-        lib = load_library(self.provider.library)
+        lib = load_library(self.provider.lapack_library or self.provider.library)
         prefix, suffix = SUFFIXES[self.provider.name]
         for cname, (_p, routine) in FUNCTIONS.items():
             try:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .operand import adapter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "MemoryPointer",
@@ -32,7 +36,7 @@ class MemoryPointer:
 
     __slots__ = ("device_ptr", "size", "_finalizer", "__weakref__")
 
-    def __init__(self, device_ptr: int, size: int, finalizer=None):
+    def __init__(self, device_ptr: int, size: int, finalizer: Callable[[], None] = None) -> None:
         self.device_ptr = int(device_ptr)
         self.size = int(size)
         self._finalizer = weakref.finalize(self, finalizer) if finalizer is not None else None
@@ -55,7 +59,7 @@ class BaseCUDAMemoryManagerAsync(Protocol):
 class CudaRuntimeMemoryManager:
     """Stream-ordered allocations from the device's default memory pool (cudaMallocAsync/cudaFreeAsync)."""
 
-    def __init__(self, device_id: int = 0):
+    def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
 
     def memalloc_async(self, size: int, stream: int) -> MemoryPointer:
@@ -70,14 +74,14 @@ class CudaRuntimeMemoryManager:
         return self.memalloc_async(size, 0)
 
 
-def default_allocator(package: str, device_id: int):
+def default_allocator(package: str, device_id: int) -> Any:
     """The allocator cumath uses for an operand of ``package`` on GPU ``device_id``: the package's own pool where
     its adapter offers one (``memory_manager``), else the CUDA runtime's stream-ordered pool."""
     manager = getattr(adapter(package), "memory_manager", None)
     return manager(device_id) if manager is not None else CudaRuntimeMemoryManager(device_id)
 
 
-def allocate(allocator, size: int, stream: int) -> MemoryPointer:
+def allocate(allocator: Any, size: int, stream: int) -> MemoryPointer:
     """Allocate ``size`` bytes with ``allocator``, stream-ordered where it can be."""
     if hasattr(allocator, "memalloc_async"):
         return allocator.memalloc_async(size, stream)

@@ -4,15 +4,20 @@ optional dependency; the first ``cumath.<package>.Name`` imports the module that
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 __all__ = ["lazy_getattr"]
 
 
-def lazy_getattr(package: str, namespace: dict, attributes: dict, submodules=()):
+def lazy_getattr(package: str, namespace: dict, attributes: dict,
+                 submodules: Sequence[str] = ()) -> Callable[[str], object]:
     """The module ``__getattr__`` of ``package`` (its ``__name__``; ``namespace``: its ``globals()``): a name of
     ``submodules`` imports ``package.<name>``; a name of ``attributes`` (name -> the relative module that defines
     it) imports that module and takes the attribute; either is kept in ``namespace``, so each loads once."""
-    def __getattr__(name):
+    def __getattr__(name: str) -> object:
         if name in submodules:
             value = importlib.import_module(f"{package}.{name}")
         else:

@@ -8,13 +8,19 @@ them before a method runs and raises :class:`InvalidStateError` saying what to c
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..errors import InvalidStateError
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Stateful", "requires", "requires_alive", "release_quietly"]
 
 
-def release_quietly(fn, *args) -> None:
+def release_quietly(fn: Callable[..., Any], *args: Any) -> None:
     """``fn(*args)``, a native release run by a finalizer (``weakref.finalize(owner, release_quietly, destroy,
     handle)``): at interpreter shutdown or with the CUDA context gone it may fail, and there is nobody to tell."""
     try:
@@ -35,10 +41,10 @@ class Stateful:
     #: state name -> (attribute that is truthy in that state, what to do to get there)
     _STATES: dict = {"planned": ("_planned", "needs a plan: call plan() first")}
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.free()
 
     def free(self) -> None:
@@ -64,9 +70,9 @@ class Stateful:
         raise InvalidStateError(f"{name}.{what}() cannot run in this state")  # pragma: no cover
 
 
-def requires(*states: str):
+def requires(*states: str) -> Callable[[_Method], _Method]:
     """Decorator: the object must be alive (not freed) and in every one of ``states`` when the method runs."""
-    def decorate(method):
+    def decorate(method: _Method) -> _Method:
         what = method.__name__
 
         @functools.wraps(method)
@@ -78,7 +84,7 @@ def requires(*states: str):
                     self._not_ready(what, states)
             return method(self, *args, **kwargs)
 
-        return guarded
+        return guarded  # type: ignore[return-value]  # same signature (functools.wraps)
 
     return decorate
 

@@ -21,7 +21,21 @@ Importing this package imports neither numba nor any native library; everything 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._core.lazy import lazy_getattr
+
+if TYPE_CHECKING:  # what __getattr__ below loads on first use, visible to type checkers
+    from . import random
+    from ._access import load, store
+    from ._common import CodeType, ComputeCapability, Dim3, LeadingDimension, TransposeMode
+    from ._fft import FFT, fft
+    from ._matmul import Matmul, matmul
+    from ._solver import (CholeskySolver, LeastSquaresSolver, LQFactorize, LQMultiply, LUPivotSolver, LUSolver,
+                          QRFactorize, QRMultiply, Solver, TriangularSolver)
+    from ._tensors import (Accumulator, Layout, OpaqueTensor, Partitioner, axpby, clear, copy, copy_fragment,
+                           copy_wait, make_tensor)
+    from ._vector import float16x2, float16x4
 
 __all__ = ["FFT", "fft", "Matmul", "matmul", "Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize",
            "QRMultiply", "LQFactorize", "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "random",

@@ -7,9 +7,12 @@ Nothing here imports numba or loads a library at import time.
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._core.compute_capability import current_compute_capability, parse_compute_capability
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["KernelOnlyFunction", "ComputeCapability", "Dim3", "LeadingDimension", "TransposeMode", "CodeType", "normalize_cc",
            "current_cc", "normalize_precision", "choice", "function_form_sm", "positive_int", "int_triple",
@@ -216,7 +219,7 @@ class DeviceFunction:
 
     _generator = None  # set by subclasses
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(HOST_CALL_MESSAGE.format(name=type(self).__name__))
 
     # ------------------------------------------------------------------------------------ generated code
@@ -279,7 +282,7 @@ class KernelOnlyFunction:
         self.__name__ = self.__qualname__ = name
         self.__doc__ = doc
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError(f"{self.__name__}() is called inside numba-cuda kernels{self.hint}; it has no host "
                         f"implementation")
 

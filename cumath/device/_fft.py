@@ -7,6 +7,8 @@ Both are cached in memory and on disk (see ``_codegen``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
@@ -25,6 +27,9 @@ from ._common import (
     positive_int,
     precision_enum,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FFT", "fft"]
 
@@ -77,8 +82,9 @@ class FFT(DeviceFunction):
     launched with ``kernel[blocks, fft.block_dim, stream, fft.shared_memory_size](...)``.
     """
 
-    def __init__(self, size, precision, fft_type, execution, *, sm=None, direction=None, ffts_per_block=None,
-                 elements_per_thread=None, real_fft_options=None, execute_api=None):
+    def __init__(self, size: Any, precision: Any, fft_type: str, execution: str, *, sm: Any = None,
+                 direction: Any = None, ffts_per_block: Any = None, elements_per_thread: Any = None,
+                 real_fft_options: Any = None, execute_api: Any = None) -> None:
         self._size = positive_int(size, "size")
         self._precision = normalize_precision(precision, allowed=("float16", "float32", "float64"))
         self._fft_type = choice(fft_type, tuple(_TYPES), "fft_type")
@@ -166,17 +172,17 @@ class FFT(DeviceFunction):
 
     # --------------------------------------------------------------------------------------------- traits
     @property
-    def value_type(self):
+    def value_type(self) -> Any:
         """The complex type the FFT computes in: NumPy complex64 or complex128, or
         :data:`~cumath.device.float16x4` for half precision (a pair of FFTs)."""
         return np_dtype(VALUE_TYPES[self._trait("value_type")])
 
     @property
-    def input_type(self):
+    def input_type(self) -> Any:
         return np_dtype(VALUE_TYPES[self._trait("input_type")])
 
     @property
-    def output_type(self):
+    def output_type(self) -> Any:
         return np_dtype(VALUE_TYPES[self._trait("output_type")])
 
     storage_size = property(lambda self: self._trait("storage_size"),
@@ -228,7 +234,7 @@ class FFT(DeviceFunction):
         return {"execute": spec, "__call__": spec}
 
 
-def fft(*, compiler=None, code_type=None, execute_api=None, **kwargs) -> FFT:
+def fft(*, compiler: Any = None, code_type: Any = None, execute_api: Any = None, **kwargs: Any) -> FFT:
     """The function form of :class:`FFT` (``nvmath.device.fft``): the same keyword arguments (``size``,
     ``precision``, ``fft_type``, ``execution``, ``direction``, ``ffts_per_block``, ``elements_per_thread``,
     ``real_fft_options``, ``sm``), plus ``compiler`` (None or ``'numba'``) and ``code_type`` (a

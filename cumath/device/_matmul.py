@@ -9,6 +9,8 @@ called with tensors made by ``make_tensor`` uses it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
@@ -30,6 +32,9 @@ from ._common import (
     TransposeMode,
     value_type_enum,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Matmul", "matmul"]
 
@@ -78,10 +83,11 @@ class Matmul(DeviceFunction):
         MM.execute(smem_a_tensor, smem_b_tensor, c_fragment)           # c_fragment += A @ B
     """
 
-    def __init__(self, size, precision, data_type, *, sm=None, block_size=None, block_dim=None,
-                 leading_dimension=None, transpose_mode=None, arrangement=None, alignment=None, function="MM",
-                 static_block_dim=False, execution="Block", execute_api=None, global_memory_alignment=None,
-                 tensor_types=None):
+    def __init__(self, size: Any, precision: Any, data_type: str, *, sm: Any = None, block_size: Any = None,
+                 block_dim: Any = None, leading_dimension: Any = None, transpose_mode: Any = None,
+                 arrangement: Any = None, alignment: Any = None, function: Any = "MM", static_block_dim: Any = False,
+                 execution: str = "Block", execute_api: Any = None, global_memory_alignment: Any = None,
+                 tensor_types: Any = None) -> None:
         self._size = int_triple(size, "size")
         if not isinstance(size, (tuple, list)) or len(size) != 3:
             raise ValueError(f"size={size!r} must be a sequence (m, n, k)")
@@ -259,7 +265,7 @@ class Matmul(DeviceFunction):
         return tuple(VALUE_TYPES.get(v, e) for v, e in zip(vt, expected)) if vt else tuple(expected)
 
     @property
-    def value_type(self):
+    def value_type(self) -> Any:
         """NumPy dtype of the tiles when A, B and C share it (else see a/b/c_value_type)."""
         a, b, c = self._value_types()
         if not a == b == c:
@@ -288,7 +294,7 @@ class Matmul(DeviceFunction):
     max_threads_per_block = property(lambda self: self._trait("max_threads_per_block"))
 
     @property
-    def alignment(self):
+    def alignment(self) -> Any:
         return tuple(self._trait("alignment"))
 
     @property
@@ -308,7 +314,7 @@ class Matmul(DeviceFunction):
     b_size = property(lambda self: self._tile_sizes()[1])
     c_size = property(lambda self: self._tile_sizes()[2])
 
-    def get_shared_storage_size(self, a_layout=None, b_layout=None, c_layout=None) -> int:
+    def get_shared_storage_size(self, a_layout: Any = None, b_layout: Any = None, c_layout: Any = None) -> int:
         """Bytes of shared memory holding the A, B and C tiles one after the other, each aligned: the
         pointer API's tiles, or the given shared-memory layouts (tensor API; give all three or see
         :meth:`get_shared_storage_size_ab`)."""
@@ -325,7 +331,7 @@ class Matmul(DeviceFunction):
             total = -(-total // align) * align + size * itemsize
         return total
 
-    def get_shared_storage_size_ab(self, a_layout, b_layout) -> int:
+    def get_shared_storage_size_ab(self, a_layout: Any, b_layout: Any) -> int:
         """Bytes of shared memory holding A and B in the given shared-memory layouts (C in registers)."""
         total = 0
         for lay in self._smem_layouts(("a", a_layout), ("b", b_layout)):
@@ -354,61 +360,61 @@ class Matmul(DeviceFunction):
 
         return Layout(self, kind, leading_dimension)
 
-    def get_layout_gmem_a(self, leading_dimension=None):
+    def get_layout_gmem_a(self, leading_dimension: Any = None) -> Any:
         """Layout of A in global memory (leading dimension: A's leading extent unless given)."""
         return self._layout("gmem_a", leading_dimension)
 
-    def get_layout_gmem_b(self, leading_dimension=None):
+    def get_layout_gmem_b(self, leading_dimension: Any = None) -> Any:
         return self._layout("gmem_b", leading_dimension)
 
-    def get_layout_gmem_c(self, leading_dimension=None):
+    def get_layout_gmem_c(self, leading_dimension: Any = None) -> Any:
         return self._layout("gmem_c", leading_dimension)
 
-    def get_layout_smem_a(self):
+    def get_layout_smem_a(self) -> Any:
         """Layout of A in shared memory: plain row/column-major with the Matmul's leading dimension."""
         return self._layout("smem_a")
 
-    def get_layout_smem_b(self):
+    def get_layout_smem_b(self) -> Any:
         return self._layout("smem_b")
 
-    def get_layout_smem_c(self):
+    def get_layout_smem_c(self) -> Any:
         return self._layout("smem_c")
 
-    def suggest_layout_smem_a(self):
+    def suggest_layout_smem_a(self) -> Any:
         """Layout of A in shared memory that cuBLASDx suggests (possibly swizzled or padded)."""
         return self._layout("suggested_smem_a")
 
-    def suggest_layout_smem_b(self):
+    def suggest_layout_smem_b(self) -> Any:
         return self._layout("suggested_smem_b")
 
-    def suggest_layout_smem_c(self):
+    def suggest_layout_smem_c(self) -> Any:
         return self._layout("suggested_smem_c")
 
-    def get_layout_rmem_c(self):
+    def get_layout_rmem_c(self) -> Any:
         """Layout of C's register fragment (per thread) matching the plain shared-memory layouts."""
         return self._layout("rmem_c")
 
-    def suggest_layout_rmem_c(self):
+    def suggest_layout_rmem_c(self) -> Any:
         """Layout of C's register fragment matching the suggested shared-memory layouts."""
         return self._layout("suggested_rmem_c")
 
-    def suggest_partitioner(self):
+    def suggest_partitioner(self) -> Any:
         from ._tensors import Partitioner
 
         return Partitioner(self, "suggested_rmem_c")
 
-    def get_partitioner(self):
+    def get_partitioner(self) -> Any:
         from ._tensors import Partitioner
 
         return Partitioner(self, "rmem_c")
 
-    def suggest_accumulator(self):
+    def suggest_accumulator(self) -> Any:
         """The suggested register accumulator; created inside a kernel it owns a zeroed fragment."""
         from ._tensors import Accumulator
 
         return Accumulator(self, "suggested_rmem_c")
 
-    def get_accumulator(self):
+    def get_accumulator(self) -> Any:
         from ._tensors import Accumulator
 
         return Accumulator(self, "rmem_c")
@@ -444,8 +450,8 @@ class Matmul(DeviceFunction):
         return {"execute": spec, "__call__": spec}
 
 
-def matmul(*, compiler=None, code_type=None, execute_api=None, tensor_types=None, global_memory_alignment=None,
-           **kwargs) -> Matmul:
+def matmul(*, compiler: Any = None, code_type: Any = None, execute_api: Any = None, tensor_types: Any = None,
+           global_memory_alignment: Any = None, **kwargs: Any) -> Matmul:
     """The function form of :class:`Matmul` (``nvmath.device.matmul``): the same keyword arguments, plus
     ``compiler`` (None or ``'numba'``) and ``code_type`` (``('lto', cc)``, the target). Pass its ``.files``
     to ``@cuda.jit(link=...)`` and call it in the kernel as ``MM(alpha, a, b, beta, c)``. ``execute_api='tensors'``,

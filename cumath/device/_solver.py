@@ -9,6 +9,8 @@ leading dimension ``ld`` has shape ``(batches, rows, cols)`` and strides ``(ld *
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._core.disk_cache import digest
 from ._codegen import Descriptor, Generator
 from ._common import (
@@ -26,6 +28,9 @@ from ._common import (
     precision_enum,
     value_type_enum,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize", "QRMultiply", "LQFactorize",
            "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "FUNCTIONS"]
@@ -175,9 +180,10 @@ class Solver(DeviceFunction):
 
     _methods: dict = {}  # adapters: method name -> function
 
-    def __init__(self, function, size, precision, execution, *, sm=None, arrangement=None, transpose_mode=None,
-                 side=None, diag=None, fill_mode=None, batches_per_block=None, data_type=None,
-                 leading_dimensions=None, block_dim=None, job=None, eig_type=None):
+    def __init__(self, function: Any, size: Any, precision: Any, execution: str, *, sm: Any = None,
+                 arrangement: Any = None, transpose_mode: Any = None, side: Any = None, diag: Any = None,
+                 fill_mode: Any = None, batches_per_block: Any = None, data_type: str | None = None,
+                 leading_dimensions: Any = None, block_dim: Any = None, job: Any = None, eig_type: Any = None) -> None:
         function = choice(function, tuple(FUNCTIONS), "function")
         self._setup((function,), size, precision, execution, sm, arrangement, transpose_mode, side, diag,
                     fill_mode, batches_per_block, data_type, leading_dimensions, block_dim, job, eig_type)
@@ -376,7 +382,7 @@ class Solver(DeviceFunction):
                               doc="The real type of eigenvalues and singular values.")
 
     @property
-    def value_type(self):
+    def value_type(self) -> Any:
         import numpy as np
 
         return np.dtype(VALUE_TYPES[value_type_enum(self._precision, self._data_type == "complex")])
@@ -431,17 +437,17 @@ class Solver(DeviceFunction):
         ld = {"a": self.lda, "b": self.ldb, "c": self.ldb}.get(name) or self._default_ld(name)
         return shape[0] * self._strides(name, ld)[0]
 
-    def a_strides(self, lda=None):
+    def a_strides(self, lda: Any = None) -> Any:
         return self._strides("a", lda or self.lda)
 
-    def b_strides(self, ldb=None):
+    def b_strides(self, ldb: Any = None) -> Any:
         return self._strides("b" if "b" in self._mats() else "c", ldb or self.ldb)
 
-    def a_size(self, lda=None) -> int:
+    def a_size(self, lda: Any = None) -> int:
         """Elements of the shared-memory array holding A for every batch of the block."""
         return self._shape("a")[0] * self._strides("a", lda or self.lda)[0]
 
-    def b_size(self, ldb=None) -> int:
+    def b_size(self, ldb: Any = None) -> int:
         name = "b" if "b" in self._mats() else "c"
         return self._shape(name)[0] * self._strides(name, ldb or self.ldb)[0]
 
@@ -499,8 +505,9 @@ def _adapter(name: str, functions: tuple, methods: dict, doc: str, *, fill: bool
     fill_mode as its fourth positional argument; ``extra``: further keyword arguments it accepts."""
     defaults = dict(defaults or {})
 
-    def __init__(self, size, precision, execution, *args, sm=None, arrangement=None, batches_per_block=None,
-                 data_type=None, leading_dimensions=None, block_dim=None, **kwargs):
+    def __init__(self, size: Any, precision: Any, execution: str, *args: Any, sm: Any = None,
+                 arrangement: Any = None, batches_per_block: Any = None, data_type: str | None = None,
+                 leading_dimensions: Any = None, block_dim: Any = None, **kwargs: Any) -> None:
         unknown = set(kwargs) - set(extra) - ({"fill_mode"} if fill else set())
         if unknown:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")

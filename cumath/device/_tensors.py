@@ -33,6 +33,8 @@ accumulators (``CUBLASDX_TENSOR_*ACCUMULATOR_C``, which only pipelined execution
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import threading
 import time
@@ -40,6 +42,9 @@ import time
 from .._core.disk_cache import digest
 from ._codegen import STORE, memory_cache, toolchain
 from ._common import KernelOnlyFunction
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
            "axpby", "copy_wait", "TENSOR_KINDS", "tensor_traits", "tensor_function", "bundle_specs"]
@@ -73,7 +78,7 @@ class Layout:
     ``leading_dimension``: of a global-memory tensor (elements between columns, or rows when row-major).
     """
 
-    def __init__(self, matmul, kind: str, leading_dimension=None):
+    def __init__(self, matmul: Any, kind: str, leading_dimension: Any = None) -> None:
         if kind not in TENSOR_KINDS:
             raise ValueError(f"unknown tensor kind {kind!r}; the kinds are {', '.join(TENSOR_KINDS)}")
         self.matmul = matmul
@@ -102,7 +107,7 @@ class Layout:
     opaque_name = property(lambda self: self._traits()["opaque_name"])
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         import numpy as np
 
         return np.dtype(self.matmul._value_types()["abc".index(self.matrix)])
@@ -141,7 +146,7 @@ class Partitioner:
 
     owns_fragment = False  # created inside a kernel, an Accumulator owns a register fragment
 
-    def __init__(self, matmul, kind: str):
+    def __init__(self, matmul: Any, kind: str) -> None:
         if kind not in ("rmem_c", "suggested_rmem_c"):
             raise ValueError(f"a partitioner describes a register layout of C, not {kind}")
         self.matmul = matmul
@@ -174,7 +179,7 @@ class OpaqueTensor:
     """A cuBLASDx tensor inside a kernel (a pointer, plus the leading dimension in global memory); made with
     :func:`make_tensor`. Not constructible on the host."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("OpaqueTensor is made inside numba-cuda kernels with make_tensor(array, layout)")
 
 

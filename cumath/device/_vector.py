@@ -13,6 +13,13 @@ imports neither numba nor NumPy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    import numpy as np
+
 __all__ = ["HalfVector", "float16x2", "float16x4", "VECTORS"]
 
 _ATTRS = ("x", "y", "z", "w")
@@ -31,13 +38,13 @@ class HalfVector:
         return 2 * self.count
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype[Any]:
         """A NumPy structured dtype with the same layout (fields x, y[, z, w] of float16), for host arrays."""
         import numpy as np
 
         return np.dtype([(a, np.float16) for a in self.attributes])
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> NoReturn:
         raise TypeError(f"{self.name} is constructed inside numba-cuda kernels only; on the host, use "
                         f"{self.name}.numpy_dtype for arrays of it")
 

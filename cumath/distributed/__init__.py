@@ -10,9 +10,15 @@ Submodules ``fft``, ``linalg`` and ``distribution`` are imported on first access
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ._context import DistributedContext, finalize, get_context, initialize
 from ._group import MPIProcessGroup, ProcessGroup, TorchProcessGroup
+
+if TYPE_CHECKING:  # imported on first access by __getattr__ below
+    from . import distribution, fft, linalg
+    from ._redistribute_op import Redistribute, redistribute
+    from ._symmetric import allocate_symmetric_memory, free_symmetric_memory
 
 __all__ = ["initialize", "finalize", "get_context", "DistributedContext", "ProcessGroup", "MPIProcessGroup",
            "TorchProcessGroup", "Redistribute", "redistribute", "allocate_symmetric_memory",
@@ -22,7 +28,7 @@ _LAZY = {"Redistribute": "._redistribute_op", "redistribute": "._redistribute_op
          "allocate_symmetric_memory": "._symmetric", "free_symmetric_memory": "._symmetric"}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in ("distribution", "fft", "linalg"):
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:

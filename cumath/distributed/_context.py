@@ -9,12 +9,18 @@ one process per GPU. Native resources the context owns (BLACS grids, NCCL commun
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import threading
 from dataclasses import dataclass, field
 
 from ..errors import InvalidStateError
 from ._group import DEFAULT_TIMEOUT, MPIProcessGroup, ProcessGroup
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["initialize", "finalize", "get_context", "DistributedContext"]
 
@@ -35,7 +41,7 @@ class DistributedContext:
     _resources: dict = field(default_factory=dict, repr=False)
 
     @property
-    def communicator(self):
+    def communicator(self) -> Any:
         """The mpi4py communicator (None for a torch.distributed group)."""
         return getattr(self.process_group, "communicator", None)
 
@@ -48,7 +54,7 @@ class DistributedContext:
                 logger.warning("releasing %s failed: %s", key, exc)
         self._resources.clear()
 
-    def resource(self, key, make, release):
+    def resource(self, key: Any, make: Callable[[], Any], release: Callable[[Any], None]) -> Any:
         """A native resource made once per context (``make()``), released by finalize() (``release(obj)``)."""
         with _lock:
             entry = self._resources.get(key)
@@ -58,7 +64,7 @@ class DistributedContext:
             return entry[0]
 
 
-def initialize(device_id=None, communicator_or_process_group=None, backends=None, *,
+def initialize(device_id: int | None = None, communicator_or_process_group: Any = None, backends: Any = None, *,
                timeout: float | None = None) -> DistributedContext:
     """Set up distributed execution on this rank; every rank calls it once, with its own device.
 

@@ -19,11 +19,17 @@ and columns (ScaLAPACK's local storage).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import enum
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["Distribution", "ProcessGrid", "Slab", "Box", "BlockCyclic", "BlockNonCyclic", "SlabPartition",
            "balanced_range"]
@@ -41,13 +47,13 @@ class Distribution:
 
     ndim: int | None = None
 
-    def indices(self, global_shape, rank: int, nranks: int) -> tuple:  # pragma: no cover - abstract
+    def indices(self, global_shape: Sequence[int], rank: int, nranks: int) -> tuple:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def local_shape(self, global_shape, rank: int, nranks: int) -> tuple:
+    def local_shape(self, global_shape: Sequence[int], rank: int, nranks: int) -> tuple:
         return tuple(len(ix) for ix in self.indices(global_shape, rank, nranks))
 
-    def to(self, kind, global_shape, rank: int, nranks: int) -> "Distribution":
+    def to(self, kind: Any, global_shape: Sequence[int], rank: int, nranks: int) -> "Distribution":
         """The same distribution of this rank's piece as an object of class ``kind`` (``Box`` from a Slab, a
         BlockNonCyclic or any contiguous layout); ValueError where ``kind`` cannot express it."""
         if kind is type(self) or isinstance(self, kind):
@@ -74,7 +80,7 @@ class ProcessGrid(Distribution):
     layout: str = "C"
     process_array: object = None
 
-    def __init__(self, shape=None, layout="C", process_array=None):
+    def __init__(self, shape: Sequence[int] | None = None, layout: Any = "C", process_array: Any = None) -> None:
         if process_array is not None:
             arr = np.asarray(process_array)
             if arr.dtype.kind not in "iu":
@@ -108,7 +114,7 @@ class ProcessGrid(Distribution):
             return tuple(int(i) for i in np.argwhere(arr == rank)[0])
         return tuple(int(i) for i in np.unravel_index(rank, self.shape, order=self.layout))
 
-    def rank_at(self, coords) -> int:
+    def rank_at(self, coords: Any) -> int:
         if self.process_array is not None:
             return int(np.asarray(self.process_array).reshape(self.shape)[tuple(coords)])
         return int(np.ravel_multi_index(tuple(coords), self.shape, order=self.layout))
@@ -151,7 +157,7 @@ class SlabPartition(Distribution):
     axis: int
     sizes: tuple
 
-    def indices(self, global_shape, rank: int, nranks: int) -> tuple:
+    def indices(self, global_shape: Sequence[int], rank: int, nranks: int) -> tuple:
         start = sum(self.sizes[:rank])
         piece = range(start, start + self.sizes[rank])
         return tuple(piece if a == self.axis else range(n) for a, n in enumerate(global_shape))
@@ -164,7 +170,7 @@ class Box(Distribution):
     lower: tuple
     upper: tuple
 
-    def __init__(self, lower, upper):
+    def __init__(self, lower: Any, upper: Any) -> None:
         lower, upper = tuple(int(v) for v in lower), tuple(int(v) for v in upper)
         if len(lower) != len(upper):
             raise ValueError(f"Box: lower {lower} and upper {upper} have different lengths")
@@ -177,7 +183,7 @@ class Box(Distribution):
     def shape(self) -> tuple:
         return tuple(u - lo for lo, u in zip(self.lower, self.upper))
 
-    def indices(self, global_shape, rank: int = 0, nranks: int = 1) -> tuple:
+    def indices(self, global_shape: Sequence[int], rank: int = 0, nranks: int = 1) -> tuple:
         if len(global_shape) != len(self.lower):
             raise ValueError(f"Box{self.lower}-{self.upper} has {len(self.lower)} axes, the array {len(global_shape)}")
         if any(u > n for u, n in zip(self.upper, global_shape)):
@@ -194,7 +200,7 @@ class BlockCyclic(Distribution):
     block_sizes: tuple
     first_process: tuple = (0, 0)
 
-    def __init__(self, process_grid, block_sizes, first_process=(0, 0)):
+    def __init__(self, process_grid: Any, block_sizes: Any, first_process: Any = (0, 0)) -> None:
         if not isinstance(process_grid, ProcessGrid):
             raise TypeError(f"BlockCyclic: process_grid must be a ProcessGrid, got {type(process_grid).__name__}")
         block_sizes = tuple(int(b) for b in block_sizes)
@@ -213,7 +219,7 @@ class BlockCyclic(Distribution):
     def _blocks(self, global_shape) -> tuple:
         return self.block_sizes
 
-    def indices(self, global_shape, rank: int, nranks: int) -> tuple:
+    def indices(self, global_shape: Sequence[int], rank: int, nranks: int) -> tuple:
         grid = self.process_grid
         grid.check(nranks)
         if len(global_shape) != len(grid.shape):
@@ -237,12 +243,12 @@ class BlockCyclic(Distribution):
 class BlockNonCyclic(BlockCyclic):
     """One block per process along each grid axis (blocks of ``ceil(n / p)``; the last ones may be short)."""
 
-    def __init__(self, process_grid, first_process=(0, 0)):
+    def __init__(self, process_grid: Any, first_process: Any = (0, 0)) -> None:
         BlockCyclic.__init__(self, process_grid, (1,) * len(getattr(process_grid, "shape", (1, 1))), first_process)
 
     def _blocks(self, global_shape) -> tuple:
         return tuple(max(1, -(-n // p)) for n, p in zip(global_shape, self.process_grid.shape))
 
-    def block_sizes_for(self, global_shape) -> tuple:
+    def block_sizes_for(self, global_shape: Sequence[int]) -> tuple:
         return self._blocks(global_shape)
 

@@ -11,6 +11,8 @@ a rank that never arrives makes the others raise after the timeout instead of ha
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import hashlib
 import logging
 import os
@@ -20,6 +22,11 @@ import time
 import numpy as np
 
 from ..errors import CollectiveError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from .._core.typing import AnyTensor
 
 __all__ = ["ProcessGroup", "MPIProcessGroup", "TorchProcessGroup", "DEFAULT_TIMEOUT"]
 
@@ -36,13 +43,13 @@ class ProcessGroup:
     nranks: int = 1
     timeout: float = DEFAULT_TIMEOUT
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._sequence = 0
 
-    def allgather(self, obj) -> list:  # pragma: no cover - abstract
+    def allgather(self, obj: Any) -> list:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def alltoallv(self, send: np.ndarray, send_counts, recv: np.ndarray, recv_counts,
+    def alltoallv(self, send: np.ndarray, send_counts: Sequence[int], recv: np.ndarray, recv_counts: Sequence[int],
                   uniform: bool = False) -> None:  # pragma: no cover
         raise NotImplementedError
 
@@ -53,7 +60,7 @@ class ProcessGroup:
         """Start an all-gather of ``len(data)`` bytes per rank; return (test() -> bool, result() -> list[bytes])."""
         raise NotImplementedError
 
-    def agree(self, what: str, **shared) -> None:
+    def agree(self, what: str, **shared: Any) -> None:
         """All ranks must be making the same call ``what`` with the same ``shared`` parameters, now."""
         self._sequence += 1
         if self.nranks == 1:
@@ -86,7 +93,7 @@ class ProcessGroup:
 class MPIProcessGroup(ProcessGroup):
     """The ranks of a mpi4py communicator (``MPI.COMM_WORLD`` or any intra-communicator)."""
 
-    def __init__(self, communicator):
+    def __init__(self, communicator: Any) -> None:
         super().__init__()
         if not hasattr(communicator, "Get_rank") or not hasattr(communicator, "Alltoallv"):
             raise TypeError(f"MPIProcessGroup needs a mpi4py communicator, got {type(communicator).__name__}")
@@ -94,10 +101,11 @@ class MPIProcessGroup(ProcessGroup):
         self.rank = communicator.Get_rank()
         self.nranks = communicator.Get_size()
 
-    def allgather(self, obj) -> list:
+    def allgather(self, obj: Any) -> list:
         return self.communicator.allgather(obj)
 
-    def alltoallv(self, send, send_counts, recv, recv_counts, uniform: bool = False) -> None:
+    def alltoallv(self, send: AnyTensor, send_counts: Sequence[int], recv: AnyTensor, recv_counts: Sequence[int],
+                  uniform: bool = False) -> None:
         from mpi4py import MPI
 
         sc = np.asarray(send_counts, dtype=np.int64)
@@ -127,7 +135,7 @@ class MPIProcessGroup(ProcessGroup):
 class TorchProcessGroup(ProcessGroup):
     """The ranks of a ``torch.distributed`` group (None: the default group). CPU collectives need the gloo backend."""
 
-    def __init__(self, group=None):
+    def __init__(self, group: Any = None) -> None:
         super().__init__()
         import torch.distributed as dist
 
@@ -138,12 +146,13 @@ class TorchProcessGroup(ProcessGroup):
         self.rank = dist.get_rank(group)
         self.nranks = dist.get_world_size(group)
 
-    def allgather(self, obj) -> list:
+    def allgather(self, obj: Any) -> list:
         out = [None] * self.nranks
         self._dist.all_gather_object(out, obj, group=self.group)
         return out
 
-    def alltoallv(self, send, send_counts, recv, recv_counts, uniform: bool = False) -> None:
+    def alltoallv(self, send: AnyTensor, send_counts: Sequence[int], recv: AnyTensor, recv_counts: Sequence[int],
+                  uniform: bool = False) -> None:
         import torch
 
         s = torch.from_numpy(send.view(np.uint8))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 import numpy as np
@@ -10,6 +12,11 @@ from .._core.lifecycle import Stateful, requires
 from ._context import require_context
 from ._operands import gather_layout, host_view, target_indices, wrap_result
 from ._redistribute import plan_exchange
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from .._core.typing import AnyTensor
 
 __all__ = ["Redistribute", "redistribute"]
 
@@ -32,7 +39,8 @@ class Redistribute(Stateful):
 
     _STATES = {"planned": ("_planned", "needs a plan: call plan() first")}
 
-    def __init__(self, operand, input_distribution, output_distribution, *, global_shape=None):
+    def __init__(self, operand: AnyTensor, input_distribution: Any, output_distribution: Any, *,
+                 global_shape: Sequence[int] | None = None) -> None:
         self._ctx = require_context()
         self._group = self._ctx.process_group
         self._arr, self._package = host_view(operand, "operand")
@@ -52,7 +60,7 @@ class Redistribute(Stateful):
                         int(self._exchange.send_counts.sum()), int(self._exchange.recv_counts.sum()))
 
     @requires("planned")
-    def reset_operand(self, operand) -> None:
+    def reset_operand(self, operand: AnyTensor) -> None:
         arr, package = host_view(operand, "operand")
         if arr.shape != self._arr.shape or arr.dtype != self._arr.dtype:
             raise ValueError(f"reset_operand: the new operand has shape {arr.shape} and dtype {arr.dtype}, the "
@@ -60,7 +68,7 @@ class Redistribute(Stateful):
         self._arr, self._package = arr, package
 
     @requires("planned")
-    def execute(self):
+    def execute(self) -> AnyTensor:
         self._group.agree("Redistribute.execute")
         return wrap_result(self._exchange.execute(self._group, self._arr), self._package)
 
@@ -75,7 +83,8 @@ def _name(dist) -> str:
     return "Box" if isinstance(dist, Box) else repr(dist)
 
 
-def redistribute(operand, input_distribution, output_distribution, *, global_shape=None):
+def redistribute(operand: AnyTensor, input_distribution: Any, output_distribution: Any, *,
+                 global_shape: Sequence[int] | None = None) -> AnyTensor:
     """This rank's piece of ``operand`` moved from ``input_distribution`` to ``output_distribution`` (collective)."""
     with Redistribute(operand, input_distribution, output_distribution, global_shape=global_shape) as op:
         op.plan()

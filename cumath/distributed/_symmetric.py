@@ -12,6 +12,8 @@ and bytes).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import math
 import warnings
@@ -19,6 +21,12 @@ import warnings
 import numpy as np
 
 from ._context import require_context
+
+if TYPE_CHECKING:
+    from types import ModuleType
+    from collections.abc import Sequence
+    from typing import Any
+    from .._core.typing import AnyTensor, DTypeLike
 
 __all__ = ["allocate_symmetric_memory", "free_symmetric_memory"]
 
@@ -42,7 +50,9 @@ def _registry(ctx) -> _Registry:
     return ctx.resource("symmetric", _Registry, lambda r: r.release(r))
 
 
-def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", make_symmetric=False, logger=None):
+def allocate_symmetric_memory(shape: int | Sequence[int], package: str | ModuleType, *, dtype: DTypeLike = None,
+                              axis_order: str = "C", make_symmetric: bool = False,
+                              logger: logging.Logger | None = None) -> Any:
     """A buffer of ``shape`` and ``dtype`` on every rank (collective), of ``package``: numpy or torch on CPU runs,
     cupy or torch (CUDA tensors) on GPU runs."""
     ctx = require_context()
@@ -69,7 +79,7 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", mak
     return arr
 
 
-def free_symmetric_memory(*tensors) -> None:
+def free_symmetric_memory(*tensors: AnyTensor) -> None:
     """Free buffers made by ``allocate_symmetric_memory`` (collective); ValueError for any other array."""
     ctx = require_context()
     ctx.process_group.agree("free_symmetric_memory", count=len(tensors))

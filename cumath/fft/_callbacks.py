@@ -19,6 +19,8 @@ show names in clear), through an index kept next to the cached IR.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ctypes
 import dataclasses
 import hashlib
@@ -26,6 +28,9 @@ import re
 
 from .._core.disk_cache import ContentStore
 from .._core.dtypes import COMPLEX_OF
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DeviceCallable", "LTOIR", "TensorLayout", "AttachedCallback", "callback_key", "resolve_callbacks",
            "mangled_name", "plain_name", "expected_element", "ELEMENT_DTYPES", "register_ltoir", "describe_ltoir"]
@@ -193,7 +198,8 @@ class DeviceCallable:
     symbol: str | None
     _keep: object = dataclasses.field(default=None, compare=False, hash=False, repr=False)
 
-    def __init__(self, ltoir=None, size=None, data=None, *, symbol=None):
+    def __init__(self, ltoir: bytes | bytearray | memoryview | int | None = None, size: int | None = None,
+                 data: Any = None, *, symbol: str | None = None) -> None:
         if ltoir is None:
             raise ValueError("DeviceCallable needs ltoir: LTO-IR bytes (from compile_prolog/compile_epilog) "
                              "or a host address with size=")

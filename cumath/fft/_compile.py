@@ -10,6 +10,8 @@ function that refers to an object cumath cannot fingerprint is compiled once per
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import builtins
 import glob
 import logging
@@ -22,6 +24,10 @@ from .._core.compute_capability import current_compute_capability, parse_compute
 from .._core.disk_cache import ContentStore, digest
 from .._core.numba_compat import EXTRA_HINT, distribution_version, import_numba_cuda, numba_cuda_version
 from ._callbacks import ELEMENT_DTYPES, INDEX, LTOIR, mangled_name, plain_name, register_ltoir
+
+if TYPE_CHECKING:
+    from typing import Any
+    from .._core.typing import ComputeCapabilityLike, DTypeLike
 
 __all__ = ["compile_prolog", "compile_epilog", "callback_cache_key", "function_fingerprint", "USER_INFO_DTYPES"]
 
@@ -319,7 +325,8 @@ def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability):
     return ir
 
 
-def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, compute_capability=None) -> LTOIR:
+def compile_prolog(prolog_fn: Any, element_dtype: DTypeLike, user_info_dtype: DTypeLike, *,
+                   compute_capability: ComputeCapabilityLike | None = None) -> LTOIR:
     """Compile a Python function to LTO-IR for use as ``prolog=`` (cuFFT load callback) of :func:`fft`,
     :func:`ifft`, :func:`rfft`, :func:`irfft` and :meth:`FFT.plan`.
 
@@ -345,7 +352,8 @@ def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, compute_capabil
     return _compile("prolog", prolog_fn, element_dtype, user_info_dtype, compute_capability)
 
 
-def compile_epilog(epilog_fn, element_dtype, user_info_dtype, *, compute_capability=None) -> LTOIR:
+def compile_epilog(epilog_fn: Any, element_dtype: DTypeLike, user_info_dtype: DTypeLike, *,
+                   compute_capability: ComputeCapabilityLike | None = None) -> LTOIR:
     """Compile a Python function to LTO-IR for use as ``epilog=`` (cuFFT store callback).
 
     ``epilog_fn(data_out, offset, element, user_info, reserved_for_future_use)`` stores (usually a

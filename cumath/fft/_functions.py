@@ -13,6 +13,8 @@ the Python path served, ``hot_remember`` lets the compiled path serve the next o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from functools import partial
 
 from .._core.execution import execution_key
@@ -25,6 +27,12 @@ from ._callbacks import callback_key
 from ._options import FFTDirection, FFTOptions
 from ._planner import FFT
 from ._traits import check_axes
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+    from .._core.typing import AnyTensor, ExecutionLike, StreamLike
+    from ._callbacks import DeviceCallable
 
 __all__ = ["fft", "ifft", "rfft", "irfft"]
 
@@ -58,7 +66,7 @@ def _axes_key(axes) -> tuple:
 
 def _planned(fft_type, op, axes, direction, options, execution, stream, prolog, epilog) -> FFT:
     """A new FFT of the call, planned (a miss of the plan cache); freed if planning fails."""
-    f = FFT(op, axes=axes, options=options, execution=execution, stream=stream, _fft_type=fft_type)
+    f = FFT._of_type(fft_type, op, axes, options, execution, stream)
     try:
         f.plan(prolog=prolog, epilog=epilog, direction=direction)
     except BaseException:
@@ -67,8 +75,10 @@ def _planned(fft_type, op, axes, direction, options, execution, stream, prolog, 
     return f
 
 
-def fft(operand, axes=None, *, direction=None, options=None, execution=None, prolog=None, epilog=None,
-        stream=None):
+def fft(operand: AnyTensor, axes: Sequence[int] | None = None, *, direction: FFTDirection | str | None = None,
+        options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+        prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+        epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D complex-to-complex FFT (forward by default; unnormalized), over ``axes`` (at most 3; default all).
 
     ``operand``: a complex NumPy/CuPy/PyTorch array (or any DLPack / array-interface producer). The result
@@ -98,7 +108,10 @@ def fft(operand, axes=None, *, direction=None, options=None, execution=None, pro
     return cached_call(key, make, {"operand": op}, direction=direction)
 
 
-def ifft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
+def ifft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
+         options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+         prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+         epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D inverse complex-to-complex FFT, unnormalized (``numpy.fft.ifft(x) * n``)."""
     if _hot is not None:
         result = _hot(operand, _C2C, 1, axes, options, execution, prolog, epilog, stream)
@@ -113,7 +126,10 @@ def ifft(operand, axes=None, *, options=None, execution=None, prolog=None, epilo
     return result
 
 
-def rfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
+def rfft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
+         options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+         prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+         epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D real-to-complex FFT; the last of ``axes`` is halved to n//2+1 (``numpy.fft.rfftn``)."""
     if _hot is not None:
         result = _hot(operand, _R2C, -1, axes, options, execution, prolog, epilog, stream)
@@ -128,7 +144,10 @@ def rfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilo
     return result
 
 
-def irfft(operand, axes=None, *, options=None, execution=None, prolog=None, epilog=None, stream=None):
+def irfft(operand: AnyTensor, axes: Sequence[int] | None = None, *,
+          options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+          prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+          epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """N-D complex-to-real inverse FFT, unnormalized; the last axis of the result has size 2*(m-1), or
     2*(m-1)+1 with ``options={'last_axis_parity': 'odd'}``. The operand is never overwritten."""
     op = wrap_operand(operand)

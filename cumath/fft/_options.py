@@ -11,7 +11,7 @@ from .._core.options import check_allocator, check_choice, set_choice
 
 __all__ = ["FFTOptions", "FFTDirection", "CPU_ENGINES", "PLANNING_EFFORTS", "CALLBACK_FUSION"]
 
-CPU_ENGINES = ("auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti")
+CPU_ENGINES = ("auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti", "nvpl")
 PLANNING_EFFORTS = ("estimate", "measure", "patient", "exhaustive")
 CALLBACK_FUSION = ("auto", "fused", "separate")
 
@@ -40,8 +40,10 @@ class FFTOptions:
         device_id: kept for nvmath-python compatibility; prefer ``execution=ExecutionCUDA(device_id=...)``.
         cpu_engine: (cumath) CPU FFT engine: 'auto' ('fftw+dfti' when FFTW and MKL are both installed: FFTW's
             plan where the process has wisdom for the problem, MKL's DFTI where it has none, so a first call
-            needs no planning; then FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw', 'mkl' (MKL's
-            FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti' or 'scipy'. The environment variable
+            needs no planning; then NVPL FFT on Arm, FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw',
+            'mkl' (MKL's FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti', 'nvpl' (NVIDIA NVPL FFT, Arm only:
+            the ``nvpl-fft`` wheel that the cpu extra brings on aarch64; untested on Arm hardware) or 'scipy'.
+            The environment variable
             CUMATH_FFT_CPU_ENGINE sets the default. With CUMATH_FFT_BACKGROUND_PLANNING=measure (opt-in: it
             uses the caller's cores), 'fftw+dfti' measures FFTW plans of the problems DFTI serves in a
             background thread and switches to them when they are ready.
@@ -71,7 +73,7 @@ class FFTOptions:
     logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
     blocking: Literal[True, "auto"] = "auto"
     allocator: object | None = dataclasses.field(default=None, compare=False)
-    cpu_engine: Literal["auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti"] = "auto"
+    cpu_engine: Literal["auto", "fftw", "mkl", "scipy", "dfti", "fftw+dfti", "nvpl"] = "auto"
     planning_effort: Literal["estimate", "measure", "patient", "exhaustive"] | None = None
     overwrite_input: bool = False
     callback_fusion: Literal["auto", "fused", "separate"] = "auto"

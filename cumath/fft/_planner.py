@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from .._core import cuda
@@ -15,6 +17,12 @@ from ._callbacks import TensorLayout, callback_key, resolve_callbacks
 from ._executors import DeviceExecutor, HostExecutor, Setup, make_executor
 from ._options import FFTDirection, FFTOptions
 from ._traits import FFTKey, check_axes, device_strides, fft_geometry, host_strides, layout_key
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+    from .._core.typing import AnyTensor, ExecutionLike, StreamLike
+    from ._callbacks import DeviceCallable
 
 __all__ = ["FFT"]
 
@@ -78,7 +86,21 @@ class FFT(Operation):
                "operands": ("_has_operands", "needs its operand: it was released; call reset_operand(new_operand) "
                                              "first")}
 
-    def __init__(self, operand, *, axes=None, options=None, execution=None, stream=None, _fft_type=None):
+    def __init__(self, operand: AnyTensor, *, axes: Sequence[int] | None = None,
+                 options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+                 stream: StreamLike = None) -> None:
+        self._setup(operand, axes, options, execution, stream, None)
+
+    @classmethod
+    def _of_type(cls, fft_type: str, operand: AnyTensor, axes: Sequence[int] | None, options: Any, execution: Any,
+                 stream: StreamLike) -> FFT:
+        """An FFT of the stateless function's type ('C2C', 'R2C', 'C2R'; options.fft_type may only agree)."""
+        self = cls.__new__(cls)
+        self._setup(operand, axes, options, execution, stream, fft_type)
+        return self
+
+    def _setup(self, operand: AnyTensor, axes: Sequence[int] | None, options: Any, execution: Any,
+               stream: StreamLike, _fft_type: str | None) -> None:
         opts = options if type(options) is FFTOptions else check_options(options, FFTOptions, "FFT options")
         self._options = opts
         self._log = opts.logger or logger
@@ -116,7 +138,10 @@ class FFT(Operation):
 
     # ------------------------------------------------------------------------------------------- keys
     @staticmethod
-    def create_key(operand, *, axes=None, options=None, execution=None, prolog=None, epilog=None):
+    def create_key(operand: AnyTensor, *, axes: Sequence[int] | None = None,
+                   options: FFTOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+                   prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+                   epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None) -> Any:
         """A hashable key of everything a plan depends on (for user-side caches of FFT objects)."""
         op = wrap_operand(operand)
         axes = check_axes(axes)
@@ -130,7 +155,8 @@ class FFT(Operation):
                       callback_key(prolog), callback_key(epilog))
 
     @requires()
-    def get_key(self, *, prolog=None, epilog=None):
+    def get_key(self, *, prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+                epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None) -> Any:
         """The key of this FFT (equal to ``create_key`` of its operand): operands of the same plan layout have
         equal keys even when their batch axes are arranged differently (see :meth:`reset_operand`)."""
         signature = self._signatures["operand"]
@@ -158,7 +184,9 @@ class FFT(Operation):
 
     # ------------------------------------------------------------------------------------------- lifecycle
     @requires()
-    def plan(self, *, prolog=None, epilog=None, stream=None, direction=None):
+    def plan(self, *, prolog: DeviceCallable | bytes | Mapping[str, Any] | None = None,
+             epilog: DeviceCallable | bytes | Mapping[str, Any] | None = None, stream: StreamLike = None,
+             direction: FFTDirection | str | None = None) -> None:
         """Create the engine's plan (and staging buffers). ``direction`` pre-plans that direction on
         engines whose plans depend on it (FFTW); other directions are planned on first use.
 
@@ -213,7 +241,8 @@ class FFT(Operation):
         self._ops = self._no_operand
         self._released = True
 
-    def execute(self, *, direction=None, stream=None, release_workspace=False):
+    def execute(self, *, direction: FFTDirection | str | None = None, stream: StreamLike = None,
+                release_workspace: bool = False) -> AnyTensor:
         """Run the FFT on the current operand and return the result (the caller's package and device).
 
         ``direction``: FFTDirection.FORWARD (default for C2C and R2C) or INVERSE (C2R's only one).
@@ -251,7 +280,7 @@ class FFT(Operation):
             raise ValueError("a C2R FFT is an inverse transform; direction must be FFTDirection.INVERSE")
 
     @requires()
-    def reset_operand(self, operand=None, *, stream=None):
+    def reset_operand(self, operand: AnyTensor = None, *, stream: StreamLike = None) -> None:
         """Point the plan at a new operand of the same package, device and dtype, and the same plan layout:
         the same shape and strides, or (as nvmath-python's key normalisation allows) the same transformed
         dimensions with the batch axes rearranged or their strides transposed, which ``create_key`` gives
@@ -298,7 +327,7 @@ class FFT(Operation):
         self._checked("operand", op)  # raises the ValueError naming the differences
 
     @requires()
-    def reset_operand_unchecked(self, operand, *, stream=None):
+    def reset_operand_unchecked(self, operand: AnyTensor, *, stream: StreamLike = None) -> None:
         """Like reset_operand() with only the cheap checks (shape, strides, dtype and, in place, writeability:
         what keeps the plan from reading or writing the wrong memory): for hot loops whose operands are known to
         match. An operand of another shape goes through reset_operand()'s checks."""
@@ -312,7 +341,7 @@ class FFT(Operation):
             self._use_stream(stream)
 
     @requires()
-    def release_operand(self):
+    def release_operand(self) -> None:
         """Drop the reference to the operand (so its memory can be freed); reset_operand() before the next
         execute()."""
         self.release_operands()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from .._core.execution import ExecutionCPU, ExecutionCUDA
 from ._options import FFTOptions
 from ._traits import FFTKey, LayoutKey, device_strides, key_geometry
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["estimate_workspace_size"]
 
@@ -15,7 +20,7 @@ logger = logging.getLogger(__name__)
 _TECHNIQUES = ("default", "refined")
 
 
-def estimate_workspace_size(key, *, technique: str = "default", handle: int | None = None) -> int:
+def estimate_workspace_size(key: Any, *, technique: str = "default", handle: int | None = None) -> int:
     """The workspace, in bytes, that cuFFT needs for the FFT of ``key`` (from :meth:`FFT.create_key`).
 
     0 for a key of CPU execution (the CPU engines manage their own memory) and for GPU problems that need

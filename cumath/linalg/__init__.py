@@ -5,6 +5,8 @@ cuSOLVER and cuBLAS's batched LU on the GPU). The shape of nvmath-python's ``nvm
 ``cumath.linalg.advanced`` (cuBLASLt: epilogs, autotuning, narrow precisions) loads on first use.
 """
 
+from typing import TYPE_CHECKING
+
 from ..errors import InvalidStateError
 from .._core.execution import ExecutionCPU, ExecutionCUDA
 from ._generic import batch as _batch  # noqa: F401 - defines the class of Matmul(sequences, ...) (explicit batches)
@@ -34,6 +36,10 @@ from ._generic.qualifiers import (
     matrix_qualifiers_dtype,
 )
 
+if TYPE_CHECKING:  # what the lazy __getattr__ below loads, visible to type checkers
+    from . import advanced
+    from .advanced._options import MatmulComputeType as ComputeType
+
 #: Raised when a Matmul is used after free(), or executed before plan() (nvmath-python's name).
 InvalidMatmulState = InvalidStateError
 
@@ -45,7 +51,7 @@ __all__ = ["matmul", "Matmul", "MatmulOptions", "matrix_qualifiers_dtype", "Matr
            "InvalidDirectSolverState", "ComputeType", "generic"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     # the cuBLASLt module loads on first use (it is written separately and may be absent)
     if name in ("advanced", "generic"):
         import importlib

@@ -6,6 +6,14 @@ and engines only when a problem is planned.
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what __getattr__ below imports on first use, visible to type checkers
+    from .._core.execution import ExecutionCPU, ExecutionCUDA
+    from . import advanced, ust
+    from ._matmul import ComputeType, Matmul, MatmulOptions, matmul, matmul_matrix_qualifiers_dtype
+    from ._matmul._compile import (compile_matmul_add, compile_matmul_atomic_add, compile_matmul_epilog,
+                                   compile_matmul_mul, compile_matmul_prolog)
 
 __all__ = ["advanced", "ust", "matmul", "Matmul", "MatmulOptions", "ComputeType", "matmul_matrix_qualifiers_dtype",
            "compile_matmul_prolog", "compile_matmul_epilog", "compile_matmul_add", "compile_matmul_atomic_add",
@@ -18,7 +26,7 @@ _FROM = {"matmul": "._matmul", "Matmul": "._matmul", "MatmulOptions": "._matmul"
          "ExecutionCPU": ".._core.execution", "ExecutionCUDA": ".._core.execution"}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in ("advanced", "ust"):
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
@@ -31,5 +39,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'cumath.sparse' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

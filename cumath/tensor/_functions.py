@@ -7,6 +7,8 @@ the plan keeps (see ``_backends/cutensor.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._core.execution import execution_key
@@ -16,6 +18,11 @@ from .._core.plan_cache import cached_call
 from .._core.streams import stream_key
 from ._options import ContractionOptions
 from ._planner import BinaryContraction, TernaryContraction
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from .._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["binary_contraction", "ternary_contraction"]
 
@@ -65,8 +72,10 @@ def _planned(cls, *args, **kwargs):
     return op
 
 
-def binary_contraction(expr, a, b, *, c=None, alpha=1.0, beta=None, out=None, qualifiers=None, options=None,
-                       execution=None, stream=None):
+def binary_contraction(expr: str, a: AnyTensor, b: AnyTensor, *, c: AnyTensor = None, alpha: complex = 1.0,
+                       beta: complex | None = None, out: AnyTensor = None, qualifiers: Any = None,
+                       options: ContractionOptions | Mapping[str, Any] | None = None,
+                       execution: ExecutionLike | None = None, stream: StreamLike = None) -> AnyTensor:
     """``alpha * einsum(expr, a, b) + beta * c`` (see :class:`BinaryContraction`); plans are cached, so repeated
     calls on operands of one kind plan once.
 
@@ -87,8 +96,10 @@ def binary_contraction(expr, a, b, *, c=None, alpha=1.0, beta=None, out=None, qu
                        {"a": A, "b": B, "c": C, "out": O}, alpha=alpha, beta=beta)
 
 
-def ternary_contraction(expr, a, b, c, *, d=None, alpha=1.0, beta=None, out=None, qualifiers=None, options=None,
-                        execution=None, stream=None):
+def ternary_contraction(expr: str, a: AnyTensor, b: AnyTensor, c: AnyTensor, *, d: AnyTensor = None,
+                        alpha: complex = 1.0, beta: complex | None = None, out: AnyTensor = None,
+                        qualifiers: Any = None, options: ContractionOptions | Mapping[str, Any] | None = None,
+                        execution: ExecutionLike | None = None, stream: StreamLike = None) -> AnyTensor:
     """``alpha * einsum(expr, a, b, c) + beta * d`` (see :class:`TernaryContraction`); plans are cached.
 
     >>> import numpy as np, cumath

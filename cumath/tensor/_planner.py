@@ -8,6 +8,8 @@ cost (``_traits.pairwise_steps``), and builds the engine of the execution space:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import time
 
@@ -21,6 +23,11 @@ from ..errors import CUTENSORError
 from ._options import (ContractionAlgo, ContractionAutotuneMode, ContractionCacheMode, ContractionJitMode,
                        ContractionOptions, operators_of)
 from ._traits import gemm_geometry, make_problem, pairwise_steps, parse_expression
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from .._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["BinaryContraction", "TernaryContraction", "ContractionPlanPreference", "BETA_WITHOUT_ADDEND",
            "JIT_DTYPES", "JIT_MIN_MULTIPLY_ADDS"]
@@ -49,7 +56,7 @@ class ContractionPlanPreference:
     _FIELDS = {"algo": ContractionAlgo, "autotune_mode": ContractionAutotuneMode, "cache_mode": ContractionCacheMode,
                "jit": ContractionJitMode}
 
-    def __init__(self, contraction=None):
+    def __init__(self, contraction: Any = None) -> None:
         d = self.__dict__
         d["algo"] = ContractionAlgo.DEFAULT
         d["kernel_rank"] = 0
@@ -153,7 +160,8 @@ class _Contraction(Operation):
     _INPUTS: tuple = ()
     _ADDEND = ""
 
-    def __init__(self, expr, operands: dict, addend, out, qualifiers, options, execution, stream):
+    def __init__(self, expr: str, operands: dict, addend: Any, out: AnyTensor, qualifiers: Any,
+                 options: ContractionOptions | Mapping[str, Any], execution: ExecutionLike, stream: StreamLike) -> None:
         opts = check_options(options, ContractionOptions, "contraction options")
         self._options = opts
         self._log = log = opts.logger or logger
@@ -209,7 +217,7 @@ class _Contraction(Operation):
 
     # -------------------------------------------------------------------------------------------- planning
     @requires_alive
-    def plan(self, *, stream=None):
+    def plan(self, *, stream: StreamLike = None) -> None:
         """Choose the pairing, the GEMM geometry (CPU) or cuTENSOR's kernel (GPU) and allocate the workspace.
         Planning again after the plan preference changed replans."""
         key = self.plan_preference.key()
@@ -353,7 +361,8 @@ class _Contraction(Operation):
             ex.run(inputs, add, out_ptr, result, alpha, beta if add is not None else 0.0, stream, release_workspace)
         return result
 
-    def execute(self, *, alpha=1.0, beta=None, release_workspace=False, stream=None):
+    def execute(self, *, alpha: complex = 1.0, beta: complex | None = None, release_workspace: bool = False,
+                stream: StreamLike = None) -> AnyTensor:
         """Compute ``alpha * contraction + beta * addend`` with the current operands and return the result (out
         when it was given, else a new array of the operands' package on their device)."""
         if self._executor is None or self._released:
@@ -373,7 +382,8 @@ class _Contraction(Operation):
         return result
 
     @requires("planned", "operands")
-    def autotune(self, *, iterations: int = 3, alpha=1.0, beta=None, release_workspace=False, stream=None):
+    def autotune(self, *, iterations: int = 3, alpha: complex = 1.0, beta: complex | None = None,
+                 release_workspace: bool = False, stream: StreamLike = None) -> None:
         """Measure and keep the fastest choice (the contraction is executed several times: an ``out`` given
         together with itself as the addend accumulates; give it again afterwards).
 
@@ -477,7 +487,7 @@ class _Contraction(Operation):
             ex.release_workspace()
 
     @property
-    def steps(self):
+    def steps(self) -> Any:
         """The pairwise steps of the plan (None before plan())."""
         return getattr(self, "_steps", None)
 
@@ -516,16 +526,21 @@ class BinaryContraction(_Contraction):
     _ADDEND = "c"
     _RESET_HINT = "reset_operands(a=..., b=..., ...)"
 
-    def __init__(self, expr, a, b, *, c=None, out=None, qualifiers=None, stream=None, options=None, execution=None):
+    def __init__(self, expr: str, a: AnyTensor, b: AnyTensor, *, c: AnyTensor = None, out: AnyTensor = None,
+                 qualifiers: Any = None, stream: StreamLike = None,
+                 options: ContractionOptions | Mapping[str, Any] | None = None,
+                 execution: ExecutionLike | None = None) -> None:
         super().__init__(expr, {"a": a, "b": b}, c, out, qualifiers, options, execution, stream)
 
     @requires_alive
-    def reset_operands(self, *, a=None, b=None, c=None, out=None, stream=None):
+    def reset_operands(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, out: AnyTensor = None,
+                       stream: StreamLike = None) -> None:
         """New operands of the same package, device, shapes, strides and dtype (those not given are kept)."""
         self._reset_named({"a": a, "b": b, "c": c, "out": out}, True, stream)
 
     @requires_alive
-    def reset_operands_unchecked(self, *, a=None, b=None, c=None, out=None, stream=None):
+    def reset_operands_unchecked(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None,
+                                 out: AnyTensor = None, stream: StreamLike = None) -> None:
         """Like reset_operands(), comparing only shape, strides and dtype (for hot loops)."""
         self._reset_named({"a": a, "b": b, "c": c, "out": out}, False, stream)
 
@@ -543,17 +558,21 @@ class TernaryContraction(_Contraction):
     _ADDEND = "d"
     _RESET_HINT = "reset_operands(a=..., b=..., c=..., ...)"
 
-    def __init__(self, expr, a, b, c, *, d=None, out=None, qualifiers=None, stream=None, options=None,
-                 execution=None):
+    def __init__(self, expr: str, a: AnyTensor, b: AnyTensor, c: AnyTensor, *, d: AnyTensor = None,
+                 out: AnyTensor = None, qualifiers: Any = None, stream: StreamLike = None,
+                 options: ContractionOptions | Mapping[str, Any] | None = None,
+                 execution: ExecutionLike | None = None) -> None:
         super().__init__(expr, {"a": a, "b": b, "c": c}, d, out, qualifiers, options, execution, stream)
 
     @requires_alive
-    def reset_operands(self, *, a=None, b=None, c=None, d=None, out=None, stream=None):
+    def reset_operands(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, d: AnyTensor = None,
+                       out: AnyTensor = None, stream: StreamLike = None) -> None:
         """New operands of the same package, device, shapes, strides and dtype (those not given are kept)."""
         self._reset_named({"a": a, "b": b, "c": c, "d": d, "out": out}, True, stream)
 
     @requires_alive
-    def reset_operands_unchecked(self, *, a=None, b=None, c=None, d=None, out=None, stream=None):
+    def reset_operands_unchecked(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None,
+                                 d: AnyTensor = None, out: AnyTensor = None, stream: StreamLike = None) -> None:
         """Like reset_operands(), comparing only shape, strides and dtype (for hot loops)."""
         self._reset_named({"a": a, "b": b, "c": c, "d": d, "out": out}, False, stream)
 

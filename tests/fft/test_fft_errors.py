@@ -191,7 +191,7 @@ def test_unknown_option_name_in_the_dataclass():
     ("last_axis_parity", "both", "['even', 'odd']"),
     ("result_layout", "fast", "['natural', 'optimized']"),
     ("blocking", False, "[True, 'auto']"),
-    ("cpu_engine", "cuda", "['auto', 'fftw', 'mkl', 'scipy', 'dfti', 'fftw+dfti']"),
+    ("cpu_engine", "cuda", "['auto', 'fftw', 'mkl', 'scipy', 'dfti', 'fftw+dfti', 'nvpl']"),
     ("planning_effort", "max", "['estimate', 'measure', 'patient', 'exhaustive']"),
 ])
 def test_bad_option_values_list_allowed_values(name, value, fragment):
@@ -351,7 +351,7 @@ def test_the_environment_variable_picks_the_engine_for_auto(engines, monkeypatch
     if engine_available("fftw"):
         assert engines.cpu_engine("fftw") == "fftw"  # an engine named in the options is taken as named
     monkeypatch.setenv("CUMATH_FFT_CPU_ENGINE", "fastest")
-    e = raises(ValueError, "CUMATH_FFT_CPU_ENGINE='fastest' is not supported; use auto, fftw, mkl, scipy, dfti or fftw+dfti",
+    e = raises(ValueError, "CUMATH_FFT_CPU_ENGINE='fastest' is not supported; use auto, fftw, mkl, scipy, dfti, fftw+dfti or nvpl",
                F.fft, cplx())
     assert isinstance(e, ValueError)
     x = cplx()

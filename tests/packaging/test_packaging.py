@@ -52,6 +52,8 @@ BRINGS = {
     "fftw3": [("cpu", "pyfftw")], "fftw3f": [("cpu", "pyfftw")],
     "fftw3_omp": [("cpu", "pyfftw")], "fftw3f_omp": [("cpu", "pyfftw")],
     "mkl_rt": [("mkl", "mkl")],
+    # NVPL on Arm: the cpu extra's aarch64 branch (environment markers)
+    "nvpl_fftw": [("cpu", "nvpl-fft")], "nvpl_blas": [("cpu", "nvpl-blas")], "nvpl_lapack": [("cpu", "nvpl-lapack")],
     "scipy_openblas32": [("cpu", "scipy")],
     # NumPy < 2 / SciPy < 1.14 wheels bundle OpenBLAS under older names (the lowest NumPy the package declares)
     "scipy_openblas_legacy": [("cpu", "scipy")],
@@ -158,9 +160,46 @@ def test_metadata_and_license():
     assert project["license"] == "Apache-2.0"
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0" in text
-    assert project["authors"] and project["urls"]["Source"]
-    assert any(c.startswith("License") is False for c in project["classifiers"])
-    assert "Typing :: Typed" in project["classifiers"]
+    assert project["authors"] and all(a.get("name") for a in project["authors"])
+    # PEP 639: the license expression replaces License :: classifiers (setuptools refuses both)
+    assert not any(c.startswith("License ::") for c in project["classifiers"])
+    for needed in ("Typing :: Typed", "Programming Language :: C", "Operating System :: POSIX :: Linux"):
+        assert needed in project["classifiers"]
+    trove = pytest.importorskip("trove_classifiers")
+    assert set(project["classifiers"]) <= trove.classifiers, set(project["classifiers"]) - trove.classifiers
+
+
+def test_no_placeholder_urls():
+    """cumath has no public repository or hosted documentation: no address is declared that leads nowhere."""
+    urls = DATA["project"].get("urls", {})
+    assert not any("github.com/cumath" in url or "example" in url for url in urls.values()), urls
+    recipe = (ROOT / "packaging" / "conda" / "recipe.yaml").read_text()
+    assert "github.com/cumath" not in recipe
+
+
+def test_cpu_extra_brings_nvpl_on_arm_only():
+    for name in ("nvpl-fft", "nvpl-blas", "nvpl-lapack"):
+        reqs = [r for r in EXTRAS["cpu"] if GEN.parse(r)[0] == name]
+        assert len(reqs) == 1 and GEN.parse(reqs[0])[3] == "platform_machine == 'aarch64'", reqs
+    recipe = (ROOT / "packaging" / "conda" / "recipe.yaml").read_text()
+    assert "        - if: aarch64\n          then: libnvpl-fft >=" in recipe
+    pixi = tomllib.loads((ROOT / "pixi.toml").read_text())
+    assert "libnvpl-blas" in pixi["target"]["linux-aarch64"]["dependencies"]
+    assert "libnvpl-blas" not in pixi["dependencies"]
+    with pytest.raises(KeyError, match="MARKERS"):
+        GEN.conda_requirements(["scipy>=1; sys_platform == 'win32'"])
+
+
+def test_conda_recipe_is_platform_specific():
+    """The cumath package carries the optional C extension: built per platform with a C compiler, not noarch."""
+    recipe = (ROOT / "packaging" / "conda" / "recipe.yaml").read_text()
+    assert "noarch" not in recipe.replace("not noarch", "")
+    head, _, rest = recipe.partition("      name: cumath\n")
+    first = rest.split("  - package:")[0]
+    assert "${{ compiler('c') }}" in first and "pip install ." in first
+    for variant in ("gpu", "device", "distributed"):  # metapackages pinned to that build, nothing to compile
+        block = recipe.split(f"      name: cumath-{variant}\n")[1].split("  - package:")[0]
+        assert "pin_subpackage('cumath', exact=True)" in block and "compiler" not in block and "script" not in block
 
 
 # ------------------------------------------------------------------------------------------------- CUDA 12 loader

@@ -40,9 +40,44 @@ Nothing here imports numba or loads a library until it is used.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._core.lazy import lazy_getattr
 
 from ._functions import DEVICE_FUNCTIONS
+
+if TYPE_CHECKING:  # the device functions (set from DEVICE_FUNCTIONS below) and what __getattr__ loads
+    from . import random_helpers
+    from ._compile import Compile
+    from ._functions import DeviceStub
+    from ._states import (StatesMRG32k3a, StatesPhilox4_32_10, StatesScrambledSobol32, StatesScrambledSobol64,
+                          StatesSobol32, StatesSobol64, StatesXORWOW, state_dtype)
+
+    init: DeviceStub
+    rand: DeviceStub
+    rand4: DeviceStub
+    uniform: DeviceStub
+    uniform_double: DeviceStub
+    uniform2_double: DeviceStub
+    uniform4: DeviceStub
+    uniform4_double: DeviceStub
+    normal: DeviceStub
+    normal_double: DeviceStub
+    normal2: DeviceStub
+    normal2_double: DeviceStub
+    normal4: DeviceStub
+    normal4_double: DeviceStub
+    log_normal: DeviceStub
+    log_normal_double: DeviceStub
+    log_normal2: DeviceStub
+    log_normal2_double: DeviceStub
+    log_normal4: DeviceStub
+    log_normal4_double: DeviceStub
+    poisson: DeviceStub
+    poisson4: DeviceStub
+    skipahead: DeviceStub
+    skipahead_sequence: DeviceStub
+    skipahead_subsequence: DeviceStub
 
 __all__ = ["Compile", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "StatesSobol32", "StatesSobol64",
            "StatesScrambledSobol32", "StatesScrambledSobol64", "state_dtype", "random_helpers", *DEVICE_FUNCTIONS]

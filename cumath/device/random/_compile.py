@@ -6,10 +6,15 @@ the compute capability); its link file is written next to the device code's (``d
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._codegen import STORE, memory_cache
 from .._common import normalize_cc
 from ._shim import compile_shim
 from ._states import States
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Compile", "shim_files", "active_files"]
 
@@ -42,12 +47,12 @@ class Compile:
     ``files`` go to ``@cuda.jit(link=...)``, ``extension`` to ``@cuda.jit(extensions=...)`` (it passes the
     ``States*`` objects to kernels)."""
 
-    def __init__(self, cc=None):
+    def __init__(self, cc: Any = None) -> None:
         self._cc = normalize_cc(cc, what="cc")
         self._files = None
 
     @property
-    def cc(self):
+    def cc(self) -> Any:
         return self._cc
 
     @property

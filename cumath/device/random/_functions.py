@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._common import KernelOnlyFunction
 from ._shim import FUNCTIONS
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["DeviceStub", "DEVICE_FUNCTIONS"]
 
@@ -20,12 +25,12 @@ _SIGNATURES = {
 class DeviceStub(KernelOnlyFunction):
     """A cuRAND device function usable inside numba-cuda kernels."""
 
-    def __init__(self, name: str, generators: tuple, doc: str):
+    def __init__(self, name: str, generators: tuple, doc: str) -> None:
         super().__init__(name, doc)
         self.generators = generators
         self.__module__ = "cumath.device.random"  # where pickle finds it by name
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError(f"cumath.device.random.{self.__name__} is a device function: call it inside a numba-cuda "
                         f"kernel compiled with link=Compile().files")
 

@@ -7,7 +7,12 @@ Each is a one-dimensional array of records whose size and alignment are those of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._shim import state_layouts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["States", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "StatesSobol32", "StatesSobol64",
            "StatesScrambledSobol32", "StatesScrambledSobol64", "state_dtype", "FIELD_PREFIX"]
@@ -15,7 +20,7 @@ __all__ = ["States", "StatesXORWOW", "StatesPhilox4_32_10", "StatesMRG32k3a", "S
 FIELD_PREFIX = "cumath_curand_"
 
 
-def state_dtype(generator):
+def state_dtype(generator: Any) -> Any:
     """The NumPy record dtype of one state (one opaque field; its name identifies the generator).
 
     ``generator``: a States class or array (``random.StatesPhilox4_32_10``) or a generator name ("philox"). Inside
@@ -40,7 +45,7 @@ class States:
 
     generator: str = ""
 
-    def __init__(self, size):
+    def __init__(self, size: Any) -> None:
         from ..._core.numba_compat import import_numba_cuda
         from .._common import positive_int
 
@@ -70,7 +75,7 @@ class States:
 
         return typeof(self.array)
 
-    def copy_to_host(self):
+    def copy_to_host(self) -> Any:
         return self.array.copy_to_host()
 
     def __repr__(self):

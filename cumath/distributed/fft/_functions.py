@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import numpy as np
@@ -10,6 +12,14 @@ from .._operands import wrap_result
 from .._distributions import Box, Slab
 from ._options import FFTOptions, check_options
 from ._planner import FFT
+
+if TYPE_CHECKING:
+    from types import ModuleType
+    import logging
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+    from ..._core.typing import AnyTensor, DTypeLike, StreamLike
+    from ...fft._options import FFTDirection
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "allocate_operand"]
 
@@ -25,28 +35,33 @@ def _run(operand, distribution, options, direction, fft_type, stream):
         return f.execute(direction=direction)
 
 
-def fft(operand, /, distribution, *, direction=None, options=None, stream=None):
+def fft(operand: AnyTensor, /, distribution: Any, *, direction: FFTDirection | str | None = None,
+        options: FFTOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """Forward (or ``direction=``) C2C FFT of a distributed 2-D/3-D array; this rank's piece of the result."""
     return _run(operand, distribution, options, direction, None, stream)
 
 
-def ifft(operand, /, distribution, *, options=None, stream=None):
+def ifft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
+         stream: StreamLike = None) -> AnyTensor:
     """Inverse C2C FFT (not normalized) of a distributed array; this rank's piece of the result."""
     return _run(operand, distribution, options, "inverse", "C2C", stream)
 
 
-def rfft(operand, /, distribution, *, options=None, stream=None):
+def rfft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
+         stream: StreamLike = None) -> AnyTensor:
     """R2C FFT of a distributed real array (the last axis halved to n//2+1)."""
     return _run(operand, distribution, options, "forward", "R2C", stream)
 
 
-def irfft(operand, /, distribution, *, options=None, stream=None):
+def irfft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
+          stream: StreamLike = None) -> AnyTensor:
     """C2R FFT (not normalized) of a distributed complex array; ``options.last_axis_parity`` sets the length."""
     return _run(operand, distribution, options, "inverse", "C2R", stream)
 
 
-def allocate_operand(shape, package, *, input_dtype=None, distribution=None, memory_space="cpu", fft_type=None,
-                     logger=None):
+def allocate_operand(shape: int | Sequence[int], package: str | ModuleType, *, input_dtype: DTypeLike = None,
+                     distribution: Any = None, memory_space: str = "cpu", fft_type: str | None = None,
+                     logger: logging.Logger | None = None) -> Any:
     """An uninitialized local operand of ``shape`` (this rank's piece) for a distributed FFT.
 
     For R2C and C2R the buffer is padded so that it can also hold this rank's piece of the complex (R2C) or

@@ -10,6 +10,8 @@ output_box]``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import math
 
@@ -25,6 +27,12 @@ from .._distributions import Box, Slab, SlabPartition
 from . import _cdft, _cufftmp
 from ._options import FFTDirection, check_options
 from ._traits import Local, Move, candidate_layouts, plan_steps, problem
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, StreamLike
+    from ._options import FFTOptions
 
 __all__ = ["FFT"]
 
@@ -87,7 +95,8 @@ class FFT(Stateful):
     _STATES = {"planned": ("_planned", "needs a plan: call plan() first"),
                "operand": ("_arr_set", "has no operand: call reset_operand(operand) first")}
 
-    def __init__(self, operand, *, distribution, options=None, stream=None):
+    def __init__(self, operand: AnyTensor, *, distribution: Any, options: FFTOptions | Mapping[str, Any] | None = None,
+                 stream: StreamLike = None) -> None:
         self._ctx = require_context()
         group = self._group = self._ctx.process_group
         self.options = check_options(options)
@@ -126,7 +135,7 @@ class FFT(Stateful):
         n = self._group.nranks
         return "slab" if n <= min(self.global_shape[0], self.global_shape[1]) or len(self.global_shape) == 2 else "pencil"
 
-    def plan(self, stream=None) -> None:
+    def plan(self, stream: StreamLike = None) -> None:
         """Work out the local transforms and the transposes (collective for Box output: gathers the boxes)."""
         group, shape, ndim = self._group, self.global_shape, len(self.global_shape)
         self._group.agree("FFT.plan")
@@ -255,7 +264,7 @@ class FFT(Stateful):
         return target_indices(group, self._out_box, shape, "output")
 
     @requires("planned")
-    def reset_operand(self, operand=None) -> None:
+    def reset_operand(self, operand: AnyTensor = None) -> None:
         """Give a new piece of the same local shape and dtype (None releases the current one)."""
         if operand is None:
             self.release_operand()
@@ -280,7 +289,7 @@ class FFT(Stateful):
         self._arr, self._arr_set = None, False
 
     @requires("planned", "operand")
-    def execute(self, direction=None, stream=None):
+    def execute(self, direction: FFTDirection | str | None = None, stream: StreamLike = None) -> AnyTensor:
         """Run the FFT; returns this rank's piece of the result (a new array of the operand's package)."""
         direction = self._direction(direction)
         self._group.agree("FFT.execute", direction=direction)

@@ -7,6 +7,8 @@ GPU engine (a context with a ``device_id``): cuSOLVERMp ``cusolverMpGetrf`` / ``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 import numpy as np
@@ -17,6 +19,11 @@ from .._context import require_context
 from .._operands import host_view, wrap_result
 from ._blocks import MatrixOperand
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, StreamLike
+
 __all__ = ["DirectSolver", "direct_solver", "DirectSolverOptions"]
 
 logger = logging.getLogger(__name__)
@@ -25,7 +32,7 @@ logger = logging.getLogger(__name__)
 class DirectSolverOptions:
     """Options of the distributed direct solver: ``transpose`` ('N', 'T' or 'C': solve op(A) X = B)."""
 
-    def __init__(self, transpose: str = "N", logger=None):
+    def __init__(self, transpose: str = "N", logger: logging.Logger | None = None) -> None:
         transpose = str(transpose).upper()
         if transpose not in ("N", "T", "C"):
             raise ValueError(f"transpose={transpose!r}; the allowed values are 'N', 'T', 'C'")
@@ -56,7 +63,8 @@ class DirectSolver(Stateful):
                "factorized": ("_factorized", "needs the factors: call factorize() first")}
     _factorized = False
 
-    def __init__(self, a, b, *, distributions, options=None, stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, *, distributions: Any,
+                 options: DirectSolverOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         self._ctx = ctx = require_context()
         self._stream = stream
         self._engine = None
@@ -147,7 +155,7 @@ class DirectSolver(Stateful):
         return int(common[zero[0]]) + 1 if zero.size else 0
 
     @requires("planned", "factorized")
-    def solve(self):
+    def solve(self) -> AnyTensor:
         """This rank's block of X (a new array, distributed as B)."""
         from ..._bindings import scalapack
 
@@ -164,7 +172,7 @@ class DirectSolver(Stateful):
         return wrap_result(x, self._b.package)
 
     @requires("planned")
-    def reset_operands(self, a=None, b=None) -> None:
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None) -> None:
         for name, x in (("a", a), ("b", b)):
             if x is None:
                 continue
@@ -191,7 +199,9 @@ class DirectSolver(Stateful):
         self._a = self._b = self._lu = None
 
 
-def direct_solver(a, b, /, *, distributions, options=None, stream=None):
+def direct_solver(a: AnyTensor, b: AnyTensor, /, *, distributions: Any,
+                  options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                  stream: StreamLike = None) -> AnyTensor:
     """Solve ``A X = B`` for distributed A and B; returns this rank's block of X (distributed as B)."""
     with DirectSolver(a, b, distributions=distributions, options=options, stream=stream) as s:
         s.plan()

@@ -1,8 +1,9 @@
 """FFT engines: cuFFT on the GPU (``cufft.py``); on the CPU, a registry of engines behind one small protocol.
 
 CPU engines, in the order 'auto' tries them: FFTW3 where the process has wisdom and oneMKL's DFTI where it has
-none ('fftw+dfti', ``dfti.py``: first calls at tuned speed without planning), FFTW3 ('fftw', ``fftw.py``),
-oneMKL's FFTW3 interface ('mkl', the same module), SciPy's pocketfft ('scipy', ``scipy.py``, always there);
+none ('fftw+dfti', ``dfti.py``: first calls at tuned speed without planning), NVPL FFT on Arm ('nvpl', through
+``fftw.py``; never looked for on other machines), FFTW3 ('fftw', ``fftw.py``), oneMKL's FFTW3 interface ('mkl',
+the same module), SciPy's pocketfft ('scipy', ``scipy.py``, always there);
 oneMKL's DFTI alone is 'dfti'. ``FFTOptions.cpu_engine`` names one;
 'auto' reads the environment variable ``CUMATH_FFT_CPU_ENGINE`` first.
 
@@ -66,8 +67,9 @@ ENGINES: dict[str, Callable[[], CPUEngine]] = {
     "scipy": lambda: _module("scipy").ScipyEngine(),
     "dfti": lambda: _module("dfti").DftiEngine(),
     "fftw+dfti": lambda: _module("dfti").TunedEngine(REGISTRY),
+    "nvpl": lambda: _module("fftw").FFTWEngine("nvpl"),
 }
-AUTO_ORDER = ("fftw+dfti", "fftw", "mkl", "scipy")
+AUTO_ORDER = ("fftw+dfti", "nvpl", "fftw", "mkl", "scipy")
 
 REGISTRY = EngineRegistry(ENGINES, AUTO_ORDER, "CUMATH_FFT_CPU_ENGINE", "FFT CPU engine")
 

@@ -111,7 +111,8 @@ def _scratch(shape_strides, itemsize: int, residue: int, align: int):
 
 
 class FFTWEngine:
-    """The CPU engine FFTW3 (provider 'fftw') or oneMKL's FFTW3 interface (provider 'mkl')."""
+    """The CPU engine FFTW3 (provider 'fftw'), oneMKL's FFTW3 interface (provider 'mkl') or NVPL FFT on Arm
+    (provider 'nvpl')."""
 
     def __init__(self, provider: str):
         self.name = provider
@@ -145,7 +146,7 @@ class FFTWPlan:
         self.howmany = [tuple(d) for d in howmany]
         self._offsets = None  # byte offsets of the batch loops run here (MKL's wrappers take one loop)
         self._wisdom = provider == "fftw"  # oneMKL's FFTW3 wrappers have no wisdom and do not measure
-        if provider == "mkl":
+        if provider in ("mkl", "nvpl"):  # one batch loop in the library; the outer ones are looped here
             loops = _merge_loops(self.howmany)
             if len(loops) > 1:
                 self.howmany, outer = loops[-1:], loops[:-1]

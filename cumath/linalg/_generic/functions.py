@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 
 import numpy as np
@@ -14,6 +16,11 @@ from ..._core.streams import stream_key
 from .options import MatmulOptions
 from .batch import MatmulBatch
 from .planner import BETA_WITHOUT_C, SEQUENCES, Matmul
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["matmul"]
 
@@ -37,7 +44,10 @@ def _planned(a, b, c, alpha, beta, qualifiers, options, execution, stream) -> Ma
     return mm
 
 
-def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=None, execution=None, stream=None):
+def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+           beta: complex | None = None, qualifiers: Any = None,
+           options: MatmulOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+           stream: StreamLike = None) -> AnyTensor:
     """The matrix product ``alpha * a @ b + beta * c`` (numpy.matmul semantics; see :class:`Matmul`).
 
     ``a``, ``b``, ``c``: NumPy, CuPy or PyTorch arrays (CPU or CUDA) of one dtype (float32, float64,

@@ -10,7 +10,7 @@ from ..._core.options import check_allocator, check_choice, settable
 
 __all__ = ["MatmulOptions", "CPU_BLAS"]
 
-CPU_BLAS = ("auto", "openblas", "mkl")
+CPU_BLAS = ("auto", "openblas", "mkl", "nvpl")
 
 
 @settable
@@ -24,15 +24,16 @@ class MatmulOptions:
             always wait so that the result can be read).
         allocator: device memory for workspaces and staging (see :mod:`cumath.memory`).
         logger: a ``logging.Logger``; by default the ``cumath.linalg`` loggers.
-        cpu_blas: (cumath) the CPU BLAS: 'auto' (NumPy's OpenBLAS, then SciPy's, the system's, MKL),
-            'openblas' or 'mkl'. The environment variable CUMATH_BLAS sets the default for 'auto'.
+        cpu_blas: (cumath) the CPU BLAS: 'auto' (NVPL on Arm where installed, then NumPy's OpenBLAS, SciPy's,
+            the system's, MKL), 'openblas', 'mkl' or 'nvpl' (NVIDIA NVPL BLAS, Arm only, untested on Arm
+            hardware). The environment variable CUMATH_BLAS sets the default for 'auto'.
     """
 
     inplace: bool = False
     blocking: Literal[True, "auto"] = "auto"
     allocator: object | None = dataclasses.field(default=None, compare=False)
     logger: logging.Logger | None = dataclasses.field(default=None, compare=False)
-    cpu_blas: Literal["auto", "openblas", "mkl"] = "auto"
+    cpu_blas: Literal["auto", "openblas", "mkl", "nvpl"] = "auto"
 
     def __post_init__(self):
         check_choice("inplace", self.inplace, (True, False))

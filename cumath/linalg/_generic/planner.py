@@ -8,6 +8,8 @@ itself with ``explicit_batch=True`` (``batch.MatmulBatch``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 import numpy as np
@@ -26,6 +28,11 @@ from .executors import FACTORIES, staging_perm
 from .options import MatmulOptions
 from .qualifiers import ABBREVIATIONS, check_qualifiers
 from .traits import geometry, plan_layout
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["Matmul", "BETA_WITHOUT_C", "SEQUENCES", "is_sequence"]
 
@@ -108,8 +115,10 @@ class Matmul(Operation):
             cls = Matmul._explicit_batch
         return super().__new__(cls)
 
-    def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=None, execution=None,
-                 stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+                 beta: complex | None = None, qualifiers: Any = None,
+                 options: MatmulOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+                 stream: StreamLike = None) -> None:
         opts = check_options(options, MatmulOptions, "matmul options")
         self._options = opts
         self._log = log = opts.logger or logger
@@ -143,7 +152,7 @@ class Matmul(Operation):
 
     # ------------------------------------------------------------------------------------------ planning
     @requires_alive
-    def plan(self, *, stream=None):
+    def plan(self, *, stream: StreamLike = None) -> None:
         """Choose the BLAS routines, transposes and copies for the operands' layouts (and create the
         library handle and the staging buffers). Planning twice does nothing."""
         if not self._planned:
@@ -189,7 +198,7 @@ class Matmul(Operation):
                            sum(len(s.offsets) for s in layout.steps), "" if len(layout.steps) == 1 else "s")
 
     # ----------------------------------------------------------------------------------------- execution
-    def execute(self, *, stream=None):
+    def execute(self, *, stream: StreamLike = None) -> AnyTensor:
         """Compute the product with the current operands and return the result (an array of the operands'
         package on their device; c itself in place; a list of results for explicit batching)."""
         ex = self._executor
@@ -210,7 +219,8 @@ class Matmul(Operation):
 
     # ------------------------------------------------------------------------------------------ operands
     @requires_alive
-    def reset_operands(self, *, a=None, b=None, c=None, alpha=None, beta=None, stream=None):
+    def reset_operands(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None,
+                       alpha: complex | None = None, beta: complex | None = None, stream: StreamLike = None) -> None:
         """Point the plan at new operands (and/or new alpha, beta) of the same package, device, shapes,
         strides and dtype. Operands not given keep their current values (after release_operands(), all
         of them must be given). Explicit batches take sequences."""
@@ -220,7 +230,9 @@ class Matmul(Operation):
             self._use_stream(stream)
 
     @requires_alive
-    def reset_operands_unchecked(self, *, a=None, b=None, c=None, alpha=None, beta=None, stream=None):
+    def reset_operands_unchecked(self, *, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None,
+                                 alpha: complex | None = None, beta: complex | None = None,
+                                 stream: StreamLike = None) -> None:
         """Like reset_operands() for hot loops: only the shape, strides and dtype are compared (a layout change
         would make the plan read the wrong memory, so it is still refused)."""
         self._reset({"a": a, "b": b, "c": c}, checked=False)
@@ -276,6 +288,6 @@ class Matmul(Operation):
         self._released = True
 
     @property
-    def layout(self):
+    def layout(self) -> Any:
         """The plan's layout decisions (copies, result layout, BLAS steps); None before plan()."""
         return self._layout

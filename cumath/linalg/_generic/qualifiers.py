@@ -10,9 +10,14 @@ and c) is passed to ``matmul(..., qualifiers=)``::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import enum
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "FillMode",
@@ -71,11 +76,11 @@ def _record(abbreviation, conjugate, uplo, diag, incx) -> np.ndarray:
 class _Qualifier:
     abbreviation = "ge"
 
-    def __init__(self):
+    def __init__(self) -> None:
         raise RuntimeError(f"{type(self).__name__} is not instantiated; call {type(self).__name__}.create()")
 
     @classmethod
-    def is_valid(cls, other) -> bool:
+    def is_valid(cls, other: Any) -> bool:
         """True when every element of ``other`` is a valid qualifier made by this class."""
         other = np.asarray(other)
         if other.dtype.names is None or "abbreviation" not in other.dtype.names:
@@ -87,7 +92,7 @@ class _Qualifier:
         return np.ones(other.shape, dtype=bool)
 
     @classmethod
-    def to_string(cls, other) -> str:
+    def to_string(cls, other: Any) -> str:
         """A readable form of one qualifier."""
         q = np.asarray(other)
         return (f"({str(q['abbreviation'])}, conjugate={bool(q['conjugate'])}, uplo={_name(FillMode, q['uplo'])}, "

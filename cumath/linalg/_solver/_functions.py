@@ -3,6 +3,8 @@ each call factorizes and solves its own operands with it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._core.execution import execution_key
 from ..._core.options import check_options
 from ..._core.plan_cache import cached_call
@@ -10,10 +12,16 @@ from ..._core.streams import stream_key
 from ._options import DirectSolverOptions
 from ._planner import DirectSolver, is_sequence, wrap
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
+
 __all__ = ["direct_solver"]
 
 
-def direct_solver(a, b, *, options=None, execution=None, stream=None):
+def direct_solver(a: AnyTensor, b: AnyTensor, *, options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                  execution: ExecutionLike | None = None, stream: StreamLike = None) -> AnyTensor:
     """Solve ``a @ x = b`` for x (see :class:`DirectSolver` for the operands, options and errors).
 
     ``a``: ``(n, n)`` or ``(*batch, n, n)``; ``b``: ``(*batch, n)`` or ``(*batch, n, k)``; or lists of them

@@ -11,7 +11,7 @@ from ..._core.options import check_choice
 
 __all__ = ["DirectSolverOptions", "DirectSolverMatrixType", "CPU_LAPACK", "BATCH_METHODS", "matrix_type_of"]
 
-CPU_LAPACK = ("auto", "openblas", "mkl")
+CPU_LAPACK = ("auto", "openblas", "mkl", "nvpl")
 BATCH_METHODS = ("auto", "loop", "batched")
 
 
@@ -72,8 +72,8 @@ class DirectSolverOptions:
         matrix_type: 'general' (LU, the default), 'spd' (real symmetric positive definite) or 'hpd' (Hermitian
             positive definite; complex, or real meaning 'spd'): Cholesky. A DirectSolverMatrixType or its name in
             any case.
-        cpu_lapack: the CPU LAPACK: 'auto' (NumPy's OpenBLAS, then SciPy's, the system's, MKL), 'openblas' or
-            'mkl'. The environment variable CUMATH_BLAS sets the default for 'auto' (as for the matmul's BLAS).
+        cpu_lapack: the CPU LAPACK: 'auto' (NVPL on Arm where installed, then NumPy's OpenBLAS, SciPy's, the
+            system's, MKL), 'openblas', 'mkl' or 'nvpl' (Arm only, untested on Arm hardware). The environment variable CUMATH_BLAS sets the default for 'auto' (as for the matmul's BLAS).
         batch_method: how a GPU batch of problems runs: 'loop' (one cuSOLVER 64-bit call per problem), 'batched'
             (one call for all: cuBLAS getrfBatched/getrsBatched for LU, cuSOLVER potrfBatched/potrsBatched for
             Cholesky; sizes below 2^31), or 'auto' (the default): chosen per problem size from a table of
@@ -87,7 +87,7 @@ class DirectSolverOptions:
     inplace_a: bool = False
     inplace_b: bool = False
     matrix_type: DirectSolverMatrixType | str = DirectSolverMatrixType.GENERAL
-    cpu_lapack: Literal["auto", "openblas", "mkl"] = "auto"
+    cpu_lapack: Literal["auto", "openblas", "mkl", "nvpl"] = "auto"
     batch_method: Literal["auto", "loop", "batched"] = "auto"
 
     def __post_init__(self):

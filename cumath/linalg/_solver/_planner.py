@@ -9,6 +9,8 @@ builds the subclass that declares itself with ``explicit_batch=True`` (``_batch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from ..._core import cuda
@@ -21,6 +23,11 @@ from ...memory import default_allocator
 from ._executors import FACTORIES
 from ._options import DirectSolverOptions
 from ._traits import geometry, overlapping
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["DirectSolver", "is_sequence", "wrap"]
 
@@ -100,7 +107,8 @@ class DirectSolver(Operation):
             cls = DirectSolver._explicit_batch
         return super().__new__(cls)
 
-    def __init__(self, a, b, options=None, execution=None, stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                 execution: ExecutionLike | None = None, stream: StreamLike = None) -> None:
         opts = check_options(options, DirectSolverOptions, "direct solver options")
         self._options = opts
         self._log = log = opts.logger or logger
@@ -123,7 +131,7 @@ class DirectSolver(Operation):
 
     # ------------------------------------------------------------------------------------------ planning
     @requires_alive
-    def plan(self, *, stream=None):
+    def plan(self, *, stream: StreamLike = None) -> None:
         """Choose the engine, the layouts and the copies for the operands, and create the library handle,
         workspaces and buffers. Planning twice does nothing."""
         if not self._planned:
@@ -159,7 +167,7 @@ class DirectSolver(Operation):
         return result
 
     @requires("planned", "operands")
-    def factorize(self, *, stream=None) -> None:
+    def factorize(self, *, stream: StreamLike = None) -> None:
         """Factorize a (LU with partial pivoting, or Cholesky): the factors are kept by the plan (or written into
         a with inplace_a). Reads the factorization's status back once (on the GPU, a wait for the stream):
         raises SingularMatrixError naming the first system that failed; warns (IllConditionedWarning) for
@@ -169,12 +177,12 @@ class DirectSolver(Operation):
         self._factorized = True
 
     @requires("planned", "operands", "factorized")
-    def solve(self, *, stream=None):
+    def solve(self, *, stream: StreamLike = None) -> AnyTensor:
         """Solve ``a @ x = b`` with the factorization of the last factorize() for the current b; returns x (a new
         array of b's package on its device; b itself with inplace_b; a list for explicit batches)."""
         return self._run("solve", stream)
 
-    def execute(self, *, stream=None):
+    def execute(self, *, stream: StreamLike = None) -> AnyTensor:
         """factorize() and solve() in one call (one LAPACK call per system where LAPACK has one, one read-back of
         the status on the GPU): what :func:`direct_solver` runs. Returns x."""
         ex = self._executor
@@ -197,7 +205,7 @@ class DirectSolver(Operation):
 
     # ------------------------------------------------------------------------------------------ operands
     @requires_alive
-    def reset_operands(self, a=None, b=None, *, stream=None):
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, *, stream: StreamLike = None) -> None:
         """Point the plan at new operands of the same package, device, shapes, strides and dtype. A new a
         must be factorized again (factorize()); a new b alone is solved with the kept factorization. After
         release_operands() both must be given."""
@@ -206,7 +214,7 @@ class DirectSolver(Operation):
             self._use_stream(stream)
 
     @requires_alive
-    def reset_operands_unchecked(self, a=None, b=None, *, stream=None):
+    def reset_operands_unchecked(self, a: AnyTensor = None, b: AnyTensor = None, *, stream: StreamLike = None) -> None:
         """Like reset_operands() for hot loops: only the shape, strides and dtype are compared (a layout change
         would make the plan read the wrong memory, so it is still refused)."""
         self._reset({"a": a, "b": b}, False)
@@ -238,7 +246,7 @@ class DirectSolver(Operation):
         super()._drop_plan()
 
     @property
-    def geometry(self):
+    def geometry(self) -> Any:
         """The problem set (order n, right-hand sides, batch shape, dtype, 'lu' or 'cholesky')."""
         return self._geom
 

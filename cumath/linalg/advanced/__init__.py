@@ -6,6 +6,8 @@ one library call; :class:`Matmul` plans once and executes many times (``plan`` /
 package, on the same device, and in the inputs' layout where cuBLASLt allows it.
 """
 
+from typing import TYPE_CHECKING
+
 from . import helpers
 from ._algorithms import Algorithm
 from ._functions import matmul
@@ -22,6 +24,9 @@ from ._options import (
 )
 from ._planner import Matmul
 
+if TYPE_CHECKING:  # loaded by __getattr__ below
+    from ._options import matrix_qualifiers_dtype
+
 __all__ = [
     "matmul", "Matmul", "Algorithm", "MatmulOptions", "MatmulPlanPreferences", "MatmulEpilogPreferences",
     "MatmulQuantizationScales", "MatmulEpilog", "MatmulComputeType", "MatmulNumericalImplFlags",
@@ -29,7 +34,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name == "matrix_qualifiers_dtype":  # a NumPy structured dtype: ("structure", object), ("is_conjugate", i2)
         from . import _options
 

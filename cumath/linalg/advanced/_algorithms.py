@@ -25,6 +25,8 @@ How to use (for the Matmul operation)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 import json
 import logging
@@ -34,6 +36,9 @@ import statistics
 from ..._bindings import cublaslt as lt
 from ..._core.disk_cache import atomic_write
 from ...errors import CUBLASLtError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Algorithm",
@@ -215,7 +220,7 @@ class Algorithm:
     __slots__ = ("_algo", "_config", "_capabilities", "workspace_size", "waves_count", "measured_time",
                  "environment", "__weakref__")
 
-    def __init__(self, algorithm, *, environment: dict | None = None):
+    def __init__(self, algorithm: Algorithm, *, environment: dict | None = None) -> None:
         if isinstance(algorithm, Algorithm):
             self._init_from(algorithm.to_dict())
             return
@@ -264,7 +269,7 @@ class Algorithm:
         self._config[field] = int(config_id)
 
     @property
-    def tile(self):
+    def tile(self) -> Any:
         """The tile as ``(rows, cols)`` (None when undefined); settable to one of ``capabilities.tile_ids``
         (as an id or a shape)."""
         return _readable("tile", self._config["tile"])
@@ -279,7 +284,7 @@ class Algorithm:
         self._set("tile", tid)
 
     @property
-    def stages(self):
+    def stages(self) -> Any:
         """The stages as ``(size, count)`` (count 0: chosen automatically; None when undefined); settable to one of
         ``capabilities.stages_ids``."""
         return _readable("stages", self._config["stages"])
@@ -309,7 +314,7 @@ class Algorithm:
         self._set("split_k", v)
 
     @property
-    def reduction_scheme(self):
+    def reduction_scheme(self) -> Any:
         """The split-k reduction scheme (a ``cublasLtReductionScheme_t``); one allowed by
         ``capabilities.reduction_scheme_mask``."""
         return _readable("reduction_scheme", self._config["reduction_scheme"])
@@ -352,7 +357,7 @@ class Algorithm:
         self._set("custom_option", v)
 
     @property
-    def inner_shape(self):
+    def inner_shape(self) -> Any:
         """The inner shape (a ``cublasLtMatmulInnerShape_t``)."""
         return _readable("inner_shape", self._config["inner_shape"])
 
@@ -365,7 +370,7 @@ class Algorithm:
         self._set("inner_shape", v)
 
     @property
-    def cluster_shape(self):
+    def cluster_shape(self) -> Any:
         """The thread-block cluster shape as ``(x, y, z)`` (None: chosen automatically)."""
         return _readable("cluster_shape", self._config["cluster_shape"])
 
@@ -440,7 +445,7 @@ class Algorithm:
         self.measured_time = None if t is None else float(t)
         self.environment = dict(env) if env else None
 
-    def to_json(self, **kwargs) -> str:
+    def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod

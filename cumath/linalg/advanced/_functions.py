@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..._core.operand import Operand, wrap_operand
 from ..._core.options import check_options, snapshot
 from ..._core._fast import hot_mm as _hot
@@ -11,11 +13,23 @@ from ._options import MatmulOptions, MatmulPlanPreferences
 from ._planner import Matmul
 from ._scales import key as scales_key
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, StreamLike
+    from ._algorithms import Algorithm
+    from ._options import MatmulEpilog, MatmulQuantizationScales
+
 __all__ = ["matmul"]
 
 
-def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None, qualifiers=None,
-           quantization_scales=None, options=None, preferences=None, algorithm=None, stream=None):
+def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+           beta: complex | None = None, epilog: MatmulEpilog | None = None,
+           epilog_inputs: Mapping[str, AnyTensor] | None = None, qualifiers: Any = None,
+           quantization_scales: MatmulQuantizationScales | Mapping[str, Any] | None = None,
+           options: MatmulOptions | Mapping[str, Any] | None = None,
+           preferences: MatmulPlanPreferences | Mapping[str, Any] | None = None, algorithm: Algorithm | None = None,
+           stream: StreamLike = None) -> AnyTensor:
     """``epilog(alpha * a @ b + beta * c)`` in one cuBLASLt call, with numpy.matmul semantics.
 
     ``a``, ``b``, ``c``: NumPy, CuPy or PyTorch arrays (host arrays are copied to the GPU and the result back);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ctypes
 import logging
 import math
@@ -30,6 +32,13 @@ from ._options import MatmulComputeType, MatmulOptions, MatmulPlanPreferences, c
 from ._scales import Scales, check as check_scales
 from ._traits import dtype_plan, matmul_geometry
 from ._variant import Context, Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+    from ..._core.typing import AnyTensor, StreamLike
+    from ._algorithms import Algorithm
+    from ._options import MatmulEpilog, MatmulQuantizationScales
 
 __all__ = ["Matmul"]
 
@@ -86,8 +95,10 @@ class Matmul(Operation):
     _scales = None
     _spec = None
 
-    def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, quantization_scales=None,
-                 options=None, stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+                 beta: complex | None = None, qualifiers: Any = None,
+                 quantization_scales: MatmulQuantizationScales | Mapping[str, Any] | None = None,
+                 options: MatmulOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         opts = check_options(options, MatmulOptions, "matmul options")
         self._options = opts
         self._log = log = opts.logger or logger
@@ -146,7 +157,9 @@ class Matmul(Operation):
 
     # --------------------------------------------------------------------------------------- planning
     @requires("operands")
-    def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None, stream=None):
+    def plan(self, *, preferences: MatmulPlanPreferences | Mapping[str, Any] | None = None,
+             algorithms: Sequence[Algorithm] | None = None, epilog: MatmulEpilog | None = None,
+             epilog_inputs: Mapping[str, AnyTensor] | None = None, stream: StreamLike = None) -> Any:
         """Choose the formulation and the algorithms; returns the algorithms (best first).
 
         ``epilog``: a :class:`MatmulEpilog`; ``epilog_inputs``: ``{"bias": ..., "relu_aux": ..., "gelu_aux": ...}``
@@ -212,7 +225,8 @@ class Matmul(Operation):
 
     # -------------------------------------------------------------------------------------- autotune
     @requires("planned", "operands")
-    def autotune(self, *, iterations=3, prune=None, release_workspace=False, stream=None):
+    def autotune(self, *, iterations: int = 3, prune: Any = None, release_workspace: bool = False,
+                 stream: StreamLike = None) -> Any:
         """Time the planned algorithms (CUDA events) and use the fastest; returns them fastest first. ``prune``:
         keep only the ``prune`` fastest as the plan's algorithms (``mm.algorithms``). With the persistent autotune
         cache on, the winner is stored for later processes."""
@@ -258,7 +272,8 @@ class Matmul(Operation):
             del keep
 
     # -------------------------------------------------------------------------------------- execution
-    def execute(self, *, algorithm=None, release_workspace=False, stream=None):
+    def execute(self, *, algorithm: Algorithm | None = None, release_workspace: bool = False,
+                stream: StreamLike = None) -> AnyTensor:
         """Run the matmul on the current operands; returns the result (the operands' package and device), or
         ``(result, aux)`` for epilogs with auxiliary outputs (``aux`` a dict of arrays). A small result (up to
         4 MiB) of one of the two previous calls on the same stream that nobody refers to any more (no name,
@@ -316,16 +331,22 @@ class Matmul(Operation):
 
     # ------------------------------------------------------------------------------------------ resets
     @requires_alive
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None,
-                       quantization_scales=None, stream=None):
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
+                       alpha: complex | None = None, beta: complex | None = None,
+                       epilog_inputs: Mapping[str, AnyTensor] | None = None,
+                       quantization_scales: MatmulQuantizationScales | Mapping[str, Any] | None = None,
+                       stream: StreamLike = None) -> None:
         """Point the plan at new operands of the same package, device, shapes and dtypes (checked). Operands of
         another layout are fine: the plan is completed for that layout (once) and reused."""
         new = {name: self._checked(name, x) for name, x in (("a", a), ("b", b), ("c", c)) if x is not None}
         self._reset(new, alpha, beta, epilog_inputs, quantization_scales, stream, checked=True)
 
     @requires_alive
-    def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None, epilog_inputs=None,
-                                 quantization_scales=None, stream=None):
+    def reset_operands_unchecked(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
+                                 alpha: complex | None = None, beta: complex | None = None,
+                                 epilog_inputs: Mapping[str, AnyTensor] | None = None,
+                                 quantization_scales: MatmulQuantizationScales | Mapping[str, Any] | None = None,
+                                 stream: StreamLike = None) -> None:
         """Like reset_operands() without the shape, dtype and package checks (for hot loops). A change of
         layout or alignment is still caught (one tuple comparison) and planned for, so feeding a result back
         (``d = mm.execute(); mm.reset_operands_unchecked(a=d)``) is always right."""

@@ -9,6 +9,8 @@ an epilog ``x -> x'`` applied to every result element before it is stored, and t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import time
 import types as pytypes
@@ -16,6 +18,10 @@ import types as pytypes
 from ..._core.disk_cache import ContentStore, digest
 from ..._core.numba_compat import EXTRA_HINT, import_numba_cuda, numba_cuda_version
 from ...fft._compile import function_fingerprint, normalize_compute_capability, toolchain
+
+if TYPE_CHECKING:
+    from typing import Any
+    from ..._core.typing import ComputeCapabilityLike, DTypeLike
 
 __all__ = ["compile_matmul_prolog", "compile_matmul_epilog", "compile_matmul_add", "compile_matmul_atomic_add",
            "compile_matmul_mul", "symbol_of", "ARITY"]
@@ -92,7 +98,8 @@ def _compile(kind: str, fn, dtype, compute_capability, label=None) -> MatmulLTOI
     return ir
 
 
-def compile_matmul_prolog(prolog, *, operand_label, dtype, compute_capability=None) -> MatmulLTOIR:
+def compile_matmul_prolog(prolog: Any, *, operand_label: Any, dtype: DTypeLike,
+                          compute_capability: ComputeCapabilityLike | None = None) -> MatmulLTOIR:
     """Compile a unary function ``x -> x'`` applied to each element of operand ``operand_label`` ('a' or 'b')
     as the product reads it. Returns LTO-IR (``bytes``) for ``Matmul.plan(prologs={'a': ...})``."""
     if operand_label not in ("a", "b", "c"):
@@ -100,22 +107,26 @@ def compile_matmul_prolog(prolog, *, operand_label, dtype, compute_capability=No
     return _compile("prolog", prolog, dtype, compute_capability, operand_label)
 
 
-def compile_matmul_epilog(epilog, *, dtype, compute_capability=None) -> MatmulLTOIR:
+def compile_matmul_epilog(epilog: Any, *, dtype: DTypeLike,
+                          compute_capability: ComputeCapabilityLike | None = None) -> MatmulLTOIR:
     """Compile a unary function applied to each result element before it is stored."""
     return _compile("epilog", epilog, dtype, compute_capability)
 
 
-def compile_matmul_add(add, *, dtype, compute_capability=None) -> MatmulLTOIR:
+def compile_matmul_add(add: Any, *, dtype: DTypeLike,
+                       compute_capability: ComputeCapabilityLike | None = None) -> MatmulLTOIR:
     """Compile the semiring's addition ``add(x, y)``."""
     return _compile("add", add, dtype, compute_capability)
 
 
-def compile_matmul_atomic_add(atomic_add, *, dtype, compute_capability=None) -> MatmulLTOIR:
+def compile_matmul_atomic_add(atomic_add: Any, *, dtype: DTypeLike,
+                              compute_capability: ComputeCapabilityLike | None = None) -> MatmulLTOIR:
     """Compile the semiring's atomic accumulation ``atomic_add(ptr, x)`` (``ptr[0] = add(ptr[0], x)``
     atomically)."""
     return _compile("atomic_add", atomic_add, dtype, compute_capability)
 
 
-def compile_matmul_mul(mul, *, dtype, compute_capability=None) -> MatmulLTOIR:
+def compile_matmul_mul(mul: Any, *, dtype: DTypeLike,
+                       compute_capability: ComputeCapabilityLike | None = None) -> MatmulLTOIR:
     """Compile the semiring's multiplication ``mul(x, y)``."""
     return _compile("mul", mul, dtype, compute_capability)

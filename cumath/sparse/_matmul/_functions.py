@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..._core.execution import execution_key
@@ -10,6 +12,11 @@ from ..._core.plan_cache import cached_call
 from ..._core.streams import stream_key
 from ._options import MatmulOptions
 from ._planner import Matmul, wrap_a, wrap_dense
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ComputeCapabilityLike, ExecutionLike, StreamLike
 
 __all__ = ["matmul"]
 
@@ -49,8 +56,11 @@ def _planned(A, B, C, alpha, beta, qualifiers, options, execution, stream, plan_
     return mm
 
 
-def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, prologs=None, epilog=None, semiring=None,
-           compute_capability=None, options=None, execution=None, stream=None):
+def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+           beta: complex | None = None, qualifiers: Any = None, prologs: Any = None, epilog: Any = None,
+           semiring: Any = None, compute_capability: ComputeCapabilityLike | None = None,
+           options: MatmulOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+           stream: StreamLike = None) -> AnyTensor:
     """``alpha * op(a) @ op(b) + beta * c`` with a sparse ``a`` (see :class:`Matmul` for operands and results).
 
     Plans are cached by the operands' kinds and ``a``'s sparsity pattern (for CSR and CSC: the index arrays

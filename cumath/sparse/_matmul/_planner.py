@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 import numpy as np
@@ -16,6 +18,11 @@ from ._executors import HostExecutor, new_result
 from ._options import MatmulOptions
 from ._qualifiers import check_qualifiers
 from ._traits import geometry
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ComputeCapabilityLike, ExecutionLike, StreamLike
 
 __all__ = ["Matmul", "wrap_a", "wrap_dense"]
 
@@ -99,8 +106,10 @@ class Matmul(Operation):
     _NAMES = ("a", "b", "c")
     _RESET_HINT = "reset_operands(a=..., b=..., c=...) with all of them"
 
-    def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=None, execution=None,
-                 stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, alpha: complex | None = None,
+                 beta: complex | None = None, qualifiers: Any = None,
+                 options: MatmulOptions | Mapping[str, Any] | None = None, execution: ExecutionLike | None = None,
+                 stream: StreamLike = None) -> None:
         opts = options if type(options) is MatmulOptions else check_options(options, MatmulOptions,
                                                                              "sparse matmul options")
         self._options = opts
@@ -143,7 +152,8 @@ class Matmul(Operation):
 
     # ------------------------------------------------------------------------------------------ planning
     @requires_alive
-    def plan(self, *, prologs=None, epilog=None, semiring=None, compute_capability=None, stream=None):
+    def plan(self, *, prologs: Any = None, epilog: Any = None, semiring: Any = None,
+             compute_capability: ComputeCapabilityLike | None = None, stream: StreamLike = None) -> None:
         """Analyse ``a`` and prepare the engine (MKL's inspector, cuSPARSE's buffer and preprocessing).
         ``prologs`` (a dict of LTO-IR from :func:`compile_matmul_prolog` for 'a' and 'b'), ``epilog`` and
         ``semiring`` need a generated kernel (GPU); a cupyx or PyTorch sparse ``a`` is then read through a
@@ -172,7 +182,7 @@ class Matmul(Operation):
                 raise
 
     @requires_alive
-    def autotune(self, *, iterations: int = 5, stream=None) -> list:
+    def autotune(self, *, iterations: int = 5, stream: StreamLike = None) -> list:
         """(cumath) Choose by measurement what runs the planned product, and keep it: on the GPU, cuSPARSE's
         SpMM/SpMV algorithms for the stored format (CSR: DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3; BSR: DEFAULT,
         BSR_ALG1; SpMV: DEFAULT, CSR_ALG1, CSR_ALG2), each timed over ``iterations`` executions with CUDA events;
@@ -228,7 +238,7 @@ class Matmul(Operation):
         return HostExecutor(self._geom, self._ops, engine, self._options, self._log, self._stream)
 
     # ----------------------------------------------------------------------------------------- execution
-    def execute(self, *, stream=None):
+    def execute(self, *, stream: StreamLike = None) -> AnyTensor:
         """Compute with the current operands: the result (``c`` itself when given, else a new array of the
         operands' package and device)."""
         ex = self._executor
@@ -256,7 +266,8 @@ class Matmul(Operation):
         self._beta = _scalar(beta if ops.get("c") is not None else None, 1 if ops.get("c") is not None else 0,
                              g.dtype, "beta")
 
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, stream=None) -> None:
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
+                       alpha: complex | None = None, beta: complex | None = None, stream: StreamLike = None) -> None:
         """New operands of the planned kind (a: same package, device, format, shape, stored entries, dtypes and
         sparsity pattern, new values; b and c: same package, device, shape, strides and dtype); ``alpha`` and
         ``beta`` new scalars. Operands not given are kept. Passing nothing at all releases the operands."""
@@ -267,7 +278,9 @@ class Matmul(Operation):
             return
         self._reset(a, b, c, alpha, beta, stream, checked=True)
 
-    def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None, stream=None) -> None:
+    def reset_operands_unchecked(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
+                                 alpha: complex | None = None, beta: complex | None = None,
+                                 stream: StreamLike = None) -> None:
         """Like reset_operands, comparing only shapes, strides and dtypes (cheaper; the caller guarantees the
         rest, the sparsity pattern included)."""
         if self._freed:

@@ -10,10 +10,15 @@ equivalent for (see ``_backends``). The info objects read the engine after ``pla
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._options import FACTORIZATION_FIELDS, PLAN_FIELDS, SOLUTION_FIELDS, check_setting
 from ._traits import memory_estimates_dtype
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DirectSolverPlanConfig", "DirectSolverFactorizationConfig", "DirectSolverSolutionConfig",
            "DirectSolverPlanInfo", "DirectSolverFactorizationInfo", "ALL_FIELDS"]
@@ -27,7 +32,7 @@ class _Config:
     _FIELDS: dict = {}
     __slots__ = ("_solver",)
 
-    def __init__(self, solver):
+    def __init__(self, solver: Any) -> None:
         object.__setattr__(self, "_solver", solver)
 
     def __getattr__(self, name):
@@ -80,7 +85,7 @@ class _Info:
     __slots__ = ("_solver",)
     _STATE = "planned"
 
-    def __init__(self, solver):
+    def __init__(self, solver: Any) -> None:
         self._solver = solver
 
     def _get(self, name: str):
@@ -95,7 +100,7 @@ class DirectSolverPlanInfo(_Info):
     __slots__ = ()
 
     @property
-    def memory_estimates(self):
+    def memory_estimates(self) -> Any:
         raw = self._get("memory_estimates")
         out = np.zeros((), dtype=memory_estimates_dtype).view(np.recarray)
         if isinstance(raw, dict):  # a CPU engine: the host memory it reports
@@ -107,19 +112,19 @@ class DirectSolverPlanInfo(_Info):
         return out
 
     @property
-    def row_permutation(self):
+    def row_permutation(self) -> Any:
         return self._get("plan_row_permutation")
 
     @property
-    def col_permutation(self):
+    def col_permutation(self) -> Any:
         return self._get("plan_col_permutation")
 
     @property
-    def matching_col_permutation(self):
+    def matching_col_permutation(self) -> Any:
         return self._get("matching_col_permutation")
 
     @property
-    def num_superpanels(self):
+    def num_superpanels(self) -> Any:
         return self._get("num_superpanels")
 
 

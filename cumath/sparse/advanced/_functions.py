@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from ..._core.execution import execution_key
 from ..._core.options import check_options
@@ -18,6 +19,11 @@ from ..._core.streams import stream_key
 from ._options import (DirectSolverFactorizationPreferences, DirectSolverOptions, DirectSolverPlanPreferences,
                        DirectSolverSolutionPreferences)
 from ._planner import DirectSolver, fingerprint, wrap_lhs, wrap_rhs
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["direct_solver"]
 
@@ -50,8 +56,9 @@ def _planned(a, b, options, execution, stream, preferences) -> DirectSolver:
     return solver
 
 
-def direct_solver(a, b, /, *, options=None, execution=None, stream=None, plan_preferences=None,
-                  factorization_preferences=None, solution_preferences=None):
+def direct_solver(a: AnyTensor, b: AnyTensor, /, *, options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                  execution: ExecutionLike | None = None, stream: StreamLike = None, plan_preferences: Any = None,
+                  factorization_preferences: Any = None, solution_preferences: Any = None) -> AnyTensor:
     """Solve ``a @ x = b`` for ``x`` (see :class:`DirectSolver` for the operands, the result and where it runs).
 
     Plans are cached by sparsity pattern: calling again with new values of the same pattern (same options and

@@ -3,6 +3,8 @@ reset_operands) -> free()."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from ..._core.lifecycle import requires
@@ -17,6 +19,11 @@ from ._execution import SparseExecution, resolve_execution
 from ._executors import Setup, make_executor
 from ._options import DirectSolverOptions
 from ._traits import problem
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+    from ..._core.typing import AnyTensor, ExecutionLike, StreamLike
 
 __all__ = ["DirectSolver", "wrap_rhs", "wrap_lhs", "fingerprint", "OperandTuple"]
 
@@ -128,7 +135,8 @@ class DirectSolver(Operation):
     _analysed = False
     _executor = None
 
-    def __init__(self, a, b, *, options=None, execution=None, stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, *, options: DirectSolverOptions | Mapping[str, Any] | None = None,
+                 execution: ExecutionLike | None = None, stream: StreamLike = None) -> None:
         opts = options if type(options) is DirectSolverOptions else check_options(
             options, DirectSolverOptions, "sparse direct solver options")
         self._options = opts
@@ -212,7 +220,7 @@ class DirectSolver(Operation):
 
     # ---------------------------------------------------------------------------------------- lifecycle
     @requires("operands")
-    def plan(self, *, stream=None) -> DirectSolverPlanInfo:
+    def plan(self, *, stream: StreamLike = None) -> DirectSolverPlanInfo:
         """Reorder ``a`` to reduce fill-in and analyse its factors (cuDSS's analysis phase, PARDISO's phase 11).
         Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`."""
         if not self._planned:
@@ -237,7 +245,7 @@ class DirectSolver(Operation):
             self._log.info("planned on the %s engine", getattr(getattr(executor, "engine", None), "name", "cudss"))
 
     @requires("planned", "operands", "analysed")
-    def factorize(self, *, stream=None) -> DirectSolverFactorizationInfo:
+    def factorize(self, *, stream: StreamLike = None) -> DirectSolverFactorizationInfo:
         """Factorize the current values of ``a`` (a refactorization of the planned analysis after new values).
         Returns :attr:`factorization_info`."""
         s, explicit = self._stream_arg(stream)
@@ -247,14 +255,14 @@ class DirectSolver(Operation):
         return self._factorization_info
 
     @requires("planned", "operands", "factorized")
-    def solve(self, *, stream=None):
+    def solve(self, *, stream: StreamLike = None) -> AnyTensor:
         """Solve with the current factorization for the current ``b``; returns ``x`` (``b``'s shape, package and
         device; each matrix column-major). With GPU operands and ``blocking='auto'`` it returns once the work is
         queued on the stream."""
         s, explicit = self._stream_arg(stream)
         return self._ordered(s, explicit, self._executor.solve, self._ops, s)
 
-    def execute(self, *, stream=None):
+    def execute(self, *, stream: StreamLike = None) -> AnyTensor:
         """(cumath) factorize() and solve() in one call: the stateless function's body, also a shortcut."""
         ex = self._executor
         if ex is None or self._released or not self._analysed:  # the state check inline (the hot path)
@@ -270,7 +278,7 @@ class DirectSolver(Operation):
         super()._bind(ops)
         self._factorized = False
 
-    def reset_operands(self, a=None, b=None, *, stream=None) -> None:
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, *, stream: StreamLike = None) -> None:
         """New operands of the same kind: ``a`` of the same package, device, shape, dtypes and number of stored
         entries (new values need factorize() again; another sparsity pattern needs plan() again), ``b`` of the
         same package, device, shape, strides and dtype. Passing neither releases the operands
@@ -282,7 +290,7 @@ class DirectSolver(Operation):
             return
         self._reset(a, b, stream, checked=True)
 
-    def reset_operands_unchecked(self, a=None, b=None, *, stream=None) -> None:
+    def reset_operands_unchecked(self, a: AnyTensor = None, b: AnyTensor = None, *, stream: StreamLike = None) -> None:
         """Like reset_operands, comparing only shapes, strides and dtypes, and trusting ``a`` to have the planned
         sparsity pattern (cheaper; the caller guarantees it)."""
         if self._freed:

@@ -10,9 +10,14 @@ DSL cannot invert, is refused at construction with a message that says which dim
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import enum
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Dimension", "LevelExpr", "LevelFormat", "LevelProperty", "TensorFormat"]
 
@@ -53,7 +58,7 @@ class LevelExpr:
 
     __slots__ = ("terms", "op", "divisor")
 
-    def __init__(self, terms: dict, op: str = "affine", divisor: int | None = None):
+    def __init__(self, terms: dict, op: str = "affine", divisor: int | None = None) -> None:
         self.terms, self.op, self.divisor = dict(terms), op, divisor
 
     # arithmetic of the DSL
@@ -93,7 +98,7 @@ class LevelExpr:
     def dims(self) -> tuple:
         return tuple(self.terms)
 
-    def evaluate(self, coords: dict):
+    def evaluate(self, coords: dict) -> Any:
         """The level coordinate(s) for dimension coordinates (name -> int or array)."""
         if self.op == "div":
             return coords[self.dims[0]] // self.divisor
@@ -111,7 +116,7 @@ class LevelExpr:
             return extents[self.dims[0]]
         return sum(extents[k] for k in self.terms) - len(self.terms) + 1
 
-    def key(self):
+    def key(self) -> Any:
         return (tuple(sorted(self.terms.items())), self.op, self.divisor)
 
     def __eq__(self, other):
@@ -138,7 +143,7 @@ class Dimension(LevelExpr):
 
     __slots__ = ("dimension_name",)
 
-    def __init__(self, dimension_name: str):
+    def __init__(self, dimension_name: str) -> None:
         if not isinstance(dimension_name, str) or not dimension_name:
             raise TypeError(f"a Dimension needs a name (a non-empty str); got {dimension_name!r}")
         super().__init__({dimension_name: 1})
@@ -176,7 +181,7 @@ class TensorFormat:
     dict from a level expression to a :class:`LevelFormat` or a ``(LevelFormat, LevelProperty...)`` tuple), and a
     ``name`` (generated from the levels when not given)."""
 
-    def __init__(self, dimensions, levels, *, name=None):
+    def __init__(self, dimensions: Any, levels: Any, *, name: Any = None) -> None:
         dims = tuple(dimensions)
         for d in dims:
             if not isinstance(d, Dimension):
@@ -248,7 +253,7 @@ class TensorFormat:
             for e, (f, _), n in zip(self._exprs, self._specs, self._params)) + ")"
 
     # ---------------------------------------------------------------------------------------- mapping
-    def dim2lvl(self, dim_indices, as_size: bool = False):
+    def dim2lvl(self, dim_indices: Any, as_size: bool = False) -> Any:
         """Map dimension indices (one per dimension; NumPy arrays map elementwise) to level indices; with
         ``as_size``, map extents to level sizes."""
         vals = dict(zip(self._names, dim_indices))
@@ -258,7 +263,7 @@ class TensorFormat:
             return [e.size(vals) for e in self._exprs]
         return [e.evaluate(vals) for e in self._exprs]
 
-    def lvl2dim(self, lvl_indices):
+    def lvl2dim(self, lvl_indices: Any) -> Any:
         """Map level indices to dimension indices (the inverse of :meth:`dim2lvl`)."""
         if len(lvl_indices) != len(self._exprs):
             raise ValueError(f"expected {len(self._exprs)} level indices, got {len(lvl_indices)}")
@@ -284,7 +289,7 @@ class TensorFormat:
         return {e: (f if not p and not n else (f, *((n,) if n else ()), *p))
                 for e, (f, p), n in zip(self._exprs, self._specs, self._params)}
 
-    def level_param(self, level: int):
+    def level_param(self, level: int) -> Any:
         """N of a STRUCTURED level (its stored entries per block of M); None for other levels."""
         return self._params[level]
 
@@ -312,7 +317,7 @@ class TensorFormat:
     def level_unique(self, level: int) -> bool:
         return LevelProperty.NONUNIQUE not in self._specs[level][1]
 
-    def key(self):
+    def key(self) -> Any:
         return (self._names, tuple(e.key() for e in self._exprs), tuple((f, p) for f, p in self._specs),
                 self._params)
 

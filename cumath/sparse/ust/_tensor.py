@@ -9,6 +9,8 @@ are copied to the host and back, logged). ``from_file`` reads Matrix Market (``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import importlib
 import logging
 
@@ -19,6 +21,11 @@ from .._operand import host_arrays
 from ._dsl import TensorFormat
 from ._named import NamedFormats as NF
 from ._storage import build, level_sizes, read
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+    from ..._core.typing import AnyTensor, DTypeLike
 
 __all__ = ["Tensor"]
 
@@ -60,8 +67,9 @@ class Tensor:
     """A universal sparse tensor (see the module's docstring). Create one with :meth:`from_package`,
     :meth:`from_file` or :meth:`convert`; the constructor is internal."""
 
-    def __init__(self, extents, *, tensor_format: TensorFormat, index_type="int32", dtype="float32", package="numpy",
-                 device_id=None, pos=None, crd=None, val=None, base=None):
+    def __init__(self, extents: Sequence[int], *, tensor_format: TensorFormat, index_type: str = "int32",
+                 dtype: DTypeLike = "float32", package: str = "numpy", device_id: int | None = None, pos: Any = None,
+                 crd: Any = None, val: Any = None, base: Any = None) -> None:
         self._extents = tuple(int(e) for e in extents)
         if not isinstance(tensor_format, TensorFormat):
             raise TypeError(f"tensor_format must be a TensorFormat, not {type(tensor_format).__name__}")
@@ -81,7 +89,7 @@ class Tensor:
 
     # ------------------------------------------------------------------------------------------ creation
     @classmethod
-    def from_package(cls, tensor) -> "Tensor":
+    def from_package(cls, tensor: AnyTensor) -> "Tensor":
         """A zero-copy UST view of a NumPy/CuPy/PyTorch dense array, a SciPy/cupyx sparse matrix (csr, csc, coo,
         bsr; dia is converted) or a PyTorch sparse tensor (COO, CSR, CSC, BSR, BSC)."""
         if isinstance(tensor, Tensor):
@@ -170,7 +178,8 @@ class Tensor:
                    val=x.values().reshape(-1), **common)
 
     @classmethod
-    def from_file(cls, filename, *, package=None, index_type="int32", dtype=None) -> "Tensor":
+    def from_file(cls, filename: str, *, package: str | None = None, index_type: str = "int32",
+                  dtype: DTypeLike = None) -> "Tensor":
         """Read a Matrix Market (``.mtx``: a COO matrix; symmetric files expanded) or FROSTT (``.tns``: one
         line per element, 1-based coordinates then the value) file into a COO tensor on the host."""
         name = str(filename)
@@ -216,7 +225,7 @@ class Tensor:
         pos, crd, val = self._host_storage()
         return read(self._format, self._extents, pos, crd, val)
 
-    def convert(self, *, tensor_format=None, index_type=None, dtype=None) -> "Tensor":
+    def convert(self, *, tensor_format: Any = None, index_type: str | None = None, dtype: DTypeLike = None) -> "Tensor":
         """A new tensor holding the same elements in ``tensor_format`` (default: this one's), with ``index_type``
         and ``dtype`` (defaults: this tensor's), in this tensor's package and device."""
         fmt = tensor_format or self._format
@@ -233,7 +242,7 @@ class Tensor:
         return Tensor(self._extents, tensor_format=fmt, index_type=it, dtype=dt, package=self._package,
                       device_id=self._device_id, pos=[up(p) for p in pos], crd=[up(c) for c in crd], val=up(val))
 
-    def to_package(self):
+    def to_package(self) -> Any:
         """The package's own object: a dense array, a SciPy/cupyx sparse matrix (CSR, CSC, COO, BSR) or a PyTorch
         sparse tensor (COO, CSR, CSC, BSR, BSC). Other formats: convert() to one of those first."""
         name, pkg = self._format.name, self._package
@@ -274,7 +283,7 @@ class Tensor:
         raise TypeError(f"a {name} tensor has no PyTorch counterpart; convert it first, e.g. "
                         f"t.convert(tensor_format=NamedFormats.CSR).to_package()")
 
-    def to(self, device) -> "Tensor":
+    def to(self, device: Any) -> "Tensor":
         """This tensor on ``device`` ('cpu' or a GPU ordinal): NumPy <-> CuPy, PyTorch stays PyTorch."""
         dev = None if device in ("cpu", None) else int(device)
         if dev == self._device_id:
@@ -304,7 +313,7 @@ class Tensor:
             self._val[...] = _host(src._val)
         return self
 
-    def get_value(self, indices):
+    def get_value(self, indices: Any) -> Any:
         """The value at dimension ``indices`` (zero where nothing is stored)."""
         idx = tuple(int(i) for i in indices)
         if len(idx) != len(self._extents) or any(not 0 <= i < e for i, e in zip(idx, self._extents)):
@@ -313,7 +322,7 @@ class Tensor:
         hit = np.all(coords == np.array(idx, np.int64), axis=1) if coords.size else np.zeros(0, bool)
         return values[hit].sum() if hit.any() else np.zeros((), self._dtype)[()]
 
-    def set_kernel(self, kernel):
+    def set_kernel(self, kernel: Any) -> Any:
         """Set the element-wise map ``kernel(value) -> value`` that :meth:`run_kernel` applies to every stored
         value. It is applied to the whole values array of the tensor's package at once (NumPy, CuPy, PyTorch:
         arithmetic and the package's ufuncs vectorise), so it runs where the tensor is."""
@@ -322,7 +331,7 @@ class Tensor:
         self._kernel = kernel
         return self
 
-    def run_kernel(self):
+    def run_kernel(self) -> Any:
         """Apply the kernel of :meth:`set_kernel` to the stored values, in place; returns this tensor."""
         if self._kernel is None:
             raise RuntimeError("no kernel is set: call set_kernel(fn) first")
@@ -336,7 +345,7 @@ class Tensor:
             self._val[...] = out
         return self
 
-    def draw(self, filename=None, *, max_side: int = 1024):
+    def draw(self, filename: str | None = None, *, max_side: int = 1024) -> Any:
         """A picture of the sparsity (a uint8 grey-scale array: black where elements are stored; large tensors
         binned to at most ``max_side`` pixels a side), written as PNG to ``filename`` when given."""
         from ._draw import sparsity_image, write_png
@@ -348,7 +357,7 @@ class Tensor:
             write_png(filename, img)
         return img
 
-    def draw_storage(self, filename=None, *, width: int = 64):
+    def draw_storage(self, filename: str | None = None, *, width: int = 64) -> Any:
         """A picture of the storage: a band per positions / coordinates array of each level, then the values
         (grey by magnitude), ``width`` cells a line; written as PNG to ``filename`` when given."""
         from ._draw import storage_image, write_png
@@ -383,11 +392,11 @@ class Tensor:
         v = self._val
         return int(np.prod(v.shape)) if v is not None else 0
 
-    def pos(self, level: int):
+    def pos(self, level: int) -> Any:
         """The positions array of ``level`` (None for levels without one)."""
         return self._pos[level]
 
-    def crd(self, level: int):
+    def crd(self, level: int) -> Any:
         """The coordinates array of ``level`` (None for levels without one)."""
         return self._crd[level]
 

@@ -8,6 +8,8 @@ rank's block of the result. GPU engine (``initialize(device_id, ..., backends=("
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 import enum
 import logging
@@ -20,6 +22,12 @@ from ...._core.lifecycle import Stateful, requires
 from ..._context import require_context
 from ..._operands import wrap_result
 from .._blocks import MatrixOperand
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+    from ...._core.typing import AnyTensor, StreamLike
+    from ....linalg.advanced._options import MatmulPlanPreferences
 
 __all__ = ["Matmul", "matmul", "MatmulOptions", "MatmulAlgoType", "MatmulEpilog", "matrix_qualifiers_dtype"]
 
@@ -128,8 +136,9 @@ class Matmul(Stateful):
 
     _STATES = {"planned": ("_planned", "needs a plan: call plan() first")}
 
-    def __init__(self, a, b, /, c=None, *, distributions, alpha=None, beta=None, qualifiers=None, options=None,
-                 stream=None):
+    def __init__(self, a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, distributions: Any,
+                 alpha: complex | None = None, beta: complex | None = None, qualifiers: Any = None,
+                 options: MatmulOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
         self._ctx = ctx = require_context()
         self.options = _options(options)
         self._stream = stream
@@ -173,7 +182,9 @@ class Matmul(Stateful):
         self.beta = (0.0 if c is None else 1.0) if beta is None else beta
         self._epilog = MatmulEpilog.DEFAULT
 
-    def plan(self, *, preferences=None, epilog=None, epilog_inputs=None, algorithms=None):
+    def plan(self, *, preferences: MatmulPlanPreferences | Mapping[str, Any] | None = None,
+             epilog: MatmulEpilog | None = None, epilog_inputs: Mapping[str, AnyTensor] | None = None,
+             algorithms: Sequence[Any] | None = None) -> None:
         """Choose the engine and check the epilog (``epilog_inputs={'bias': this rank's rows of the bias}``)."""
         from ...._bindings import scalapack
 
@@ -213,7 +224,8 @@ class Matmul(Stateful):
         self._planned = True
 
     @requires("planned")
-    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None):
+    def reset_operands(self, a: AnyTensor = None, b: AnyTensor = None, c: AnyTensor = None, *,
+                       alpha: complex | None = None, beta: complex | None = None) -> None:
         """New local blocks of the same shapes and dtypes (and new alpha, beta)."""
         for name, x in (("a", a), ("b", b), ("c", c)):
             if x is None:
@@ -235,7 +247,7 @@ class Matmul(Stateful):
             self.beta = beta
 
     @requires("planned")
-    def execute(self):
+    def execute(self) -> AnyTensor:
         """Run the product; returns this rank's block of the result (a new array, column-major)."""
         from ...._bindings import scalapack
 
@@ -300,8 +312,12 @@ class Matmul(Stateful):
         self._a = self._b = self._c = None
 
 
-def matmul(a, b, /, c=None, *, distributions, alpha=None, beta=None, epilog=None, epilog_inputs=None,
-           qualifiers=None, options=None, preferences=None, stream=None):
+def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, distributions: Any, alpha: complex | None = None,
+           beta: complex | None = None, epilog: MatmulEpilog | None = None,
+           epilog_inputs: Mapping[str, AnyTensor] | None = None, qualifiers: Any = None,
+           options: MatmulOptions | Mapping[str, Any] | None = None,
+           preferences: MatmulPlanPreferences | Mapping[str, Any] | None = None,
+           stream: StreamLike = None) -> AnyTensor:
     """``epilog(alpha op(a) @ op(b) + beta c)`` of distributed matrices; this rank's block of the result."""
     with Matmul(a, b, c, distributions=distributions, alpha=alpha, beta=beta, qualifiers=qualifiers,
                 options=options, stream=stream) as mm:
