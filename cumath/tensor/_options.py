@@ -129,7 +129,8 @@ class ContractionOptions:
             the engine writes directly: [batch, m, n] of the final product, from the operands' layouts) or 'auto'
             (the default: 'C' when every input is in C order, 'F' when every input is in F order, provided the
             engine writes that layout without a copy, as cuTENSOR always does and the CPU's GEMM does when the
-            strides nest into its matrices; 'optimized' otherwise). C in, C out, and never an extra pass.
+            strides nest into its matrices; 'optimized' otherwise, and where every input is in both orders, as
+            1-D operands are). C in, C out, and never an extra pass.
     """
 
     compute_type: int | None = None

@@ -263,12 +263,15 @@ class _Contraction(Operation):
     def _auto_layout(self, steps) -> str:
         """result_layout='auto': 'C' when every input is in C order (its modes' strides decreasing), 'F' when
         every one is in F order, provided the engine writes that layout directly (cuTENSOR always does; the
-        CPU's GEMM when the strides nest into its matrices); else 'optimized'."""
+        CPU's GEMM when the strides nest into its matrices); else 'optimized'. Inputs that are in both orders at
+        once (1-D operands, unit extents) say nothing about the order the caller wants: 'optimized' too."""
         pb = self._problem
         kinds = {"C", "F"}
         for modes, strides in zip(pb.inputs, pb.strides):
             kinds &= _memory_orders([pb.extents[m] for m in modes], strides)
         n = len(pb.output)
+        if len(kinds) == 2 and n > 1:
+            return "optimized"
         for kind in ("C", "F"):
             if kind in kinds:
                 perm = tuple(range(n)) if kind == "C" else tuple(reversed(range(n)))

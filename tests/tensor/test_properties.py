@@ -94,3 +94,11 @@ def test_auto_layout_random(spec, order, seed):
         assert r.flags.c_contiguous or r.strides == opt.strides
     elif order == "F":
         assert r.flags.f_contiguous or r.strides == opt.strides
+
+
+def test_auto_layout_of_inputs_in_both_orders_is_the_engines():
+    """1-D operands are C and F at once: 'auto' says nothing then, and takes what the engine writes."""
+    a, b = np.asfortranarray(np.arange(1.0, 4.0)), np.asfortranarray(np.arange(1.0, 5.0))
+    r = tensor.binary_contraction("a,b->ba", a, b)
+    opt = tensor.binary_contraction("a,b->ba", a, b, options={"result_layout": "optimized"})
+    assert r.strides == opt.strides and np.array_equal(r, np.einsum("a,b->ba", a, b))
