@@ -151,7 +151,9 @@ def matmul_shapes(a_shape, b_shape, c_shape=None, *, inplace: bool = False,
                 wider = broadcast_batch(batch, c_shape[:len(c_shape) - tail], "a @ b", "c")
             except ValueError:
                 wider = None  # reported below, as a c that does not broadcast to the result
-            if wider is not None:
+            # only new leading dimensions: the result's own batch dimensions stay (as a c of the result's rank
+            # cannot widen them either)
+            if wider is not None and wider[len(wider) - len(batch):] == batch:
                 batch, result = wider, wider + result[len(result) - tail:]
         if inplace and c_shape != result:
             raise ValueError(f"inplace=True writes the result into c, so c must have the result's shape "

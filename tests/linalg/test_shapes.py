@@ -172,3 +172,12 @@ def test_messages_name_the_dimensions():
     with pytest.raises(ValueError, match="inplace=True writes the result into c: pass c"):
         matmul_shapes((3, 4), (4, 2), inplace=True)
     assert format_shape(()) == "()" and format_shape((3,)) == "(3,)" and format_shape([2, 3]) == "(2, 3)"
+
+
+def test_c_adds_batch_dimensions_but_does_not_widen_the_results():
+    """c's extra leading dimensions extend the batch; a size-1 batch dimension of a @ b stays (a c of the result's
+    rank cannot widen it either)."""
+    assert matmul_shapes((1, 3, 4), (4,), (5, 1, 3)).result_shape == (5, 1, 3)
+    for c in ((0, 0, 0), (5, 2, 3)):
+        with pytest.raises(ValueError, match="does not broadcast to the result's shape"):
+            matmul_shapes((1, 3, 4) if c[-1] == 3 else (1, 0, 0), (4,) if c[-1] == 3 else (0,), c)
