@@ -8,8 +8,10 @@ import numpy as np
 
 
 def clean_env(**extra):
+    # a launcher's per-rank state goes; Open MPI's configuration (OMPI_MCA_*, e.g. plm=^rsh without ssh) stays
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PMI_", "PMIX_", "HYDRA_", "OMPI_", "MPI_LOCAL", "PALS_"))}
+           if k.startswith("OMPI_MCA_")
+           or not k.startswith(("PMI_", "PMIX_", "HYDRA_", "OMPI_", "MPI_LOCAL", "PALS_"))}
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -2,6 +2,7 @@
 pure parts (layouts, bindings' structures, library lookup) that run anywhere."""
 
 import ctypes
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from mpi_helpers import clean_env, under_launcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+
+_NEEDS_MPI4PY = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
+                                   reason="mpi4py not installed (the distributed extra brings it)")
 
 
 @pytest.mark.gpu
@@ -28,6 +32,7 @@ def test_cufftmp_one_rank_end_to_end():
 
 
 @pytest.mark.skipif(under_launcher(), reason="a process of its own, not a rank of an mpirun")
+@_NEEDS_MPI4PY
 def test_gpu_engine_code_on_host_stand_ins():
     """The GPU engine's code end to end with CuPy, NVSHMEM and cuFFTMp replaced by host stand-ins (see the
     script): bring-up inside initialize(), staging, padded R2C/C2R rows, per-direction plans, in-place
@@ -122,6 +127,7 @@ def test_device_operand_info_and_stream_pointer():
 
 
 @pytest.mark.skipif(under_launcher(), reason="a process of its own, not a rank of an mpirun")
+@_NEEDS_MPI4PY
 def test_gpu_initialize_errors_name_the_fix():
     code = """
 import cumath.distributed as d
