@@ -1,6 +1,7 @@
 """Driven from plain pytest: the multi-rank runs (mpiexec -n 2 and -n 3) of this folder, and the out-of-order
 collective calls that must fail fast. Skipped under mpirun (no nested launches) and where no mpiexec exists."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from mpi_helpers import clean_env, mpiexec, under_launcher
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 pytestmark = pytest.mark.skipif(under_launcher() or os.environ.get("CUMATH_UNDER_MPI_TESTS") == "1" or
-                                mpiexec() is None, reason="needs mpiexec and a plain (not MPI-launched) pytest")
+                                mpiexec() is None or importlib.util.find_spec("mpi4py") is None,
+                                reason="needs mpiexec, mpi4py and a plain (not MPI-launched) pytest")
 
 
 def _env():
