@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ust._dsl import LevelFormat as F, TensorFormat
+from . import _dia
 
 __all__ = ["spmm_source", "emulate", "range_tables", "arg_types", "schedule", "fuses_beta", "vector_width",
            "launch_shape", "kernel_kinds", "decoded_crd", "vectors_per_thread", "KERNEL", "SCALE_KERNEL",
@@ -78,8 +79,36 @@ __device__ __forceinline__ void store16(double* p, const double (&a)[2]) {
 __device__ __forceinline__ void store16(cplx<float>* p, const cplx<float> (&a)[2]) {
   asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0].x), "f"(a[0].y), "f"(a[1].x),
                "f"(a[1].y) : "memory"); }
+// streaming (evict-first) stores of the result: st.global.cs
+__device__ __forceinline__ void store16_cs(float* p, const float (&a)[4]) {
+  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3])
+               : "memory"); }
+__device__ __forceinline__ void store16_cs(double* p, const double (&a)[2]) {
+  asm volatile("st.global.cs.v2.f64 [%0], {%1, %2};" :: "l"(p), "d"(a[0]), "d"(a[1]) : "memory"); }
+__device__ __forceinline__ void store16_cs(cplx<float>* p, const cplx<float> (&a)[2]) {
+  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0].x), "f"(a[0].y), "f"(a[1].x),
+               "f"(a[1].y) : "memory"); }
+template <typename T> __device__ __forceinline__ void store1_cs(T* p, T v) { __stcs(p, v); }
+template <> __device__ __forceinline__ void store1_cs(cplx<float>* p, cplx<float> v) {
+  __stcs(reinterpret_cast<float2*>(p), make_float2(v.x, v.y)); }
+template <> __device__ __forceinline__ void store1_cs(cplx<double>* p, cplx<double> v) {
+  __stcs(reinterpret_cast<double2*>(p), make_double2(v.x, v.y)); }
 template <int W, typename T> __device__ __forceinline__ void store_vec(T* p, const T (&in)[W]) {
   if constexpr (W == 1) { *p = in[0]; } else { store16(p, in); } }
+template <int W, typename T> __device__ __forceinline__ void store_vec_cs(T* p, const T (&in)[W]) {
+  if constexpr (W == 1) { store1_cs(p, in[0]); } else { store16_cs(p, in); } }
+// loads through the read-only path (complex values as the float2 / double2 of their parts)
+template <typename T> __device__ __forceinline__ T ldg_(const T* p) { return __ldg(p); }
+template <> __device__ __forceinline__ cplx<float> ldg_(const cplx<float>* p) {
+  const float2 x = __ldg(reinterpret_cast<const float2*>(p)); return {x.x, x.y}; }
+template <> __device__ __forceinline__ cplx<double> ldg_(const cplx<double>* p) {
+  const double2 x = __ldg(reinterpret_cast<const double2*>(p)); return {x.x, x.y}; }
+template <int W, typename T> __device__ __forceinline__ void load_vec_nc(T (&out)[W], const T* p) {
+  if constexpr (W == 1) { out[0] = ldg_(p); } else {
+    static_assert(sizeof(T) * W == 16, "16-byte vectors");
+    vec_t<T, W> x; x.u = __ldg(reinterpret_cast<const uint4*>(p));
+#pragma unroll
+    for (int w = 0; w < W; ++w) out[w] = x.v[w]; } }
 """
 
 
@@ -241,17 +270,19 @@ def vectors_per_thread(fmt: TensorFormat, transpose: bool = False, *, add=None, 
 
 
 
-def launch_shape(rows: int, n: int, width: int, per_thread: int) -> tuple:
+def launch_shape(rows: int, n: int, width: int, per_thread: int, *, column_threads: int = 32, threads: int = 256,
+                 rows_per_thread: int = 1) -> tuple:
     """(grid, block) of the 'gather' and 'owned' kernels for ``rows`` rows (or level-0 coordinates) and ``n``
     columns moved ``width`` at a time, ``per_thread`` vectors a thread: blockDim.x the column threads of a row
-    (a power of two, at most 32), blockDim.y rows up to 256 threads a block, blockIdx.y the column tiles."""
+    (a power of two, at most ``column_threads``), blockDim.y rows up to ``threads`` threads a block (each thread
+    ``rows_per_thread`` rows), blockIdx.y the column tiles."""
     nvec = -(-max(n, 1) // width)
     bx = 1
-    while bx < 32 and bx * per_thread < nvec:
+    while bx < column_threads and bx * per_thread < nvec:
         bx *= 2
-    by = 256 // bx
+    by = threads // bx
     tiles = -(-nvec // (bx * per_thread))
-    return (max(1, min(-(-rows // by), 1 << 22)), max(1, min(tiles, 65535)), 1), (bx, by, 1)
+    return (max(1, min(-(-rows // (by * rows_per_thread)), 1 << 22)), max(1, min(tiles, 65535)), 1), (bx, by, 1)
 
 def _combine(T, add, slot, prod):
     """C lines accumulating the product of ``v`` and ``b_[w]`` into ``slot``."""
@@ -269,8 +300,9 @@ def _init(T, semiring, indent, at):
             f"{indent}for (int w = 0; w < W; ++w) acc_[w] = (zero || !ok) ? {T}{{}} : beta * c_[w];"]
 
 
-def _store(T, semiring, indent, acc, at, ep=lambda x: x):
-    """C lines storing one vector of accumulators ``acc`` at ``D + at`` (beta * c read as a vector)."""
+def _store(T, semiring, indent, acc, at, ep=lambda x: x, fn="store_vec"):
+    """C lines storing one vector of accumulators ``acc`` at ``D + at`` (beta * c read as a vector) with ``fn``
+    (``store_vec``, or ``store_vec_cs``: streaming)."""
     lines = [f"{indent}{T} out[W];"]
     if semiring:
         lines += ["#pragma unroll", f"{indent}for (int w = 0; w < W; ++w) out[w] = {ep(acc)};"]
@@ -278,7 +310,7 @@ def _store(T, semiring, indent, acc, at, ep=lambda x: x):
         lines += [f"{indent}{T} c_[W]; if (!zero) load_vec<W>(c_, D + {at});", "#pragma unroll",
                   f"{indent}for (int w = 0; w < W; ++w) {{ const {T} s_ = zero ? alpha * {acc} : alpha * {acc} + "
                   f"beta * c_[w]; out[w] = {ep('s_')}; }}"]
-    return lines + [f"{indent}store_vec<W>(D + {at}, out);"]
+    return lines + [f"{indent}{fn}<W>(D + {at}, out);"]
 
 
 def _columns(indent: str, lines, skip: bool = True) -> list:
@@ -391,9 +423,12 @@ def _owned_body(fmt, T, loops, close, row, inner, prod, conjugate, add, mul, las
 
 def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, transpose: bool = False,
                 conjugate: bool = False, prolog_a=None, prolog_b=None, epilog=None, add=None, mul=None,
-                atomic_add=None) -> str:
+                atomic_add=None, ndiag=None, variant=None) -> str:
     """The CUDA C++ of the three kernels for ``fmt`` (2-D), ``dtype`` and ``index_type``; operator arguments are
-    the device-function symbols of compiled LTO-IR (None: the plain operation)."""
+    the device-function symbols of compiled LTO-IR (None: the plain operation). ``ndiag``: the number of stored
+    diagonals of a 'gather' schedule, known at plan (1 to ``_dia.MAX_UNROLLED``: the kernel is specialised on it,
+    in the layout ``variant``, a :class:`~._dia.DiaVariant` or a name of ``_dia.DIA_VARIANTS``, default
+    ``_dia.DIA_VARIANT``); None: the general gather."""
     if fmt.num_dimensions != 2:
         raise ValueError(f"a generated SpMM needs a matrix format; {fmt.name} has {fmt.num_dimensions} dimensions")
     if dtype not in CTYPES:
@@ -420,7 +455,13 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
     loops, close = _loops(fmt)
     last = fmt.num_levels - 1
     alpha = "" if (add or mul) else "t = alpha * t;"
-    if how == "gather":
+    bounds = 256
+    if how == "gather" and _dia.specialised(ndiag):
+        var = variant if isinstance(variant, _dia.DiaVariant) else _dia.dia_variant(variant)
+        bounds = f"{var.block}, {var.min_blocks}" if var.min_blocks else var.block
+        rows_body = _dia.dia_body(T, inner, prod, conjugate, add, epilog, ndiag, var, extents, _init, _store,
+                                  _combine)
+    elif how == "gather":
         rows_body = _gather_body(T, it, inner, prod, conjugate, add, mul, epilog)
     elif how == "owned" and not (atomic_add and not add):
         rows_body = _owned_body(fmt, T, loops, close, row, inner, prod, conjugate, add, mul, last,
@@ -463,7 +504,7 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
         f"// generated SpMM for {fmt.name}: levels {[f.name for f in fmt.level_formats]}, extents {list(extents)}",
         _PRELUDE, *decl, size_consts,
         f"// schedule: {how}", *rows_fn,
-        f'extern "C" __global__ void __launch_bounds__(256) {KERNEL}({params}) {{',
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {KERNEL}({params}) {{',
         "  " + make("alpha"), "  " + make("beta"), body, "}",
         f'extern "C" __global__ void {SCALE_KERNEL}(const {T}* __restrict__ C, {T}* __restrict__ D, long long M, '
         f"int N, long long ldc, long long ldd, {R} beta_re, {R} beta_im, int zero) {{", "  " + make("beta"),

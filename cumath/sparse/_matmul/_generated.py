@@ -21,6 +21,7 @@ from ..._core import jit
 from ..._core.operand import adapter
 from ._codegen import EPILOG_KERNEL, KERNEL, SCALE_KERNEL, arg_types, decoded_crd, fuses_beta, kernel_kinds, \
     launch_shape, range_tables, schedule, spmm_source, vector_width, vectors_per_thread
+from . import _dia
 from ._device import _Package, _order, _strides
 
 __all__ = ["GeneratedExecutor", "wants_generated"]
@@ -83,13 +84,24 @@ class GeneratedExecutor:
                 "mul": semi.get("mul"), "atomic_add": semi.get("atomic_add")}
         names = {k: (None if v is None else _symbol(v, k.replace("_", " "))) for k, v in syms.items()}
         cc = cc or device_arch(place.device)
+        host = lambda a: None if a is None else np.asarray(self._host(a))  # noqa: E731
+        host_pos, host_crd = [host(p) for p in ust._pos], [host(c) for c in ust._crd]
+        tables = range_tables(fmt, extents, host_pos, host_crd)
         t0 = time.perf_counter()
         self.schedule = schedule(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         self._width = vector_width(geom.dtype)
         self._per_thread = vectors_per_thread(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
+        # a gather over few diagonals: the kernel is specialised on their number (the plan's pattern) and unrolled
+        self.ndiag = self.variant = None
+        if self.schedule == "gather":  # (the specialised kernel reads b's row 0 and value 0 for rows it skips)
+            nd = int(host_pos[0][1] - host_pos[0][0])
+            lo, hi, _ = tables[1]
+            if _dia.specialised(nd) and geom.k > 0 and (geom.n is None or geom.n > 0) and int((hi - lo).sum()) > 0:
+                self.ndiag, self.variant = nd, _dia.dia_variant()
+                self._per_thread = self.variant.vectors
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
-                          conjugate=geom.conjugate_a, **names)
+                          conjugate=geom.conjugate_a, ndiag=self.ndiag, variant=self.variant, **names)
         art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
                                  what=f"the generated SpMM of {fmt.name}")
         pieces = [art] + [v for v in syms.values() if v is not None]
@@ -99,12 +111,11 @@ class GeneratedExecutor:
         self.scale = load_kernel(cubin.data, cubin.key, SCALE_KERNEL, scale_t, device_id=place.device)
         self.epilog = load_kernel(cubin.data, cubin.key, EPILOG_KERNEL, epi_t, device_id=place.device) \
             if epi and self.schedule != "gather" else None
+        self.ready_ms = 1e3 * (time.perf_counter() - t0)  # source, compile and link (or the caches), load
         if log.isEnabledFor(logging.INFO):
-            log.info("generated SpMM for %s (%s, %s indices) ready in %.1f ms (compiled or loaded from the cache)",
-                     fmt.name, geom.dtype, ust.index_type, 1e3 * (time.perf_counter() - t0))
-        host = lambda a: None if a is None else np.asarray(self._host(a))  # noqa: E731
-        host_pos, host_crd = [host(p) for p in ust._pos], [host(c) for c in ust._crd]
-        tables = range_tables(fmt, extents, host_pos, host_crd)
+            log.info("generated SpMM for %s (%s, %s indices%s) ready in %.1f ms (compiled or loaded from the cache)",
+                     fmt.name, geom.dtype, ust.index_type, "" if self.ndiag is None else
+                     f", {self.ndiag} diagonals unrolled, layout {_dia.DIA_VARIANT}", self.ready_ms)
         self._tables = {lvl: tuple(self.pkg.upload(t) for t in tabs) for lvl, tabs in tables.items()}
         from ..ust._dsl import LevelFormat as F
 
@@ -173,7 +184,10 @@ class GeneratedExecutor:
             vec = int(self._vec_ok(n, ldb, ldd, b2, d2))
             if self.schedule in ("gather", "owned"):  # a thread per row (or row block) and V vectors of columns
                 rows = g.m if self.schedule == "gather" else outer
-                grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread)
+                v = self.variant
+                grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread) if v is None else \
+                    launch_shape(rows, n, self._width if vec else 1, v.vectors, column_threads=v.column_threads,
+                                 threads=v.block, rows_per_thread=v.rows)
             if self.schedule == "gather":  # beta and the epilog in the same pass
                 self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
                                    a_re, a_im, b_re, b_im, zero, vec)

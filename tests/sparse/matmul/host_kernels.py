@@ -29,9 +29,11 @@ static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 struct uint4 { unsigned x, y, z, w; };
+struct float2 { float x, y; };
+struct double2 { double x, y; };
 template <class T> inline void atomicAdd(T* p, T v) { std::atomic_ref<T>(*p).fetch_add(v); }
 static std::atomic<int> cumath_fault{0};
 static inline bool cumath_check16(const void* p) {  // a GPU faults on a misaligned 16-byte access
@@ -40,14 +42,20 @@ static inline bool cumath_check16(const void* p) {  // a GPU faults on a misalig
   return false;
 }
 extern "C" int host_fault() { return cumath_fault.exchange(0); }
+template <class T> inline T __ldg(const T* p) {  // the read-only path: a 16-byte load must be aligned
+  if constexpr (sizeof(T) == 16) cumath_check16(p);
+  return *p;
+}
 """
 
 _HOST_STORES = r"""
 template <class T, int K> inline void store16(T* p, const T (&a)[K]) {
   if (cumath_check16(p)) std::memcpy((void*)p, (const void*)a, 16); }
+template <class T, int K> inline void store16_cs(T* p, const T (&a)[K]) { store16(p, a); }
+template <class T> inline void store1_cs(T* p, T v) { *p = v; }
 """
 
-_KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\((.*?)\) \{')
+_KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([\d, ]+\) )?(\w+)\((.*?)\) \{')
 _CTYPES = {"P": ctypes.c_void_p, "q": ctypes.c_longlong, "i": ctypes.c_int, "f": ctypes.c_float,
            "d": ctypes.c_double}
 
@@ -114,7 +122,7 @@ class HostKernel:
         self.launches = []
 
     def launch(self, grid, block, shared, stream, *args):
-        assert block[0] * block[1] * block[2] <= 256 and grid[0] >= 1 and grid[1] >= 1 and grid[1] <= 65535
+        assert block[0] * block[1] * block[2] <= 512 and grid[0] >= 1 and grid[1] >= 1 and grid[1] <= 65535
         self.launches.append((tuple(grid), tuple(block)))
         self.fn(grid[0], grid[1], block[0], block[1], *args)
         assert self.fault() == 0, "the kernel made a misaligned 16-byte access (a GPU would fault)"

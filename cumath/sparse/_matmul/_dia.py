@@ -1,0 +1,202 @@
+"""The 'gather' kernel of the diagonal formats specialised on the number of stored diagonals (a plan-time constant
+of DIA: the pattern is the plan's), with its variants.
+
+The general gather body (``_codegen._gather_body``) walks the diagonals in a loop of runtime length whose every
+step branches twice on loaded data (the row inside the diagonal's range, then the value being zero) before it
+loads b, so each thread waits for one load after another (a value, then b's vectors one by one): the kernel is
+bound by load latency, not by DRAM (benchmarks/NOTES.md, "Generated DIA kernel, third pass"). Here:
+
+- the diagonals' level-0 coordinate, row range and value base are read once per thread into registers (uniform
+  loads, one address per warp: no shared-memory staging, no barrier);
+- the diagonal loop is unrolled ``ND`` times and has no branch: a row outside a diagonal's range reads row 0 of b
+  and element 0 of the values (valid addresses) and discards them by a select, a stored zero is skipped by a
+  select too (as the general kernel skips it), so all ``ND x R x V`` loads of b of a thread are independent and
+  in flight together;
+- the row and column indices are 32-bit when the extents allow it (64-bit only for the address of b's row);
+- b is read through the read-only path (``__ldg``), d may be stored with ``st.global.cs`` (streaming: evict
+  first, so the result does not push b's window out of L2).
+
+:data:`DIA_VARIANTS` names the layouts (threads per row, vectors per thread, rows per thread, block size, the
+load and store paths); :data:`DIA_VARIANT` is the one plans use. ``/work``-independent probes set it to compare
+them on a GPU (one constant to change when a measurement overrules the default).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["DiaVariant", "DIA_VARIANTS", "DIA_VARIANT", "MAX_UNROLLED", "dia_variant", "specialised", "dia_body",
+           "index_c_type"]
+
+#: the largest diagonal count the specialised kernel unrolls (more diagonals: the general gather, whose shared
+#: chunks of 64 keep the registers bounded)
+MAX_UNROLLED = 16
+
+
+@dataclass(frozen=True)
+class DiaVariant:
+    """A layout of the specialised gather kernel.
+
+    ``column_threads``: threads over a row's columns at most (blockDim.x, a power of two <= 32; fewer when the row
+    has fewer vectors); ``vectors``: 16-byte vectors of columns a thread carries (strided by blockDim.x, so a
+    warp's loads stay contiguous); ``rows``: result rows a thread carries (strided by blockDim.y); ``block``:
+    threads per block; ``ldg``: b and the values read with ``__ldg``; ``streaming``: d stored with
+    ``st.global.cs``; ``min_blocks``: the blocks per SM the kernel's launch bounds ask of ptxas (0: none; ptxas
+    then keeps few registers, ~48 for '8x2', and issues b's loads four at a time; 2 lets it keep a thread's ten
+    loads of b in flight in ~94 registers)."""
+
+    column_threads: int = 8
+    vectors: int = 2
+    rows: int = 1
+    block: int = 256
+    ldg: bool = True
+    streaming: bool = True
+    min_blocks: int = 0
+
+    def __post_init__(self):
+        ct = self.column_threads
+        if ct < 1 or ct > 32 or ct & (ct - 1):
+            raise ValueError(f"column_threads={ct} must be a power of two from 1 to 32")
+        if self.vectors not in (1, 2, 4) or self.rows not in (1, 2, 4):
+            raise ValueError(f"vectors={self.vectors} and rows={self.rows} must be 1, 2 or 4")
+        if self.block not in (128, 256, 512) or self.block % ct:
+            raise ValueError(f"block={self.block} must be 128, 256 or 512 threads (a multiple of column_threads)")
+
+
+#: the variants a GPU probe compares (64 float32 columns are 16 vectors: '8x2' covers a row with 8 threads of
+#: two vectors, a warp reading 4 rows x 128 contiguous bytes per load; '16x1' with 16 threads of one, 2 rows x
+#: 256 bytes)
+DIA_VARIANTS = {
+    "8x2": DiaVariant(),
+    "8x2-plain": DiaVariant(ldg=False, streaming=False),
+    "8x2-nocs": DiaVariant(streaming=False),
+    "8x2-r2": DiaVariant(rows=2),
+    "8x2-b512": DiaVariant(block=512),
+    "16x1": DiaVariant(16, 1),
+    "16x1-r2": DiaVariant(16, 1, rows=2),
+    "16x1-r4": DiaVariant(16, 1, rows=4),
+    "16x1-b512": DiaVariant(16, 1, block=512),
+    "4x4": DiaVariant(4, 4),
+    "32x1": DiaVariant(32, 1),
+    "8x2-r2-b128": DiaVariant(rows=2, block=128),
+    "8x2-mb2": DiaVariant(min_blocks=2),
+    "8x2-mb3": DiaVariant(min_blocks=3),
+    "16x1-r2-mb2": DiaVariant(16, 1, rows=2, min_blocks=2),
+    "16x1-mb4": DiaVariant(16, 1, min_blocks=4),
+    "16x1-mb5": DiaVariant(16, 1, min_blocks=5),
+    "16x1-r2-mb3": DiaVariant(16, 1, rows=2, min_blocks=3),
+    "8x2-b128-mb4": DiaVariant(block=128, min_blocks=4),
+}
+
+#: the variant plans use: every diagonal's b loads in flight with 8 columns' worth of work per value read and
+#: per index computation, ~70 registers (3 blocks of 256 per SM, ~120 KB of loads in flight per SM against the
+#: ~30 KB that 4.2 TB/s needs at the latency of a loaded DRAM)
+DIA_VARIANT = "8x2-mb3"
+
+
+def dia_variant(name: str | None = None) -> DiaVariant:
+    """The variant ``name`` (default :data:`DIA_VARIANT`, read when a plan is made)."""
+    name = DIA_VARIANT if name is None else name
+    try:
+        return DIA_VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown DIA kernel variant {name!r}; the variants are {', '.join(DIA_VARIANTS)}") from None
+
+
+def specialised(ndiag) -> bool:
+    """Whether a gather of ``ndiag`` stored diagonals runs the specialised (unrolled) kernel."""
+    return ndiag is not None and 1 <= int(ndiag) <= MAX_UNROLLED
+
+
+def index_c_type(extents) -> str:
+    """The C type of row and column indices: 32-bit when every intermediate of the diagonal arithmetic fits."""
+    return "int" if sum(int(e) for e in extents) < 2**31 - 1 else "long long"
+
+
+def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant, extents, init, store,
+             combine) -> str:
+    """The specialised gather body (the template ``cumath_ust_rows<W>``'s statements): ``inner`` the C expression
+    of b's row from ``c0`` (the diagonal) and ``c1`` (the result row); ``init``/``store``/``combine`` the
+    accumulator helpers of ``_codegen`` (shared with the general kernels)."""
+    semi = bool(add)
+    I = index_c_type(extents)  # noqa: E741
+    if I == "int":
+        inner = re.sub(r"(\d)LL\b", r"\1", inner)
+    ld = (lambda p: f"ldg_({p})") if variant.ldg else (lambda p: f"*({p})")
+    loadv = "load_vec_nc<W>" if variant.ldg else "load_vec<W>"
+    ep = (lambda x: f"{epilog}({x})") if epilog else (lambda x: x)
+    step = f"acc[k][u][w] = nz_ ? {add}(acc[k][u][w], t) : acc[k][u][w];" if add else \
+        "acc[k][u][w] = nz_ ? acc[k][u][w] + t : acc[k][u][w];"
+    col = "const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;"
+    return "\n".join([
+        f"  constexpr int V = {variant.vectors}, R = {variant.rows}, ND = {int(ndiag)};",
+        f"  typedef {I} I;",
+        "  const long long d0 = (long long)pos0[0];",
+        "  I dc0[ND], dlo[ND], dhi[ND]; long long dvb[ND];  // per diagonal: level-0 coordinate, rows, value base",
+        "#pragma unroll",
+        "  for (int g = 0; g < ND; ++g) {",
+        f"    dc0[g] = (I){ld('crd0 + d0 + g')}; dlo[g] = (I){ld('rlo1 + d0 + g')}; dhi[g] = (I){ld('rhi1 + d0 + g')};",
+        f"    dvb[g] = {ld('roff1 + d0 + g')} - (long long)dlo[g]; }}",
+        "  const long long span = (long long)blockDim.x * W * V, rows_blk = (long long)blockDim.y * R;",
+        "  for (long long cb = (long long)blockIdx.y * span; cb < N; cb += (long long)gridDim.y * span)",
+        "  for (long long tile = blockIdx.x; tile * rows_blk < M; tile += gridDim.x) {",
+        "    const long long r0 = tile * rows_blk + threadIdx.y;",
+        f"    {T} acc[R][V][W];",
+        "#pragma unroll",
+        "    for (int k = 0; k < R; ++k) {",
+        "      const long long rr = r0 + (long long)k * blockDim.y;",
+        "#pragma unroll",
+        "      for (int u = 0; u < V; ++u) {",
+        f"        {col}",
+        "        const bool ok = rr < M && col < N;",
+        f"        {T} (&acc_)[W] = acc[k][u];",
+        *init(T, semi, "        ", "rr * ldd + col"),
+        "      }",
+        "    }",
+        "    // every load of the tile first (all in flight together), then the products",
+        f"    {T} vv[ND][R]; bool nz[ND][R]; {T} bb[ND][R][V][W];",
+        "#pragma unroll",
+        "    for (int g = 0; g < ND; ++g) {",
+        "#pragma unroll",
+        "      for (int k = 0; k < R; ++k) {",
+        "        const I c0 = dc0[g], c1 = (I)(r0 + (long long)k * blockDim.y);",
+        f"        const I q = {inner};",
+        "        const bool in = r0 + (long long)k * blockDim.y < M && c1 >= dlo[g] && c1 < dhi[g] && q >= 0 && q < K;",
+        f"        vv[g][k] = {ld('val + (in ? dvb[g] + (long long)c1 : 0LL)')}; nz[g][k] = in;",
+        f"        const {T}* __restrict__ bq = B + (long long)(in ? q : (I)0) * ldb;",
+        "#pragma unroll",
+        "        for (int u = 0; u < V; ++u) {",
+        f"          {col}",
+        f"          {loadv}(bb[g][k][u], bq + (col < N ? col : 0LL));",
+        "        }",
+        "      }",
+        "    }",
+        "#pragma unroll",
+        "    for (int g = 0; g < ND; ++g) {",
+        "#pragma unroll",
+        "      for (int k = 0; k < R; ++k) {",
+        f"        {T} v = vv[g][k]; const bool nz_ = nz[g][k] && !is_zero(v); {'v = conj_(v);' if conjugate else ''}",
+        "#pragma unroll",
+        "        for (int u = 0; u < V; ++u) {",
+        f"          const {T} (&b_)[W] = bb[g][k][u];",
+        "#pragma unroll",
+        "          for (int w = 0; w < W; ++w) { " + combine(T, None, "acc[k][u][w]", prod).replace(
+            "acc[k][u][w] = acc[k][u][w] + t;", step) + " }",
+        "        }",
+        "      }",
+        "    }",
+        "#pragma unroll",
+        "    for (int k = 0; k < R; ++k) {",
+        "      const long long rr = r0 + (long long)k * blockDim.y;",
+        "      if (rr >= M) continue;",
+        "#pragma unroll",
+        "      for (int u = 0; u < V; ++u) {",
+        f"        {col}",
+        "        if (col >= N) continue;",
+        *store(T, semi, "        ", "acc[k][u][w]", "rr * ldd + col", ep,
+               "store_vec_cs" if variant.streaming else "store_vec"),
+        "      }",
+        "    }",
+        "  }",
+    ])
