@@ -115,8 +115,8 @@ def compile_host(source: str, operators: str = "") -> ctypes.CDLL:
 class HostKernel:
     """``launch(grid, block, shared_bytes, stream, *args)`` of one kernel of a host-compiled source."""
 
-    def __init__(self, lib, name: str, arg_types: str):
-        self.fn, self.fault = getattr(lib, f"host_launch_{name}"), lib.host_fault
+    def __init__(self, lib, name: str, arg_types: str, source: str = ""):
+        self.fn, self.fault, self.source = getattr(lib, f"host_launch_{name}"), lib.host_fault, source
         self.fn.argtypes = [ctypes.c_uint] * 4 + [_CTYPES[c] for c in arg_types]
         self.fn.restype = None
         self.launches = []
@@ -144,7 +144,7 @@ def install(monkeypatch, operators: str = "") -> dict:
     monkeypatch.setattr(kernels, "device_arch", lambda device=None: 90)
 
     def load_kernel(image, key, name, arg_types, **kw):
-        k = HostKernel(compile_host(image.decode(), operators), name, arg_types)
+        k = HostKernel(compile_host(image.decode(), operators), name, arg_types, image.decode())
         loaded[name] = k
         return k
 

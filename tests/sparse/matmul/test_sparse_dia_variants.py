@@ -1,0 +1,210 @@
+"""The specialised DIA gather kernel (``_dia.py``: unrolled over the plan's diagonal count, branch-free) in every
+layout of ``DIA_VARIANTS``, executed on the CPU (``host_kernels``) through the generated executor, against NumPy
+float64: dtypes, odd and rectangular sizes, diagonals at the matrix's corners, column counts off the 16-byte path,
+unaligned b and d (the element path), stored zeros against non-finite b, operators, transposes, batches."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import host_kernels  # noqa: E402
+from test_sparse_generated_host import TOL, rand, relerr, run  # noqa: E402
+
+from cumath.sparse._matmul import _dia  # noqa: E402
+from cumath.sparse._matmul._codegen import launch_shape, spmm_source  # noqa: E402
+from cumath.sparse.ust import NamedFormats as N  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not host_kernels.available(), reason="no host C++ compiler (g++)")
+
+
+def laplacian(nx, ny, dtype):
+    """The 5-point Laplacian of an nx x ny grid (dense; the couplings across grid rows left out)."""
+    n = nx * ny
+    d = np.zeros((n, n), dtype)
+    for i in range(n):
+        d[i, i] = 4
+        if i % nx:
+            d[i, i - 1] = -1
+        if (i + 1) % nx:
+            d[i, i + 1] = -1
+        if i >= nx:
+            d[i, i - nx] = -1
+        if i + nx < n:
+            d[i, i + nx] = -1
+    return d
+
+
+def diagonals(rng, m, k, offsets, dtype):
+    d = np.zeros((m, k), dtype)
+    for off in offsets:
+        i = np.arange(max(0, -off), min(m, k - off))
+        d[i, i + off] = rand(rng, (i.size,), dtype)
+    return d
+
+
+@pytest.fixture
+def variant(monkeypatch):
+    def use(name):
+        monkeypatch.setattr(_dia, "DIA_VARIANT", name)
+        return _dia.DIA_VARIANTS[name]
+    return use
+
+
+@pytest.mark.parametrize("name", list(_dia.DIA_VARIANTS))
+def test_every_variant(monkeypatch, variant, name):
+    """The Laplacian of a 7 x 9 grid (63 rows, diagonals 0, +-1, +-7) times 64 float32 columns (16-byte vectors),
+    13 columns (the element path) and an unaligned b; the launch follows the variant's layout."""
+    v = variant(name)
+    rng = np.random.default_rng(1)
+    d = laplacian(7, 9, "float32")
+    b = rand(rng, (63, 64), "float32")
+    got, k = run(N.DIAI, d, b, monkeypatch=monkeypatch)
+    assert relerr(got, d.astype(np.float64) @ b) < TOL["float32"], name
+    (grid, block), = k["cumath_ust_spmm"].launches
+    assert block[0] == min(v.column_threads, -(-16 // v.vectors)) and block[0] * block[1] == v.block
+    assert grid[0] * block[1] * v.rows >= 63 > (grid[0] - 1) * block[1] * v.rows
+    b13, c13 = rand(rng, (63, 13), "float32"), rand(rng, (63, 13), "float32")
+    got, _ = run(N.DIAI, d, b13, c13, 1.5, -0.5, monkeypatch=monkeypatch)
+    assert relerr(got, 1.5 * d.astype(np.float64) @ b13 - 0.5 * c13) < TOL["float32"], name
+    wide = rand(rng, (63, 66), "float32")
+    got, _ = run(N.DIAI, d, wide[:, 1:65], monkeypatch=monkeypatch)  # 4 bytes past an aligned address
+    assert relerr(got, d.astype(np.float64) @ wide[:, 1:65]) < TOL["float32"], name
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "complex64", "complex128"))
+def test_dtypes_edges_and_shapes(monkeypatch, dtype):
+    """Rectangular 37 x 41 with single-element diagonals at both corners, N odd (5), on the vector path (8, and
+    a column tile boundary at 72), beta != 0, a vector b, a batch of b, DIAJ transposed (a gather too)."""
+    rng = np.random.default_rng(2)
+    offsets = [-36, -5, 0, 3, 40]  # (36, 0) and (0, 40): one element each
+    d = diagonals(rng, 37, 41, offsets, dtype)
+    for n in (5, 8, 72):
+        b, c = rand(rng, (41, n), dtype), rand(rng, (37, n), dtype)
+        got, k = run(N.DIAI, d, b, c, 2.0, 0.25, monkeypatch=monkeypatch)
+        assert relerr(got, 2 * d.astype(np.complex128) @ b + 0.25 * c) < TOL[dtype], (dtype, n)
+        assert "ND = 5" in k["cumath_ust_spmm"].source
+    x = rand(rng, (41,), dtype)
+    got, _ = run(N.DIAI, d, x, monkeypatch=monkeypatch)
+    assert relerr(got, d @ x) < TOL[dtype]
+    bb = rand(rng, (2, 41, 6), dtype)
+    got, _ = run(N.DIAI, d, bb, monkeypatch=monkeypatch)
+    assert got.shape == (2, 37, 6) and relerr(got, np.matmul(d, bb)) < TOL[dtype]
+    bt = rand(rng, (37, 4), dtype)
+    got, _ = run(N.DIAJ, d, bt, transpose=True, monkeypatch=monkeypatch)
+    assert relerr(got, d.T @ bt) < TOL[dtype]
+
+
+def test_skew_diagonals_and_unaligned_result(monkeypatch):
+    """SkewDIAI (anti-diagonals: b's row falls as the result's row rises) and a result that is a view one element
+    into its buffer (the element path for d)."""
+    rng = np.random.default_rng(3)
+    d = np.zeros((30, 30), "float64")
+    for s in (10, 29, 40):
+        for i in range(30):
+            if 0 <= s - i < 30:
+                d[i, s - i] = rng.standard_normal()
+    b = rand(rng, (30, 8), "float64")
+    got, k = run(N.SkewDIAI, d, b, monkeypatch=monkeypatch)
+    assert relerr(got, d @ b) < TOL["float64"] and "ND = 3" in k["cumath_ust_spmm"].source
+    buf = rand(rng, (30, 9), "float64")
+    c = buf[:, 1:]
+    got, _ = run(N.SkewDIAI, d, b, c, 1.0, 2.0, monkeypatch=monkeypatch)
+    assert relerr(got, d @ b + 2 * c) < TOL["float64"]
+
+
+def test_stored_zeros_skip_non_finite_b(monkeypatch, variant):
+    """A stored zero is skipped (as the general kernel and a CSR of the same matrix do): an inf or NaN in b's row
+    behind it does not reach the result; a real entry in front of an inf does."""
+    rng = np.random.default_rng(4)
+    d = diagonals(rng, 20, 20, [-2, 0, 3], "float32")
+    d[5, 8] = 0  # inside the diagonal +3: stored as a zero by DIAI
+    d[4, 2] = 0
+    b = rand(rng, (20, 8), "float32")
+    b[8, :], b[2, 3] = np.inf, np.nan
+    for name in ("8x2", "16x1-r2"):
+        variant(name)
+        got, _ = run(N.DIAI, d, b, monkeypatch=monkeypatch)
+        ref = np.zeros((20, 8))
+        for i, j in zip(*np.nonzero(d)):
+            ref[i] += float(d[i, j]) * b[j].astype(np.float64)
+        finite = np.isfinite(ref)
+        assert np.array_equal(np.isfinite(got), finite), name
+        assert relerr(np.where(finite, got, 0), np.where(finite, ref, 0)) < TOL["float32"]
+
+
+def test_operators_on_the_specialised_kernel(monkeypatch):
+    """(min, +) with an epilog, and prologs of a and b with alpha and beta, on five diagonals."""
+    ops = 'extern "C" double ad(double a, double b) { return a < b ? a : b; }\n' \
+          'extern "C" double mu(double a, double b) { return a + b; }\n' \
+          'extern "C" double ep(double a) { return a + 1; }\n' \
+          'extern "C" double pa(double a) { return 2 * a; }\n' \
+          'extern "C" double pb(double b) { return b < 0 ? -b : b; }\n'
+    import cumath.sparse._matmul._generated as G
+
+    monkeypatch.setattr(G, "_symbol", lambda ir, what: ir)
+    rng = np.random.default_rng(5)
+    d = np.abs(diagonals(rng, 23, 19, [-4, -1, 0, 2, 7], "float64")) + 0
+    b = rng.random((19, 8))
+    ref = np.full((23, 8), np.inf)
+    for i, j in zip(*np.nonzero(d)):
+        ref[i] = np.minimum(ref[i], d[i, j] + b[j])
+    got, k = run(N.DIAI, d, b, np.full((23, 8), np.inf), 1.0, 1.0, monkeypatch=monkeypatch, operators=ops,
+                 prologs=(None, "ep", {"add": "ad", "mul": "mu"}, 90))
+    assert np.array_equal(got, ref + 1) and "ND = 5" in k["cumath_ust_spmm"].source
+    b2, c = rng.standard_normal((19, 8)), rng.standard_normal((23, 8))
+    got, _ = run(N.DIAI, d, b2, c, 1.5, 0.5, monkeypatch=monkeypatch, operators=ops,
+                 prologs=({"a": "pa", "b": "pb"}, None, None, 90))
+    assert relerr(got, 1.5 * (2 * d) @ np.abs(b2) + 0.5 * c) < 1e-12
+
+
+def test_where_the_specialised_kernel_applies():
+    """Up to MAX_UNROLLED diagonals the source is specialised on their number; beyond, or unknown, the general
+    gather (shared-memory chunks); indices are 32-bit while the extents allow."""
+    src = lambda nd, ext=(100, 100): spmm_source(N.DIAI, ext, "float32", "int32", ndiag=nd)  # noqa: E731
+    assert f"ND = {_dia.MAX_UNROLLED};" in src(_dia.MAX_UNROLLED) and "typedef int I;" in src(3)
+    for nd in (None, 0, _dia.MAX_UNROLLED + 1):
+        assert "__shared__ long long s_c0[DCH]" in src(nd) and "ND =" not in src(nd)
+    assert "typedef long long I;" in src(4, (2**31, 10))
+    assert "__launch_bounds__(256, 3)" in src(5) and "store_vec_cs<W>" in src(5)
+    assert "store_vec<W>(D + rr" in spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="8x2-plain")
+    assert "load_vec<W>(bb" in spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="8x2-plain")
+    assert _dia.specialised(1) and not _dia.specialised(0) and not _dia.specialised(None)
+
+
+def test_variant_errors():
+    with pytest.raises(ValueError, match="unknown DIA kernel variant 'x'; the variants are 8x2"):
+        _dia.dia_variant("x")
+    with pytest.raises(ValueError, match="power of two from 1 to 32"):
+        _dia.DiaVariant(column_threads=6)
+    with pytest.raises(ValueError, match="must be 1, 2 or 4"):
+        _dia.DiaVariant(rows=3)
+    with pytest.raises(ValueError, match="128, 256 or 512 threads"):
+        _dia.DiaVariant(block=1024)
+    with pytest.raises(ValueError, match="unknown DIA kernel variant"):
+        spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="nope")
+
+
+def test_launch_shape_rows_per_thread():
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    @hyp.settings(max_examples=200, deadline=None)
+    @hyp.given(rows=st.integers(0, 10**9), n=st.integers(1, 10**6), width=st.sampled_from([1, 2, 4]),
+               name=st.sampled_from(sorted(_dia.DIA_VARIANTS)))
+    def check(rows, n, width, name):
+        v = _dia.DIA_VARIANTS[name]
+        (gx, gy, _), (bx, by, _) = launch_shape(rows, n, width, v.vectors, column_threads=v.column_threads,
+                                                threads=v.block, rows_per_thread=v.rows)
+        assert bx * by == v.block and bx <= v.column_threads and 1 <= gx <= 1 << 22 and 1 <= gy <= 65535
+        assert gx * by * v.rows >= min(rows, (1 << 22) * by * v.rows)  # the kernel strides over the rest
+
+    check()
+    assert launch_shape(1_000_000, 64, 4, 2, column_threads=8, threads=256) == ((31250, 1, 1), (8, 32, 1))
+    assert launch_shape(1_000_000, 64, 4, 1, column_threads=16, threads=256, rows_per_thread=2) == \
+        ((31250, 1, 1), (16, 16, 1))
