@@ -243,3 +243,47 @@ def find_include(relative: str, roots=None) -> str | None:
 def clear_memory_cache() -> None:
     """Forget the artefacts :data:`STORE` holds in memory (the files stay)."""
     STORE.clear_memory()
+
+
+# ------------------------------------------------------------------------------ compile and link, cached whole
+
+def toolchain_files() -> tuple | None:
+    """(file name, size, mtime) of the NVRTC and nvJitLink libraries of the ``nvidia/*/lib`` wheel folders on
+    ``sys.path``, found without loading them (loading NVRTC alone takes ~70 ms); None where either is not found
+    that way (a toolkit elsewhere, found by the loader at load time)."""
+    from .._bindings import _loader
+
+    out = []
+    for name in ("nvrtc", "nvJitLink"):
+        spec = _loader.LIBRARIES[name]
+        found = [p for p in _loader._nvidia_wheel_candidates(spec) if os.path.isfile(p)]
+        if not found:
+            return None
+        st = os.stat(found[0])
+        out.append((os.path.basename(found[0]), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def compile_and_link(source: str, *, cc, options=(), pieces=(), link_options=LINK_OPTIONS,
+                     what: str = "a kernel", store: ContentStore | None = None,
+                     log: logging.Logger = logger) -> Artifact:
+    """``source`` compiled to LTO-IR by NVRTC and linked with ``pieces`` (LTO-IR of device functions) by nvJitLink
+    into a CUBIN for ``cc``, with the CUBIN also kept under a key of the whole (source, options, pieces' SHA-256,
+    link options, the toolchain's library files): a later process finds it without loading NVRTC or nvJitLink.
+    Where the toolchain's files are not found without loading it, this is :func:`compile_source` then
+    :func:`link` (their own caches)."""
+    store = STORE if store is None else store
+    files = toolchain_files()
+    key = None if files is None else digest(
+        "cumath.jit compile and link", _KEY_VERSION, source, tuple(options), _cc_int(cc),
+        [hashlib.sha256(bytes(p)).hexdigest() for p in pieces], tuple(link_options), files)
+    if key is not None:
+        hit = store.get(key)
+        if hit is not None and hit.meta.get("kind") == "cubin":
+            return Artifact(hit.data, "cubin", key, {})
+    art = compile_source(source, cc=cc, output="ltoir", options=tuple(options), what=what, store=store, log=log)
+    cubin = link([art] + list(pieces), cc=cc, options=link_options, what=what, store=store, log=log)
+    if key is None:
+        return cubin
+    store.put(key, cubin.data, {"kind": "cubin", "what": what})
+    return Artifact(cubin.data, "cubin", key, {})

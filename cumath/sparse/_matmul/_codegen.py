@@ -139,6 +139,8 @@ def range_tables(fmt: TensorFormat, extents, host_pos, host_crd) -> dict:
             lo, hi = _range_bounds(fmt, extents, level, table, size)
             off = np.concatenate([[0], np.cumsum(hi - lo)[:-1]]).astype(np.int64)
             out[level] = (lo, hi, off)
+            if level == len(fmt.level_formats) - 1:  # the coordinates of the entries are needed by no level below
+                break
             rep = hi - lo
             table = [np.repeat(t, rep) for t in table] + [np.concatenate(
                 [np.arange(a, b, dtype=np.int64) for a, b in zip(lo, hi)]) if rep.size else np.zeros(0, np.int64)]

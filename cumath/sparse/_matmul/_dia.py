@@ -44,7 +44,9 @@ class DiaVariant:
     threads per block; ``ldg``: b and the values read with ``__ldg``; ``streaming``: d stored with
     ``st.global.cs``; ``min_blocks``: the blocks per SM the kernel's launch bounds ask of ptxas (0: none; ptxas
     then keeps few registers, ~48 for '8x2', and issues b's loads four at a time; 2 lets it keep a thread's ten
-    loads of b in flight in ~94 registers)."""
+    loads of b in flight in ~94 registers); ``persistent``: as many blocks as the GPU holds at once (the
+    occupancy calculator's blocks per SM times the SMs), each striding over the row tiles, so the diagonals'
+    table is read once per thread rather than once per tile."""
 
     column_threads: int = 8
     vectors: int = 2
@@ -53,6 +55,7 @@ class DiaVariant:
     ldg: bool = True
     streaming: bool = True
     min_blocks: int = 0
+    persistent: bool = False
 
     def __post_init__(self):
         ct = self.column_threads
@@ -87,6 +90,8 @@ DIA_VARIANTS = {
     "16x1-mb5": DiaVariant(16, 1, min_blocks=5),
     "16x1-r2-mb3": DiaVariant(16, 1, rows=2, min_blocks=3),
     "8x2-b128-mb4": DiaVariant(block=128, min_blocks=4),
+    "8x2-mb3-persistent": DiaVariant(min_blocks=3, persistent=True),
+    "16x1-mb5-persistent": DiaVariant(16, 1, min_blocks=5, persistent=True),
 }
 
 #: the variant plans use: every diagonal's b loads in flight with 8 columns' worth of work per value read and

@@ -59,6 +59,17 @@ def _symbol(ir, what):
     return sym
 
 
+def _resident_blocks(kernel, block: int, device: int):
+    """Blocks of ``block`` threads of ``kernel`` the GPU holds at once (occupancy per SM times the SMs), or None
+    where the driver cannot say (the launch then covers every tile with a block of its own)."""
+    try:
+        from ..._bindings import cuda as drv
+
+        return max(1, int(kernel.max_active_blocks_per_sm(block)) * int(drv.cuDeviceGetAttribute(16, device)))
+    except Exception:  # an optional refinement of the launch: any failure keeps the plain grid
+        return None
+
+
 class GeneratedExecutor:
     kind = "device"
 
@@ -102,15 +113,18 @@ class GeneratedExecutor:
                 self._per_thread = self.variant.vectors
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, ndiag=self.ndiag, variant=self.variant, **names)
-        art = jit.compile_source(src, cc=cc, output="ltoir", options=("-rdc=true",), log=log,
-                                 what=f"the generated SpMM of {fmt.name}")
-        pieces = [art] + [v for v in syms.values() if v is not None]
-        cubin = jit.link(pieces, cc=cc, log=log, what=f"the generated SpMM of {fmt.name}")
+        # compiled and linked once per source and operators; a later process loads the CUBIN from the disk cache
+        # without loading NVRTC or nvJitLink
+        cubin = jit.compile_and_link(src, cc=cc, options=("-rdc=true",), pieces=[v for v in syms.values()
+                                                                                 if v is not None],
+                                     log=log, what=f"the generated SpMM of {fmt.name}")
         main_t, scale_t, epi_t = arg_types(fmt, geom.dtype)
         self.kernel = load_kernel(cubin.data, cubin.key, KERNEL, main_t, device_id=place.device)
         self.scale = load_kernel(cubin.data, cubin.key, SCALE_KERNEL, scale_t, device_id=place.device)
         self.epilog = load_kernel(cubin.data, cubin.key, EPILOG_KERNEL, epi_t, device_id=place.device) \
             if epi and self.schedule != "gather" else None
+        self._grid_cap = _resident_blocks(self.kernel, self.variant.block, place.device) if (
+            self.variant is not None and self.variant.persistent) else None
         self.ready_ms = 1e3 * (time.perf_counter() - t0)  # source, compile and link (or the caches), load
         if log.isEnabledFor(logging.INFO):
             log.info("generated SpMM for %s (%s, %s indices%s) ready in %.1f ms (compiled or loaded from the cache)",
@@ -188,6 +202,8 @@ class GeneratedExecutor:
                 grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread) if v is None else \
                     launch_shape(rows, n, self._width if vec else 1, v.vectors, column_threads=v.column_threads,
                                  threads=v.block, rows_per_thread=v.rows)
+                if self._grid_cap is not None:  # persistent blocks stride over the row tiles
+                    grid_ = (min(grid_[0], self._grid_cap),) + tuple(grid_[1:])
             if self.schedule == "gather":  # beta and the epilog in the same pass
                 self.kernel.launch(grid_, block_, 0, stream, *levels, val, ptr(b2), ptr(d2), g.m, g.k, n, ldb, ldd,
                                    a_re, a_im, b_re, b_im, zero, vec)

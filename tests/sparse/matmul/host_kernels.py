@@ -140,6 +140,7 @@ def install(monkeypatch, operators: str = "") -> dict:
 
     loaded: dict = {}
     monkeypatch.setattr(jit, "compile_source", lambda src, **kw: _Artifact(src.encode()))
+    monkeypatch.setattr(jit, "compile_and_link", lambda src, **kw: _Artifact(src.encode()))  # (no disk cache)
     monkeypatch.setattr(jit, "link", lambda pieces, **kw: pieces[0])
     monkeypatch.setattr(kernels, "device_arch", lambda device=None: 90)
 

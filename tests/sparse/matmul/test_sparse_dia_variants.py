@@ -208,3 +208,21 @@ def test_launch_shape_rows_per_thread():
     assert launch_shape(1_000_000, 64, 4, 2, column_threads=8, threads=256) == ((31250, 1, 1), (8, 32, 1))
     assert launch_shape(1_000_000, 64, 4, 1, column_threads=16, threads=256, rows_per_thread=2) == \
         ((31250, 1, 1), (16, 16, 1))
+
+
+def test_persistent_blocks_stride_over_tiles(monkeypatch, variant):
+    """A persistent layout launches at most the blocks the GPU holds (here 2) and strides over the row tiles."""
+    import cumath.sparse._matmul._generated as G
+
+    variant("8x2-mb3-persistent")
+    monkeypatch.setattr(G, "_resident_blocks", lambda kernel, block, device: 2)
+    rng = np.random.default_rng(6)
+    d = laplacian(10, 17, "float32")  # 170 rows: 6 tiles of 32
+    b, c = rand(rng, (170, 64), "float32"), rand(rng, (170, 64), "float32")
+    got, k = run(N.DIAI, d, b, c, 1.0, 1.0, monkeypatch=monkeypatch)
+    assert relerr(got, d.astype(np.float64) @ b + c) < TOL["float32"]
+    assert k["cumath_ust_spmm"].launches == [((2, 1, 1), (8, 32, 1))]
+    monkeypatch.setattr(G, "_resident_blocks", lambda kernel, block, device: None)  # no driver: every tile a block
+    got, k = run(N.DIAI, d, b, monkeypatch=monkeypatch)
+    assert relerr(got, d.astype(np.float64) @ b) < TOL["float32"]
+    assert k["cumath_ust_spmm"].launches == [((6, 1, 1), (8, 32, 1))]
