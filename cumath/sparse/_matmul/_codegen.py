@@ -425,12 +425,13 @@ def _owned_body(fmt, T, loops, close, row, inner, prod, conjugate, add, mul, las
 
 def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, transpose: bool = False,
                 conjugate: bool = False, prolog_a=None, prolog_b=None, epilog=None, add=None, mul=None,
-                atomic_add=None, ndiag=None, variant=None) -> str:
+                atomic_add=None, ndiag=None, variant=None, offsets=None) -> str:
     """The CUDA C++ of the three kernels for ``fmt`` (2-D), ``dtype`` and ``index_type``; operator arguments are
     the device-function symbols of compiled LTO-IR (None: the plain operation). ``ndiag``: the number of stored
     diagonals of a 'gather' schedule, known at plan (1 to ``_dia.MAX_UNROLLED``: the kernel is specialised on it,
     in the layout ``variant``, a :class:`~._dia.DiaVariant` or a name of ``_dia.DIA_VARIANTS``, default
-    ``_dia.DIA_VARIANT``); None: the general gather."""
+    ``_dia.DIA_VARIANT``); None: the general gather. ``offsets``: each diagonal's ``q - r``
+    (:func:`~._dia.diagonal_offsets`), for the layouts with a window of rows."""
     if fmt.num_dimensions != 2:
         raise ValueError(f"a generated SpMM needs a matrix format; {fmt.name} has {fmt.num_dimensions} dimensions")
     if dtype not in CTYPES:
@@ -462,7 +463,7 @@ def spmm_source(fmt: TensorFormat, extents, dtype: str, index_type: str, *, tran
         var = variant if isinstance(variant, _dia.DiaVariant) else _dia.dia_variant(variant)
         bounds = f"{var.block}, {var.min_blocks}" if var.min_blocks else var.block
         rows_body = _dia.dia_body(T, inner, prod, conjugate, add, epilog, ndiag, var, extents, _init, _store,
-                                  _combine)
+                                  _combine, offsets)
     elif how == "gather":
         rows_body = _gather_body(T, it, inner, prod, conjugate, add, mul, epilog)
     elif how == "owned" and not (atomic_add and not add):

@@ -14,11 +14,15 @@ bound by load latency, not by DRAM (benchmarks/NOTES.md, "Generated DIA kernel, 
   in flight together;
 - the row and column indices are 32-bit when the extents allow it (64-bit only for the address of b's row);
 - b is read through the read-only path (``__ldg``), d may be stored with ``st.global.cs`` (streaming: evict
-  first, so the result does not push b's window out of L2).
+  first, so the result does not push b's window out of L2);
+- how many of a thread's loads ptxas keeps in flight follows the register budget the launch bounds give it:
+  without a minimum of blocks per SM it keeps ~48 registers and issues b's loads four at a time, with 3 blocks of
+  256 (85 registers at most) all ten of the '8x2' layout at once.
 
-:data:`DIA_VARIANTS` names the layouts (threads per row, vectors per thread, rows per thread, block size, the
-load and store paths); :data:`DIA_VARIANT` is the one plans use. ``/work``-independent probes set it to compare
-them on a GPU (one constant to change when a measurement overrules the default).
+:data:`DIA_VARIANTS` names the layouts (threads per row, vectors per thread, rows per thread or a window of
+consecutive rows, block size, register budget, the load and store paths); :data:`DIA_VARIANT` is the one plans
+use. A GPU probe sets it to compare them on the same data; a measurement that overrules the default changes that
+one constant.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["DiaVariant", "DIA_VARIANTS", "DIA_VARIANT", "MAX_UNROLLED", "dia_variant", "specialised", "dia_body",
-           "index_c_type"]
+           "index_c_type", "diagonal_offsets", "rows_per_thread"]
 
 #: the largest diagonal count the specialised kernel unrolls (more diagonals: the general gather, whose shared
 #: chunks of 64 keep the registers bounded)
@@ -46,7 +50,11 @@ class DiaVariant:
     then keeps few registers, ~48 for '8x2', and issues b's loads four at a time; 2 lets it keep a thread's ten
     loads of b in flight in ~94 registers); ``persistent``: as many blocks as the GPU holds at once (the
     occupancy calculator's blocks per SM times the SMs), each striding over the row tiles, so the diagonals'
-    table is read once per thread rather than once per tile."""
+    table is read once per thread rather than once per tile; ``window``: a thread carries that many consecutive
+    rows instead (``rows`` is then ignored) and, where every diagonal has a constant offset (DIAI, DIAJ
+    transposed), reads each row of b its window needs once for all the diagonals that need it: with the offsets
+    0 and +-1 a window of W rows reads W + 2 rows of b for them instead of 3 W, whatever L1 keeps (the offsets are
+    constants of the source, so a pattern with other offsets compiles a kernel of its own)."""
 
     column_threads: int = 8
     vectors: int = 2
@@ -56,6 +64,7 @@ class DiaVariant:
     streaming: bool = True
     min_blocks: int = 0
     persistent: bool = False
+    window: int = 0
 
     def __post_init__(self):
         ct = self.column_threads
@@ -63,6 +72,8 @@ class DiaVariant:
             raise ValueError(f"column_threads={ct} must be a power of two from 1 to 32")
         if self.vectors not in (1, 2, 4) or self.rows not in (1, 2, 4):
             raise ValueError(f"vectors={self.vectors} and rows={self.rows} must be 1, 2 or 4")
+        if self.window not in (0, 2, 4, 8):
+            raise ValueError(f"window={self.window} must be 0 (off), 2, 4 or 8 rows")
         if self.block not in (128, 256, 512) or self.block % ct:
             raise ValueError(f"block={self.block} must be 128, 256 or 512 threads (a multiple of column_threads)")
 
@@ -92,11 +103,16 @@ DIA_VARIANTS = {
     "8x2-b128-mb4": DiaVariant(block=128, min_blocks=4),
     "8x2-mb3-persistent": DiaVariant(min_blocks=3, persistent=True),
     "16x1-mb5-persistent": DiaVariant(16, 1, min_blocks=5, persistent=True),
+    "8x2-w2": DiaVariant(window=2, min_blocks=2),
+    "8x2-w4": DiaVariant(window=4, min_blocks=2),
+    "16x1-w4": DiaVariant(16, 1, window=4, min_blocks=3),
+    "16x1-w8": DiaVariant(16, 1, window=8, min_blocks=2),
+    "16x1-w4-b128": DiaVariant(16, 1, window=4, block=128, min_blocks=6),
 }
 
-#: the variant plans use: every diagonal's b loads in flight with 8 columns' worth of work per value read and
-#: per index computation, ~70 registers (3 blocks of 256 per SM, ~120 KB of loads in flight per SM against the
-#: ~30 KB that 4.2 TB/s needs at the latency of a loaded DRAM)
+#: the variant plans use: all ten loads of b of a thread in flight at once, 8 columns' worth of work per value
+#: read and per index computation, 80 registers (ptxas 13.0, sm_90): 3 blocks of 256 per SM, 96 rows and ~120 KB
+#: of loads in flight per SM against the ~30-40 KB that 4.2 TB/s needs at the latency of a loaded DRAM
 DIA_VARIANT = "8x2-mb3"
 
 
@@ -114,13 +130,30 @@ def specialised(ndiag) -> bool:
     return ndiag is not None and 1 <= int(ndiag) <= MAX_UNROLLED
 
 
+def diagonal_offsets(fmt, c0s, transpose: bool = False):
+    """``q - r`` (b's row less the result's row) of each diagonal with level-0 coordinate in ``c0s``, when it is
+    constant along every diagonal (DIAI; DIAJ transposed), else None (SkewDIAI's anti-diagonals)."""
+    out = []
+    for c0 in c0s:
+        (q0, q1) = ((fmt.lvl2dim([int(c0), r])[0 if transpose else 1]) for r in (0, 1))
+        if q1 - q0 != 1:
+            return None
+        out.append(int(q0))
+    return tuple(out)
+
+
+def rows_per_thread(variant: DiaVariant, offsets) -> int:
+    """Rows a thread of ``variant`` carries: its window where the offsets allow one, else ``rows``."""
+    return variant.window if variant.window and offsets is not None else variant.rows
+
+
 def index_c_type(extents) -> str:
     """The C type of row and column indices: 32-bit when every intermediate of the diagonal arithmetic fits."""
     return "int" if sum(int(e) for e in extents) < 2**31 - 1 else "long long"
 
 
 def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant, extents, init, store,
-             combine) -> str:
+             combine, offsets=None) -> str:
     """The specialised gather body (the template ``cumath_ust_rows<W>``'s statements): ``inner`` the C expression
     of b's row from ``c0`` (the diagonal) and ``c1`` (the result row); ``init``/``store``/``combine`` the
     accumulator helpers of ``_codegen`` (shared with the general kernels)."""
@@ -134,8 +167,14 @@ def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant,
     step = f"acc[k][u][w] = nz_ ? {add}(acc[k][u][w], t) : acc[k][u][w];" if add else \
         "acc[k][u][w] = nz_ ? acc[k][u][w] + t : acc[k][u][w];"
     col = "const long long col = cb + ((long long)threadIdx.x + (long long)u * blockDim.x) * W;"
+    window = variant.window if variant.window and offsets is not None else 0
+    R = window or variant.rows
+    row_k = "r0 + k" if window else "r0 + (long long)k * blockDim.y"
+    first = "tile * rows_blk + (long long)threadIdx.y * R" if window else "tile * rows_blk + threadIdx.y"
+    products = _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets, R) if window else \
+        _strided_products(T, inner, prod, conjugate, step, combine, ld, loadv, col)
     return "\n".join([
-        f"  constexpr int V = {variant.vectors}, R = {variant.rows}, ND = {int(ndiag)};",
+        f"  constexpr int V = {variant.vectors}, R = {R}, ND = {int(ndiag)};",
         f"  typedef {I} I;",
         "  const long long d0 = (long long)pos0[0];",
         "  I dc0[ND], dlo[ND], dhi[ND]; long long dvb[ND];  // per diagonal: level-0 coordinate, rows, value base",
@@ -146,11 +185,11 @@ def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant,
         "  const long long span = (long long)blockDim.x * W * V, rows_blk = (long long)blockDim.y * R;",
         "  for (long long cb = (long long)blockIdx.y * span; cb < N; cb += (long long)gridDim.y * span)",
         "  for (long long tile = blockIdx.x; tile * rows_blk < M; tile += gridDim.x) {",
-        "    const long long r0 = tile * rows_blk + threadIdx.y;",
+        f"    const long long r0 = {first};",
         f"    {T} acc[R][V][W];",
         "#pragma unroll",
         "    for (int k = 0; k < R; ++k) {",
-        "      const long long rr = r0 + (long long)k * blockDim.y;",
+        f"      const long long rr = {row_k};",
         "#pragma unroll",
         "      for (int u = 0; u < V; ++u) {",
         f"        {col}",
@@ -159,6 +198,26 @@ def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant,
         *init(T, semi, "        ", "rr * ldd + col"),
         "      }",
         "    }",
+        *products,
+        "#pragma unroll",
+        "    for (int k = 0; k < R; ++k) {",
+        f"      const long long rr = {row_k};",
+        "      if (rr >= M) continue;",
+        "#pragma unroll",
+        "      for (int u = 0; u < V; ++u) {",
+        f"        {col}",
+        "        if (col >= N) continue;",
+        *store(T, semi, "        ", "acc[k][u][w]", "rr * ldd + col", ep,
+               "store_vec_cs" if variant.streaming else "store_vec"),
+        "      }",
+        "    }",
+        "  }",
+    ])
+
+
+def _strided_products(T, inner, prod, conjugate, step, combine, ld, loadv, col) -> list:
+    """Rows strided by blockDim.y: every load of the tile first (all in flight together), then the products."""
+    return [
         "    // every load of the tile first (all in flight together), then the products",
         f"    {T} vv[ND][R]; bool nz[ND][R]; {T} bb[ND][R][V][W];",
         "#pragma unroll",
@@ -191,17 +250,33 @@ def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant,
         "        }",
         "      }",
         "    }",
-        "#pragma unroll",
-        "    for (int k = 0; k < R; ++k) {",
-        "      const long long rr = r0 + (long long)k * blockDim.y;",
-        "      if (rr >= M) continue;",
-        "#pragma unroll",
-        "      for (int u = 0; u < V; ++u) {",
-        f"        {col}",
-        "        if (col >= N) continue;",
-        *store(T, semi, "        ", "acc[k][u][w]", "rr * ldd + col", ep,
-               "store_vec_cs" if variant.streaming else "store_vec"),
-        "      }",
-        "    }",
-        "  }",
-    ])
+    ]
+
+
+def _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets, R) -> list:
+    """Consecutive rows ``r0 .. r0 + R - 1``: each row of b the window needs (``r0 + k + offset``) loaded once,
+    then every (diagonal, row) pair multiplies the one it needs."""
+    shifts = sorted({k + o for o in offsets for k in range(R)})
+    slot = {s: i for i, s in enumerate(shifts)}
+    lines = [f"    {T} bb[{len(shifts)}][V][W]; bool bok[{len(shifts)}];"]
+    for i, sh in enumerate(shifts):
+        lines += [f"    {{ const long long q = r0 + ({sh}LL); bok[{i}] = q >= 0 && q < K;",
+                  f"      const {T}* __restrict__ bq = B + (bok[{i}] ? q : 0LL) * ldb;",
+                  "#pragma unroll",
+                  "      for (int u = 0; u < V; ++u) {",
+                  f"        {col}",
+                  f"        {loadv}(bb[{i}][u], bq + (col < N ? col : 0LL)); }} }}"]
+    for g, o in enumerate(offsets):
+        for k in range(R):
+            i = slot[k + o]
+            lines += [f"    {{ const long long rr = r0 + {k};",
+                      f"      const bool in = rr < M && rr >= dlo[{g}] && rr < dhi[{g}] && bok[{i}];",
+                      f"      {T} v = {ld(f'val + (in ? dvb[{g}] + rr : 0LL)')};",
+                      f"      const bool nz_ = in && !is_zero(v); {'v = conj_(v);' if conjugate else ''}",
+                      "#pragma unroll",
+                      "      for (int u = 0; u < V; ++u) {",
+                      f"        const {T} (&b_)[W] = bb[{i}][u];",
+                      "#pragma unroll",
+                      "        for (int w = 0; w < W; ++w) { " + combine(T, None, f"acc[{k}][u][w]", prod).replace(
+                          f"acc[{k}][u][w] = acc[{k}][u][w] + t;", step.replace("[k]", f"[{k}]")) + " } } }"]
+    return lines

@@ -104,15 +104,19 @@ class GeneratedExecutor:
         self._per_thread = vectors_per_thread(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         # a gather over few diagonals: the kernel is specialised on their number (the plan's pattern) and unrolled
-        self.ndiag = self.variant = None
+        self.ndiag = self.variant = self.offsets = None
         if self.schedule == "gather":  # (the specialised kernel reads b's row 0 and value 0 for rows it skips)
             nd = int(host_pos[0][1] - host_pos[0][0])
             lo, hi, _ = tables[1]
             if _dia.specialised(nd) and geom.k > 0 and (geom.n is None or geom.n > 0) and int((hi - lo).sum()) > 0:
                 self.ndiag, self.variant = nd, _dia.dia_variant()
                 self._per_thread = self.variant.vectors
+                c0s = np.asarray(host_crd[0])[int(host_pos[0][0]):int(host_pos[0][1])]
+                self.offsets = _dia.diagonal_offsets(fmt, c0s, geom.transpose_a) if self.variant.window else None
+                self._rows_per_thread = _dia.rows_per_thread(self.variant, self.offsets)
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
-                          conjugate=geom.conjugate_a, ndiag=self.ndiag, variant=self.variant, **names)
+                          conjugate=geom.conjugate_a, ndiag=self.ndiag, variant=self.variant, offsets=self.offsets,
+                          **names)
         # compiled and linked once per source and operators; a later process loads the CUBIN from the disk cache
         # without loading NVRTC or nvJitLink
         cubin = jit.compile_and_link(src, cc=cc, options=("-rdc=true",), pieces=[v for v in syms.values()
@@ -201,7 +205,7 @@ class GeneratedExecutor:
                 v = self.variant
                 grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread) if v is None else \
                     launch_shape(rows, n, self._width if vec else 1, v.vectors, column_threads=v.column_threads,
-                                 threads=v.block, rows_per_thread=v.rows)
+                                 threads=v.block, rows_per_thread=self._rows_per_thread)
                 if self._grid_cap is not None:  # persistent blocks stride over the row tiles
                     grid_ = (min(grid_[0], self._grid_cap),) + tuple(grid_[1:])
             if self.schedule == "gather":  # beta and the epilog in the same pass

@@ -68,7 +68,8 @@ def test_every_variant(monkeypatch, variant, name):
     assert relerr(got, d.astype(np.float64) @ b) < TOL["float32"], name
     (grid, block), = k["cumath_ust_spmm"].launches
     assert block[0] == min(v.column_threads, -(-16 // v.vectors)) and block[0] * block[1] == v.block
-    assert grid[0] * block[1] * v.rows >= 63 > (grid[0] - 1) * block[1] * v.rows
+    rows = v.window or v.rows  # (the Laplacian's diagonals have constant offsets: a window where asked)
+    assert grid[0] * block[1] * rows >= 63 > (grid[0] - 1) * block[1] * rows
     b13, c13 = rand(rng, (63, 13), "float32"), rand(rng, (63, 13), "float32")
     got, _ = run(N.DIAI, d, b13, c13, 1.5, -0.5, monkeypatch=monkeypatch)
     assert relerr(got, 1.5 * d.astype(np.float64) @ b13 - 0.5 * c13) < TOL["float32"], name
@@ -226,3 +227,64 @@ def test_persistent_blocks_stride_over_tiles(monkeypatch, variant):
     got, k = run(N.DIAI, d, b, monkeypatch=monkeypatch)
     assert relerr(got, d.astype(np.float64) @ b) < TOL["float32"]
     assert k["cumath_ust_spmm"].launches == [((6, 1, 1), (8, 32, 1))]
+
+
+@pytest.mark.parametrize("name", ["8x2-w2", "16x1-w8"])
+def test_window_layouts(monkeypatch, variant, name):
+    """A window of consecutive rows shares b's rows between diagonals of constant offset (DIAI, DIAJ transposed),
+    the last window partial, diagonals at the corners; SkewDIAI has no constant offsets: rows strided instead."""
+    v = variant(name)
+    rng = np.random.default_rng(7)
+    d = diagonals(rng, 45, 38, [-44, -3, 0, 1, 9, 37], "complex64")
+    b, c = rand(rng, (38, 8), "complex64"), rand(rng, (45, 8), "complex64")
+    got, k = run(N.DIAI, d, b, c, 1.5, 0.5, monkeypatch=monkeypatch)
+    assert relerr(got, 1.5 * d.astype(np.complex128) @ b + 0.5 * c) < TOL["complex64"]
+    src = k["cumath_ust_spmm"].source
+    assert f"R = {v.window}," in src and "r0 + (-44LL)" in src and "bok[" in src
+    (grid, block), = k["cumath_ust_spmm"].launches
+    assert grid[0] * block[1] * v.window >= 45
+    bt = rand(rng, (45, 4), "complex64")
+    got, _ = run(N.DIAJ, d, bt, transpose=True, monkeypatch=monkeypatch)
+    assert relerr(got, d.T.astype(np.complex128) @ bt) < TOL["complex64"]
+    s = np.zeros((30, 30))
+    for t in (10, 29, 40):
+        for i in range(30):
+            if 0 <= t - i < 30:
+                s[i, t - i] = rng.standard_normal()
+    bs = rand(rng, (30, 5), "float64")
+    got, k = run(N.SkewDIAI, s, bs, monkeypatch=monkeypatch)
+    assert relerr(got, s @ bs) < TOL["float64"] and "bok[" not in k["cumath_ust_spmm"].source
+
+
+def _nvrtc_or_skip():
+    from cumath._core import jit
+
+    try:
+        jit.nvrtc_version()
+    except Exception as exc:  # pragma: no cover - NVRTC is part of the test environment
+        pytest.skip(f"NVRTC is not available: {exc}")
+    return jit
+
+
+@pytest.mark.parametrize("name", list(_dia.DIA_VARIANTS))
+@pytest.mark.parametrize("dtype", ("float32", "complex128"))
+def test_every_variant_compiles_for_the_gpu(name, dtype):
+    """Each layout's CUDA C++ (both instantiations, W = 4 or 2 and W = 1) through NVRTC to LTO-IR for sm_90."""
+    jit = _nvrtc_or_skip()
+    src = spmm_source(N.DIAI, (1_000_000, 1_000_000), dtype, "int32", ndiag=5, variant=name,
+                      offsets=(-1000, -1, 0, 1, 1000), conjugate=dtype.startswith("complex"))
+    assert jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a DIA layout").data
+
+
+@pytest.mark.parametrize("dtype", ("float64", "complex64"))
+def test_operators_compile_for_the_gpu(dtype):
+    jit = _nvrtc_or_skip()
+    for variant in (_dia.DIA_VARIANT, "8x2-w2"):
+        src = spmm_source(N.DIAI, (5000, 4000), dtype, "int64", ndiag=3, variant=variant, offsets=(-7, 0, 2),
+                          prolog_a="pa", prolog_b="pb", epilog="ep", add="ad", mul="mu")
+        assert jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a DIA layout").data
+
+
+def test_window_errors():
+    with pytest.raises(ValueError, match="window=3 must be 0 \\(off\\), 2, 4 or 8 rows"):
+        _dia.DiaVariant(window=3)
