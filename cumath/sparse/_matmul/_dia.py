@@ -266,13 +266,17 @@ def _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets,
                   "      for (int u = 0; u < V; ++u) {",
                   f"        {col}",
                   f"        {loadv}(bb[{i}][u], bq + (col < N ? col : 0LL)); }} }}"]
+    lines.append(f"    {T} vv[{len(offsets)}][{R}]; bool in_[{len(offsets)}][{R}];")
+    for g, o in enumerate(offsets):  # the values, every one in flight too
+        for k in range(R):
+            lines += [f"    {{ const long long rr = r0 + {k};",
+                      f"      in_[{g}][{k}] = rr < M && rr >= dlo[{g}] && rr < dhi[{g}] && bok[{slot[k + o]}];",
+                      f"      vv[{g}][{k}] = {ld(f'val + (in_[{g}][{k}] ? dvb[{g}] + rr : 0LL)')}; }}"]
     for g, o in enumerate(offsets):
         for k in range(R):
             i = slot[k + o]
-            lines += [f"    {{ const long long rr = r0 + {k};",
-                      f"      const bool in = rr < M && rr >= dlo[{g}] && rr < dhi[{g}] && bok[{i}];",
-                      f"      {T} v = {ld(f'val + (in ? dvb[{g}] + rr : 0LL)')};",
-                      f"      const bool nz_ = in && !is_zero(v); {'v = conj_(v);' if conjugate else ''}",
+            lines += [f"    {{ {T} v = vv[{g}][{k}];",
+                      f"      const bool nz_ = in_[{g}][{k}] && !is_zero(v); {'v = conj_(v);' if conjugate else ''}",
                       "#pragma unroll",
                       "      for (int u = 0; u < V; ++u) {",
                       f"        const {T} (&b_)[W] = bb[{i}][u];",
