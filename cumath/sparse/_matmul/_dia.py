@@ -98,6 +98,8 @@ DIA_VARIANTS = {
     "8x2-mb3": DiaVariant(min_blocks=3),
     "16x1-r2-mb2": DiaVariant(16, 1, rows=2, min_blocks=2),
     "16x1-mb4": DiaVariant(16, 1, min_blocks=4),
+    "16x1-mb6": DiaVariant(16, 1, min_blocks=6),
+    "8x2-r2-mb2": DiaVariant(rows=2, min_blocks=2),
     "16x1-mb5": DiaVariant(16, 1, min_blocks=5),
     "16x1-r2-mb3": DiaVariant(16, 1, rows=2, min_blocks=3),
     "8x2-b128-mb4": DiaVariant(block=128, min_blocks=4),
