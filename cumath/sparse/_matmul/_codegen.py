@@ -70,24 +70,19 @@ template <int W, typename T> __device__ __forceinline__ void load_vec(T (&out)[W
     vec_t<T, W> x; x.u = *reinterpret_cast<const uint4*>(p);
 #pragma unroll
     for (int w = 0; w < W; ++w) out[w] = x.v[w]; } }
-// 16-byte stores written out (NVVM splits a float4 store of a register array into four scalar stores)
-__device__ __forceinline__ void store16(float* p, const float (&a)[4]) {
-  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3])
-               : "memory"); }
-__device__ __forceinline__ void store16(double* p, const double (&a)[2]) {
-  asm volatile("st.global.v2.f64 [%0], {%1, %2};" :: "l"(p), "d"(a[0]), "d"(a[1]) : "memory"); }
-__device__ __forceinline__ void store16(cplx<float>* p, const cplx<float> (&a)[2]) {
-  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0].x), "f"(a[0].y), "f"(a[1].x),
+// 16-byte stores written out (NVVM splits a float4 store of a register array into four scalar stores): plain
+// (st.global) and streaming, evict-first (st.global.cs) for results nothing reads soon
+#define CUMATH_STORE16(NAME, OP) \
+__device__ __forceinline__ void NAME(float* p, const float (&a)[4]) { \
+  asm volatile(OP ".v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3]) \
+               : "memory"); } \
+__device__ __forceinline__ void NAME(double* p, const double (&a)[2]) { \
+  asm volatile(OP ".v2.f64 [%0], {%1, %2};" :: "l"(p), "d"(a[0]), "d"(a[1]) : "memory"); } \
+__device__ __forceinline__ void NAME(cplx<float>* p, const cplx<float> (&a)[2]) { \
+  asm volatile(OP ".v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0].x), "f"(a[0].y), "f"(a[1].x), \
                "f"(a[1].y) : "memory"); }
-// streaming (evict-first) stores of the result: st.global.cs
-__device__ __forceinline__ void store16_cs(float* p, const float (&a)[4]) {
-  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3])
-               : "memory"); }
-__device__ __forceinline__ void store16_cs(double* p, const double (&a)[2]) {
-  asm volatile("st.global.cs.v2.f64 [%0], {%1, %2};" :: "l"(p), "d"(a[0]), "d"(a[1]) : "memory"); }
-__device__ __forceinline__ void store16_cs(cplx<float>* p, const cplx<float> (&a)[2]) {
-  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a[0].x), "f"(a[0].y), "f"(a[1].x),
-               "f"(a[1].y) : "memory"); }
+CUMATH_STORE16(store16, "st.global")
+CUMATH_STORE16(store16_cs, "st.global.cs")
 template <typename T> __device__ __forceinline__ void store1_cs(T* p, T v) { __stcs(p, v); }
 template <> __device__ __forceinline__ void store1_cs(cplx<float>* p, cplx<float> v) {
   __stcs(reinterpret_cast<float2*>(p), make_float2(v.x, v.y)); }

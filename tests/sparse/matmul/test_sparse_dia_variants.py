@@ -48,6 +48,15 @@ def diagonals(rng, m, k, offsets, dtype):
     return d
 
 
+def antidiagonals(rng, n, sums):
+    """An n x n float64 matrix with entries where i + j is one of ``sums`` (SkewDIAI's diagonals)."""
+    d = np.zeros((n, n))
+    for t in sums:
+        i = np.arange(max(0, t - n + 1), min(n, t + 1))
+        d[i, t - i] = rng.standard_normal(i.size)
+    return d
+
+
 @pytest.fixture
 def variant(monkeypatch):
     def use(name):
@@ -105,11 +114,7 @@ def test_skew_diagonals_and_unaligned_result(monkeypatch):
     """SkewDIAI (anti-diagonals: b's row falls as the result's row rises) and a result that is a view one element
     into its buffer (the element path for d)."""
     rng = np.random.default_rng(3)
-    d = np.zeros((30, 30), "float64")
-    for s in (10, 29, 40):
-        for i in range(30):
-            if 0 <= s - i < 30:
-                d[i, s - i] = rng.standard_normal()
+    d = antidiagonals(rng, 30, (10, 29, 40))
     b = rand(rng, (30, 8), "float64")
     got, k = run(N.SkewDIAI, d, b, monkeypatch=monkeypatch)
     assert relerr(got, d @ b) < TOL["float64"] and "ND = 3" in k["cumath_ust_spmm"].source
@@ -178,15 +183,20 @@ def test_where_the_specialised_kernel_applies():
     assert _dia.specialised(1) and not _dia.specialised(0) and not _dia.specialised(None)
 
 
-def test_variant_errors():
+@pytest.mark.parametrize("kwargs,message", [
+    ({"column_threads": 6}, "column_threads=6 must be a power of two from 1 to 32"),
+    ({"rows": 3}, "vectors=2 and rows=3 must be 1, 2 or 4"),
+    ({"block": 1024}, "block=1024 must be 128, 256 or 512 threads"),
+    ({"window": 3}, "window=3 must be 0 \\(off\\), 2, 4 or 8 rows"),
+])
+def test_variant_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _dia.DiaVariant(**kwargs)
+
+
+def test_unknown_variant():
     with pytest.raises(ValueError, match="unknown DIA kernel variant 'x'; the variants are 8x2"):
         _dia.dia_variant("x")
-    with pytest.raises(ValueError, match="power of two from 1 to 32"):
-        _dia.DiaVariant(column_threads=6)
-    with pytest.raises(ValueError, match="must be 1, 2 or 4"):
-        _dia.DiaVariant(rows=3)
-    with pytest.raises(ValueError, match="128, 256 or 512 threads"):
-        _dia.DiaVariant(block=1024)
     with pytest.raises(ValueError, match="unknown DIA kernel variant"):
         spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="nope")
 
@@ -246,11 +256,7 @@ def test_window_layouts(monkeypatch, variant, name):
     bt = rand(rng, (45, 4), "complex64")
     got, _ = run(N.DIAJ, d, bt, transpose=True, monkeypatch=monkeypatch)
     assert relerr(got, d.T.astype(np.complex128) @ bt) < TOL["complex64"]
-    s = np.zeros((30, 30))
-    for t in (10, 29, 40):
-        for i in range(30):
-            if 0 <= t - i < 30:
-                s[i, t - i] = rng.standard_normal()
+    s = antidiagonals(rng, 30, (10, 29, 40))
     bs = rand(rng, (30, 5), "float64")
     got, k = run(N.SkewDIAI, s, bs, monkeypatch=monkeypatch)
     assert relerr(got, s @ bs) < TOL["float64"] and "bok[" not in k["cumath_ust_spmm"].source
@@ -285,6 +291,17 @@ def test_operators_compile_for_the_gpu(dtype):
         assert jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a DIA layout").data
 
 
-def test_window_errors():
-    with pytest.raises(ValueError, match="window=3 must be 0 \\(off\\), 2, 4 or 8 rows"):
-        _dia.DiaVariant(window=3)
+def test_ptx_of_the_default_layout():
+    """The default layout's PTX: 16-byte read-only loads of b, streaming 16-byte stores of d, no shared memory
+    or barrier (the diagonals' table is in registers), and no 64-bit divide or modulo."""
+    jit = _nvrtc_or_skip()
+    src = spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5)
+    ptx = bytes(jit.compile_source(src, cc=90, output="ptx", what="a DIA layout").data).decode(errors="ignore")
+    main = ptx[ptx.index(".entry cumath_ust_spmm("):]
+    main = main[:main.index(".entry", 10)] if ".entry" in main[10:] else main
+    assert "ld.global.nc.v4" in main and "st.global.cs.v4.f32" in main
+    assert "bar.sync" not in main and ".shared" not in main
+    assert not any(op in main for op in ("div.s64", "rem.s64", "div.u64", "rem.u64"))
+    plain = spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, variant="8x2-plain")
+    ptx = bytes(jit.compile_source(plain, cc=90, output="ptx", what="a DIA layout").data).decode(errors="ignore")
+    assert "st.global.cs" not in ptx and "st.global.v4.f32" in ptx
