@@ -166,8 +166,11 @@ def gpu_dia(case):
     ref = cs.execute().get()
     err = float(abs(mm.execute().get() - ref).max() / abs(ref).max())
     assert err < 1e-5, ("generated DIA", err)
+    from cumath.sparse._matmul import _dia
+
     case.note(f"generated DIA vs cuSPARSE CSR: relative error {err:.1e}; kernel: {mm._executor.ndiag} diagonals "
-              f"unrolled, layout {mm._executor.variant}, ready in {mm._executor.ready_ms:.1f} ms")
+              f"unrolled, layout {_dia.DIA_VARIANT} (staged in shared memory: {mm._executor._exact}), ready in "
+              f"{mm._executor.ready_ms:.1f} ms")
     fns = {"cumath generated DIA": mm.execute, "cumath cuSPARSE CSR": cs.execute, "cupyx CSR a @ b": lambda: a_csr @ b}
     out = case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3))
     # the memory floor: the 5 diagonals' values read once (5 n 4 bytes), b read once and d written once

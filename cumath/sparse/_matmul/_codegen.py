@@ -90,6 +90,12 @@ template <> __device__ __forceinline__ void store1_cs(cplx<double>* p, cplx<doub
   __stcs(reinterpret_cast<double2*>(p), make_double2(v.x, v.y)); }
 template <int W, typename T> __device__ __forceinline__ void store_vec(T* p, const T (&in)[W]) {
   if constexpr (W == 1) { *p = in[0]; } else { store16(p, in); } }
+template <int W, typename T> __device__ __forceinline__ void store_vec_shared(T* p, const T (&in)[W]) {
+  if constexpr (W == 1) { *p = in[0]; } else {
+    vec_t<T, W> x;
+#pragma unroll
+    for (int w = 0; w < W; ++w) x.v[w] = in[w];
+    *reinterpret_cast<uint4*>(p) = x.u; } }
 template <int W, typename T> __device__ __forceinline__ void store_vec_cs(T* p, const T (&in)[W]) {
   if constexpr (W == 1) { store1_cs(p, in[0]); } else { store16_cs(p, in); } }
 // loads through the read-only path (complex values as the float2 / double2 of their parts)
@@ -268,13 +274,14 @@ def vectors_per_thread(fmt: TensorFormat, transpose: bool = False, *, add=None, 
 
 
 def launch_shape(rows: int, n: int, width: int, per_thread: int, *, column_threads: int = 32, threads: int = 256,
-                 rows_per_thread: int = 1) -> tuple:
+                 rows_per_thread: int = 1, exact: bool = False) -> tuple:
     """(grid, block) of the 'gather' and 'owned' kernels for ``rows`` rows (or level-0 coordinates) and ``n``
     columns moved ``width`` at a time, ``per_thread`` vectors a thread: blockDim.x the column threads of a row
     (a power of two, at most ``column_threads``), blockDim.y rows up to ``threads`` threads a block (each thread
-    ``rows_per_thread`` rows), blockIdx.y the column tiles."""
+    ``rows_per_thread`` rows; with ``exact``, blockDim.x is ``column_threads`` whatever n), blockIdx.y the
+    column tiles."""
     nvec = -(-max(n, 1) // width)
-    bx = 1
+    bx = column_threads if exact else 1
     while bx < column_threads and bx * per_thread < nvec:
         bx *= 2
     by = threads // bx

@@ -7,7 +7,7 @@ loads b, so each thread waits for one load after another (a value, then b's vect
 bound by load latency, not by DRAM (benchmarks/NOTES.md, "Generated DIA kernel, third pass"). Here:
 
 - the diagonals' level-0 coordinate, row range and value base are read once per thread into registers (uniform
-  loads, one address per warp: no shared-memory staging, no barrier);
+  loads, one address per warp: no shared-memory staging of the table, no barrier for it);
 - the diagonal loop is unrolled ``ND`` times and has no branch: a row outside a diagonal's range reads row 0 of b
   and element 0 of the values (valid addresses) and discards them by a select, a stored zero is skipped by a
   select too (as the general kernel skips it), so all ``ND x R x V`` loads of b of a thread are independent and
@@ -15,6 +15,9 @@ bound by load latency, not by DRAM (benchmarks/NOTES.md, "Generated DIA kernel, 
 - the row and column indices are 32-bit when the extents allow it (64-bit only for the address of b's row);
 - b is read through the read-only path (``__ldg``), d may be stored with ``st.global.cs`` (streaming: evict
   first, so the result does not push b's window out of L2);
+- the staged layouts (the default) copy the rows of b a tile's diagonals need into shared memory once per block
+  (segments of the union of the diagonals' row ranges, their offsets constants of the source), so each row of b
+  crosses L2 -> SM about (tile + 2 + 2 tile) / tile times for the Laplacian rather than once per diagonal;
 - how many of a thread's loads ptxas keeps in flight follows the register budget the launch bounds give it:
   without a minimum of blocks per SM it keeps ~48 registers and issues b's loads four at a time, with 3 blocks of
   256 (85 registers at most) all ten of the '8x2' layout at once.
@@ -31,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["DiaVariant", "DIA_VARIANTS", "DIA_VARIANT", "MAX_UNROLLED", "dia_variant", "specialised", "dia_body",
-           "index_c_type", "diagonal_offsets", "rows_per_thread"]
+           "index_c_type", "diagonal_offsets", "rows_per_thread", "stage_segments", "staged", "MAX_STAGE_BYTES"]
 
 #: the largest diagonal count the specialised kernel unrolls (more diagonals: the general gather, whose shared
 #: chunks of 64 keep the registers bounded)
@@ -54,7 +57,11 @@ class DiaVariant:
     rows instead (``rows`` is then ignored) and, where every diagonal has a constant offset (DIAI, DIAJ
     transposed), reads each row of b its window needs once for all the diagonals that need it: with the offsets
     0 and +-1 a window of W rows reads W + 2 rows of b for them instead of 3 W, whatever L1 keeps (the offsets are
-    constants of the source, so a pattern with other offsets compiles a kernel of its own)."""
+    constants of the source, so a pattern with other offsets compiles a kernel of its own); ``stage``: where the
+    offsets are constant, a block first copies the rows of b its tile's diagonals need (the union of the
+    diagonals' row ranges, merged into segments at generation) into shared memory, once per block, then every
+    row reads its diagonals' rows from there: each row of b crosses L2 -> SM once per tile that needs it, not once
+    per diagonal (blockDim is then exactly ``column_threads`` x ``block / column_threads``)."""
 
     column_threads: int = 8
     vectors: int = 2
@@ -65,6 +72,7 @@ class DiaVariant:
     min_blocks: int = 0
     persistent: bool = False
     window: int = 0
+    stage: bool = False
 
     def __post_init__(self):
         ct = self.column_threads
@@ -72,6 +80,8 @@ class DiaVariant:
             raise ValueError(f"column_threads={ct} must be a power of two from 1 to 32")
         if self.vectors not in (1, 2, 4) or self.rows not in (1, 2, 4):
             raise ValueError(f"vectors={self.vectors} and rows={self.rows} must be 1, 2 or 4")
+        if self.stage and (self.window or self.rows != 1):
+            raise ValueError("a staged layout carries one row a thread: stage=True excludes window and rows")
         if self.window not in (0, 2, 4, 8):
             raise ValueError(f"window={self.window} must be 0 (off), 2, 4 or 8 rows")
         if self.block not in (128, 256, 512) or self.block % ct:
@@ -110,12 +120,17 @@ DIA_VARIANTS = {
     "16x1-w4": DiaVariant(16, 1, window=4, min_blocks=3),
     "16x1-w8": DiaVariant(16, 1, window=8, min_blocks=2),
     "16x1-w4-b128": DiaVariant(16, 1, window=4, block=128, min_blocks=6),
+    "8x2-stage": DiaVariant(stage=True),
+    "8x2-stage-b128": DiaVariant(block=128, stage=True),
+    "16x1-stage": DiaVariant(16, 1, stage=True),
 }
 
-#: the variant plans use: all ten loads of b of a thread in flight at once, 8 columns' worth of work per value
-#: read and per index computation, 80 registers (ptxas 13.0, sm_90): 3 blocks of 256 per SM, 96 rows and ~120 KB
-#: of loads in flight per SM against the ~30-40 KB that 4.2 TB/s needs at the latency of a loaded DRAM
-DIA_VARIANT = "8x2-mb3"
+#: the variant plans use: b's rows of a 32-row tile staged in shared memory (for the Laplacian 98 rows, 25 KB,
+#: issued by the block at once), so each row of b crosses L2 -> SM ~3 times instead of 5 whatever L1 merges;
+#: 40 registers and 31 KB of shared memory (ptxas 13.0, sm_90): 6 blocks of 256 per SM, 192 rows and ~150 KB of
+#: loads in flight per SM. Where the offsets are not constant or the tile does not fit, the plan runs the
+#: register layout of the same threads (8 x 2, one row a thread)
+DIA_VARIANT = "8x2-stage"
 
 
 def dia_variant(name: str | None = None) -> DiaVariant:
@@ -142,6 +157,36 @@ def diagonal_offsets(fmt, c0s, transpose: bool = False):
             return None
         out.append(int(q0))
     return tuple(out)
+
+
+#: the most shared memory a staged layout's tile may take (a static allocation: 48 KiB, less for other blocks)
+MAX_STAGE_BYTES = 40 * 1024
+
+
+def stage_segments(offsets, rows: int) -> list:
+    """(first shift, rows, first slot) of the segments of b a tile of ``rows`` rows needs, the shifts relative to
+    the tile's first row: the union of ``[offset, offset + rows)`` over the diagonals, merged."""
+    out = []
+    for o in sorted(set(offsets)):
+        if out and o <= out[-1][0] + out[-1][1]:
+            out[-1][1] = max(out[-1][1], o + rows - out[-1][0])
+        else:
+            out.append([o, rows])
+    slot, segs = 0, []
+    for first, n in out:
+        segs.append((first, n, slot))
+        slot += n
+    return segs
+
+
+def staged(variant: DiaVariant, offsets, itemsize: int) -> bool:
+    """Whether ``variant`` stages b in shared memory for these offsets (constant, and the tile fits)."""
+    if not variant.stage or offsets is None:
+        return False
+    by = variant.block // variant.column_threads
+    rows = sum(n for _, n, _ in stage_segments(offsets, by))
+    # both instantiations' arrays (16-byte vectors and single elements) are the kernel's static shared memory
+    return rows * variant.column_threads * variant.vectors * (16 + itemsize) <= MAX_STAGE_BYTES
 
 
 def rows_per_thread(variant: DiaVariant, offsets) -> int:
@@ -173,8 +218,12 @@ def dia_body(T, inner, prod, conjugate, add, epilog, ndiag, variant: DiaVariant,
     R = window or variant.rows
     row_k = "r0 + k" if window else "r0 + (long long)k * blockDim.y"
     first = "tile * rows_blk + (long long)threadIdx.y * R" if window else "tile * rows_blk + threadIdx.y"
-    products = _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets, R) if window else \
-        _strided_products(T, inner, prod, conjugate, step, combine, ld, loadv, col)
+    if staged(variant, offsets, {"float": 4, "double": 8, "cplx<float>": 8, "cplx<double>": 16}[T]):
+        products = _staged_products(T, prod, conjugate, step, combine, ld, loadv, offsets, variant)
+    elif window:
+        products = _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets, R)
+    else:
+        products = _strided_products(T, inner, prod, conjugate, step, combine, ld, loadv, col)
     return "\n".join([
         f"  constexpr int V = {variant.vectors}, R = {R}, ND = {int(ndiag)};",
         f"  typedef {I} I;",
@@ -285,4 +334,47 @@ def _window_products(T, prod, conjugate, step, combine, ld, loadv, col, offsets,
                       "#pragma unroll",
                       "        for (int w = 0; w < W; ++w) { " + combine(T, None, f"acc[{k}][u][w]", prod).replace(
                           f"acc[{k}][u][w] = acc[{k}][u][w] + t;", step.replace("[k]", f"[{k}]")) + " } } }"]
+    return lines
+
+
+def _staged_products(T, prod, conjugate, step, combine, ld, loadv, offsets, variant) -> list:
+    """One row a thread, blockDim exactly BX x BY: the tile's rows of b copied into shared memory (the segments
+    of :func:`stage_segments`, every thread of the block loading its share), then each (diagonal, row) reads its
+    row of b from there."""
+    bx, by = variant.column_threads, variant.block // variant.column_threads
+    segs = stage_segments(offsets, by)
+    nrows = sum(n for _, n, _ in segs)
+    lines = [f"    constexpr int BX = {bx}, BY = {by}, SV = BX * V;  // vectors of a staged row",
+             f"    __shared__ __align__(16) {T} sb[{nrows} * SV * W];",
+             "    const long long t0 = tile * rows_blk;",
+             "    const int tid = threadIdx.y * BX + threadIdx.x;",
+             "    __syncthreads();  // the previous tile's reads of sb are done"]
+    for first, n, slot in segs:
+        lines += ["#pragma unroll",
+                  f"    for (int e = tid; e < {n} * SV; e += BX * BY) {{",
+                  f"      const int ri = e / SV, vs = e % SV; const long long q = t0 + ({first}LL) + ri;",
+                  "      const long long cc = cb + (long long)vs * W; const bool ok = q >= 0 && q < K && cc < N;",
+                  f"      {T} x_[W]; {loadv}(x_, B + (ok ? q : 0LL) * ldb + (ok ? cc : 0LL));",
+                  f"      store_vec_shared<W>(sb + ((long long)({slot} + ri) * SV + vs) * W, x_); }}"]
+    lines += ["    __syncthreads();"]
+    slot_of = {}
+    for first, n, slot in segs:
+        for o in offsets:
+            if first <= o and o + by <= first + n:
+                slot_of.setdefault(o, slot + (o - first))
+    lines.append(f"    {T} vv[{len(offsets)}]; bool in_[{len(offsets)}];")
+    for g, o in enumerate(offsets):
+        lines += [f"    {{ const long long rr = r0, q = r0 + ({o}LL);",
+                  f"      in_[{g}] = rr < M && rr >= dlo[{g}] && rr < dhi[{g}] && q >= 0 && q < K;",
+                  f"      vv[{g}] = {ld(f'val + (in_[{g}] ? dvb[{g}] + rr : 0LL)')}; }}"]
+    for g, o in enumerate(offsets):
+        lines += [f"    {{ {T} v = vv[{g}];",
+                  f"      const bool nz_ = in_[{g}] && !is_zero(v); {'v = conj_(v);' if conjugate else ''}",
+                  f"      const {T}* srow = sb + (long long)({slot_of[o]} + threadIdx.y) * SV * W;",
+                  "#pragma unroll",
+                  "      for (int u = 0; u < V; ++u) {",
+                  f"        {T} b_[W]; load_vec<W>(b_, srow + (threadIdx.x + u * BX) * W);",
+                  "#pragma unroll",
+                  "        for (int w = 0; w < W; ++w) { " + combine(T, None, "acc[0][u][w]", prod).replace(
+                      "acc[0][u][w] = acc[0][u][w] + t;", step.replace("[k]", "[0]")) + " } } }"]
     return lines

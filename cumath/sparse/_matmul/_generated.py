@@ -105,6 +105,7 @@ class GeneratedExecutor:
         self.fused_beta = fuses_beta(fmt, geom.transpose_a, add=names["add"], atomic_add=names["atomic_add"])
         # a gather over few diagonals: the kernel is specialised on their number (the plan's pattern) and unrolled
         self.ndiag = self.variant = self.offsets = None
+        self._exact, self._rows_per_thread = False, 1
         if self.schedule == "gather":  # (the specialised kernel reads b's row 0 and value 0 for rows it skips)
             nd = int(host_pos[0][1] - host_pos[0][0])
             lo, hi, _ = tables[1]
@@ -112,7 +113,9 @@ class GeneratedExecutor:
                 self.ndiag, self.variant = nd, _dia.dia_variant()
                 self._per_thread = self.variant.vectors
                 c0s = np.asarray(host_crd[0])[int(host_pos[0][0]):int(host_pos[0][1])]
-                self.offsets = _dia.diagonal_offsets(fmt, c0s, geom.transpose_a) if self.variant.window else None
+                self.offsets = _dia.diagonal_offsets(fmt, c0s, geom.transpose_a) if (
+                    self.variant.window or self.variant.stage) else None
+                self._exact = _dia.staged(self.variant, self.offsets, np.dtype(geom.dtype).itemsize)
                 self._rows_per_thread = _dia.rows_per_thread(self.variant, self.offsets)
         src = spmm_source(fmt, extents, geom.dtype, ust.index_type, transpose=geom.transpose_a,
                           conjugate=geom.conjugate_a, ndiag=self.ndiag, variant=self.variant, offsets=self.offsets,
@@ -205,7 +208,7 @@ class GeneratedExecutor:
                 v = self.variant
                 grid_, block_ = launch_shape(rows, n, self._width if vec else 1, self._per_thread) if v is None else \
                     launch_shape(rows, n, self._width if vec else 1, v.vectors, column_threads=v.column_threads,
-                                 threads=v.block, rows_per_thread=self._rows_per_thread)
+                                 threads=v.block, rows_per_thread=self._rows_per_thread, exact=self._exact)
                 if self._grid_cap is not None:  # persistent blocks stride over the row tiles
                     grid_ = (min(grid_[0], self._grid_cap),) + tuple(grid_[1:])
             if self.schedule == "gather":  # beta and the epilog in the same pass

@@ -31,6 +31,7 @@ static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(x) __attribute__((aligned(x)))
 struct uint4 { unsigned x, y, z, w; };
 struct float2 { float x, y; };
 struct double2 { double x, y; };
@@ -91,11 +92,15 @@ extern "C" void host_launch_{name}(unsigned gx, unsigned gy, unsigned bx, unsign
 
 
 _LIBS: dict = {}
+# -fno-gnu-unique: a kernel's __shared__ arrays are static locals of template functions, which g++ otherwise makes
+# one object for the whole process (STB_GNU_UNIQUE), shared by every library of that name even when their sizes
+# differ; each host-compiled source keeps its own
+_FLAGS = ("-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-fno-gnu-unique", "-Wno-unknown-pragmas")
 
 
 def compile_host(source: str, operators: str = "") -> ctypes.CDLL:
     text = host_source(source, operators)
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    key = hashlib.sha256((text + " ".join(_FLAGS)).encode()).hexdigest()[:24]
     lib = _LIBS.get(key)
     if lib is None:
         folder = os.path.join(tempfile.gettempdir(), f"cumath-host-kernels-{os.getuid()}")
@@ -105,8 +110,7 @@ def compile_host(source: str, operators: str = "") -> ctypes.CDLL:
             cpp = os.path.join(folder, f"{key}.cpp")
             with open(cpp, "w") as f:
                 f.write(text)
-            subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas",
-                            "-o", so + ".tmp", cpp], check=True, capture_output=True, text=True)
+            subprocess.run(["g++", *_FLAGS, "-o", so + ".tmp", cpp], check=True, capture_output=True, text=True)
             os.replace(so + ".tmp", so)
         lib = _LIBS[key] = ctypes.CDLL(so)
     return lib

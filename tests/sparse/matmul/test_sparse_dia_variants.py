@@ -76,7 +76,8 @@ def test_every_variant(monkeypatch, variant, name):
     got, k = run(N.DIAI, d, b, monkeypatch=monkeypatch)
     assert relerr(got, d.astype(np.float64) @ b) < TOL["float32"], name
     (grid, block), = k["cumath_ust_spmm"].launches
-    assert block[0] == min(v.column_threads, -(-16 // v.vectors)) and block[0] * block[1] == v.block
+    bx = v.column_threads if v.stage else min(v.column_threads, -(-16 // v.vectors))  # staged: blockDim exact
+    assert block[0] == bx and block[0] * block[1] == v.block
     rows = v.window or v.rows  # (the Laplacian's diagonals have constant offsets: a window where asked)
     assert grid[0] * block[1] * rows >= 63 > (grid[0] - 1) * block[1] * rows
     b13, c13 = rand(rng, (63, 13), "float32"), rand(rng, (63, 13), "float32")
@@ -177,7 +178,8 @@ def test_where_the_specialised_kernel_applies():
     for nd in (None, 0, _dia.MAX_UNROLLED + 1):
         assert "__shared__ long long s_c0[DCH]" in src(nd) and "ND =" not in src(nd)
     assert "typedef long long I;" in src(4, (2**31, 10))
-    assert "__launch_bounds__(256, 3)" in src(5) and "store_vec_cs<W>" in src(5)
+    src3 = spmm_source(N.DIAI, (100, 100), "float32", "int32", ndiag=5, variant="8x2-mb3")
+    assert "__launch_bounds__(256, 3)" in src3 and "store_vec_cs<W>" in src3
     assert "store_vec<W>(D + rr" in spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="8x2-plain")
     assert "load_vec<W>(bb" in spmm_source(N.DIAI, (9, 9), "float32", "int32", ndiag=2, variant="8x2-plain")
     assert _dia.specialised(1) and not _dia.specialised(0) and not _dia.specialised(None)
@@ -291,17 +293,63 @@ def test_operators_compile_for_the_gpu(dtype):
         assert jit.compile_source(src, cc=90, output="ltoir", options=("-rdc=true",), what="a DIA layout").data
 
 
-def test_ptx_of_the_default_layout():
-    """The default layout's PTX: 16-byte read-only loads of b, streaming 16-byte stores of d, no shared memory
-    or barrier (the diagonals' table is in registers), and no 64-bit divide or modulo."""
-    jit = _nvrtc_or_skip()
-    src = spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5)
+def _main_ptx(jit, src):
     ptx = bytes(jit.compile_source(src, cc=90, output="ptx", what="a DIA layout").data).decode(errors="ignore")
     main = ptx[ptx.index(".entry cumath_ust_spmm("):]
-    main = main[:main.index(".entry", 10)] if ".entry" in main[10:] else main
+    return main[:main.index(".entry", 10)] if ".entry" in main[10:] else main
+
+
+def test_ptx_of_the_layouts():
+    """The register layouts' PTX: 16-byte read-only loads of b, streaming 16-byte stores of d, no shared memory
+    or barrier (the diagonals' table is in registers), no 64-bit divide or modulo; the staged default: b through
+    shared memory (16-byte shared loads and stores, a barrier), offsets as constants."""
+    jit = _nvrtc_or_skip()
+    offs = (-1000, -1, 0, 1, 1000)
+    main = _main_ptx(jit, spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, variant="8x2-mb3"))
     assert "ld.global.nc.v4" in main and "st.global.cs.v4.f32" in main
     assert "bar.sync" not in main and ".shared" not in main
     assert not any(op in main for op in ("div.s64", "rem.s64", "div.u64", "rem.u64"))
+    main = _main_ptx(jit, spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, offsets=offs))
+    assert "ld.global.nc.v4" in main and "st.shared.v4" in main and "ld.shared.v4" in main and "bar.sync" in main
+    assert "st.global.cs.v4.f32" in main
     plain = spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, variant="8x2-plain")
     ptx = bytes(jit.compile_source(plain, cc=90, output="ptx", what="a DIA layout").data).decode(errors="ignore")
     assert "st.global.cs" not in ptx and "st.global.v4.f32" in ptx
+
+
+def test_stage_segments():
+    assert _dia.stage_segments((-1000, -1, 0, 1, 1000), 32) == [(-1000, 32, 0), (-1, 34, 32), (1000, 32, 66)]
+    assert _dia.stage_segments((5, -3, 40), 8) == [(-3, 16, 0), (40, 8, 16)]
+    assert _dia.stage_segments((0,), 16) == [(0, 16, 0)]
+    v = _dia.DIA_VARIANTS["8x2-stage"]
+    assert _dia.staged(v, (-1000, -1, 0, 1, 1000), 4) and not _dia.staged(v, None, 4)
+    assert not _dia.staged(v, tuple(range(0, 1600, 100)), 4)  # 16 separate segments: 80 KiB, not staged
+    assert not _dia.staged(_dia.DIA_VARIANTS["8x2"], (0,), 4)
+    with pytest.raises(ValueError, match="stage=True excludes window and rows"):
+        _dia.DiaVariant(stage=True, rows=2)
+
+
+@pytest.mark.parametrize("name,dtype", [("8x2-stage", "float64"), ("16x1-stage", "float32"),
+                                        ("8x2-stage-b128", "complex128"), ("8x2-stage-b128", "complex64")])
+def test_staged_layouts(monkeypatch, variant, name, dtype):
+    """b's rows staged in shared memory per tile: partial last tile, diagonals at the corners and beyond the
+    tile's rows (segments apart), N below blockDim.x's columns (idle column threads), several column tiles,
+    beta, DIAJ transposed, too many separate diagonals for the shared memory (the strided layout instead)."""
+    v = variant(name)
+    rng = np.random.default_rng(8)
+    d = diagonals(rng, 75, 70, [-74, -1, 0, 2, 69], dtype)  # segments [-74, -74 + BY), [-1, 2 + BY), [69, ..)
+    for n in (3, 8, 72):
+        b, c = rand(rng, (70, n), dtype), rand(rng, (75, n), dtype)
+        got, k = run(N.DIAI, d, b, c, -1.0, 2.0, monkeypatch=monkeypatch)
+        assert relerr(got, -d.astype(np.complex128) @ b + 2 * c) < TOL[dtype], (name, dtype, n)
+        src = k["cumath_ust_spmm"].source
+        assert "__shared__ __align__(16)" in src and "store_vec_shared<W>" in src
+        (grid, block), = k["cumath_ust_spmm"].launches
+        assert block == (v.column_threads, v.block // v.column_threads, 1)
+    bt = rand(rng, (75, 5), dtype)
+    got, _ = run(N.DIAJ, d, bt, transpose=True, monkeypatch=monkeypatch)
+    assert relerr(got, d.T.astype(np.complex128) @ bt) < TOL[dtype]
+    many = diagonals(rng, 300, 300, list(range(-150, 150, 20)), dtype)  # 15 diagonals, 15 segments
+    bm = rand(rng, (300, 4), dtype)
+    got, k = run(N.DIAI, many, bm, monkeypatch=monkeypatch)
+    assert relerr(got, many.astype(np.complex128) @ bm) < TOL[dtype] and "sb[" not in k["cumath_ust_spmm"].source
