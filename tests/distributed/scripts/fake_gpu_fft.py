@@ -105,20 +105,31 @@ cufftmp.available = lambda: True
 
 
 def _create():
-    plans[len(plans) + 1] = {}
+    plans[len(plans) + 1] = {"calls": ["create"]}
     return len(plans)
 
 
+def _before_plan(plan, call, **what):
+    # cuFFTMp's rule: the communicator, stream and layout are given between cufftCreate and cufftMakePlan*
+    p = plans[plan]
+    assert "shape" not in p, f"{call} after cufftMakePlan*"
+    p["calls"].append(call)
+    p.update(what)
+
+
 cufftmp.create = _create
-cufftmp.attach_comm_none = lambda plan: plans[plan].update(comm="none")
-cufftmp.set_subformat_default = lambda plan, f, i: plans[plan].update(subformat=(f, i))
-cufftmp.set_distribution = lambda plan, *boxes: plans[plan].update(boxes=boxes)
-cufftmp.set_stream = lambda plan, stream: None
+cufftmp.attach_comm_none = lambda plan: _before_plan(plan, "attach", comm="none")
+cufftmp.set_subformat_default = lambda plan, f, i: _before_plan(plan, "subformat", subformat=(int(f), int(i)))
+cufftmp.set_distribution = lambda plan, *boxes: _before_plan(plan, "distribution", boxes=boxes)
+cufftmp.set_stream = lambda plan, stream: plans[plan]["calls"].append("stream")
 cufftmp.destroy = lambda plan: plans[plan].update(destroyed=True)
 
 
 def _make_plan(plan, shape, fft_type):
-    plans[plan].update(shape=tuple(shape), type=fft_type)
+    p = plans[plan]
+    assert p["calls"][:3] == ["create", "attach", "stream"], p["calls"]
+    p["calls"].append("make")
+    p.update(shape=tuple(shape), type=fft_type)
     return 0
 
 
@@ -128,6 +139,10 @@ T = cufftmp.cufftType
 def _execute(plan, fft_type, ptr, direction):
     p = plans[plan]
     assert p.get("comm") == "none" and not p.get("destroyed") and p["type"] == fft_type
+    # cufftExec* has no descriptor: without a subformat or a distribution cuFFTMp returns CUFFT_INVALID_PLAN
+    assert "subformat" in p or "boxes" in p, f"plan executed without subformats or boxes: {p['calls']}"
+    if "subformat" in p:  # one rank: both slabs are the whole array, and the pair is X/Y either way round
+        assert sorted(p["subformat"]) == [2, 3], p["subformat"]
     shape = p["shape"]
     if fft_type in (T.CUFFT_C2C, T.CUFFT_Z2Z):
         a = _over(ptr, shape, np.complex64 if fft_type == T.CUFFT_C2C else np.complex128)

@@ -1,0 +1,240 @@
+"""The cuFFTMp call sequence of the GPU engine, pinned against a recording stand-in of libcufftMp's C entry points.
+
+cuFFTMp plans through ``cufftCreate``, ``cufftMpAttachComm(CUFFT_COMM_NONE)``, ``cufftSetStream``, the layout
+(``cufftXtSetSubformatDefault`` for native slabs, ``cufftXtSetDistribution`` for boxes) and ``cufftMakePlan*``, in
+that order, as its samples do. A native plan made without its subformats plans but its first ``cufftExec*``
+returns CUFFT_INVALID_PLAN (seen on one rank, where the engine used to leave the subformats out), so the
+subformats are set on every rank count. No GPU is needed: the recorder stands in for the library's symbols.
+"""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from cumath._bindings import cufftmp
+from cumath.distributed.fft import _cufftmp
+
+C2C, Z2Z, R2C, C2R = 0x29, 0x69, 0x2A, 0x2C
+INPLACE, SHUFFLED = 2, 3
+
+
+class Recorder:
+    """libcufftMp's entry points as the binding calls them: records (name, args) and returns a status."""
+
+    def __init__(self, fail=None):
+        self.calls, self.fail, self._next = [], fail or {}, 7
+
+    def __getattr__(self, name):
+        if not name.startswith("cufft"):
+            raise AttributeError(name)
+
+        def fn(*args):
+            if name == "cufftCreate":
+                args[0]._obj.value = self._next
+                self._next += 1
+                args = ()
+            elif name.startswith("cufftMakePlan"):
+                args[-1]._obj.value = 4096
+                args = args[:-1]
+            elif name == "cufftXtSetDistribution":
+                args = args[:2] + tuple(list(a) for a in args[2:])
+            self.calls.append((name, args))
+            return self.fail.get(name, 0)
+
+        return fn
+
+    def has(self, name):
+        return True
+
+
+class Group:
+    def __init__(self, rank=0, nranks=1):
+        self.rank, self.nranks = rank, nranks
+
+    def allgather(self, obj):
+        return [obj] * self.nranks
+
+
+class State:
+    def __init__(self):
+        self.plans, self.alive, self.heap, self.freed = set(), True, {}, []
+
+    def malloc(self, nbytes):
+        ptr = 0x10000 * (len(self.heap) + 1)
+        self.heap[ptr] = nbytes
+        return ptr
+
+    def free(self, ptr):
+        self.freed.append(ptr)
+
+    def size_at(self, ptr):
+        return self.heap.get(ptr)
+
+    def array(self, ptr, shape, dtype, package):
+        return ("view", ptr, tuple(shape), np.dtype(dtype).name, package)
+
+
+@pytest.fixture
+def lib(monkeypatch):
+    rec = Recorder()
+    monkeypatch.setattr(cufftmp, "_L", rec)
+    monkeypatch.setattr(cufftmp, "_preload", lambda: None)
+    monkeypatch.setattr(cufftmp, "available", lambda: True)
+    state = State()
+    monkeypatch.setattr(_cufftmp, "bring_up_nvshmem", lambda ctx: state)
+    rec.state = state
+    return rec
+
+
+def make(fft_type="C2C", dtype=np.complex64, shape=(64, 64, 64), nranks=1, native=True, in_slab=0, boxes=None):
+    geometry = types.SimpleNamespace(fft_type=fft_type, in_dtype=dtype,
+                                     out_dtype=np.result_type(dtype, np.complex64) if fft_type != "C2R" else
+                                     np.dtype(np.float32 if dtype == np.complex64 else np.float64),
+                                     out_shape=shape)
+    full = ((0,) * len(shape), tuple(shape))
+    in_box, out_box = boxes or (full, full)
+    ctx = types.SimpleNamespace(process_group=Group(0, nranks), device_id=0)
+    return _cufftmp.CuFFTMpPlan(ctx, shape, geometry, in_box, out_box, native, in_slab, operand=None)
+
+
+def test_one_rank_native_plan_sets_the_subformats_before_make_plan(lib):
+    plan = make()
+    h = plan._plan_for("forward", 0xABC)
+    assert h == 7
+    assert lib.calls == [
+        ("cufftCreate", ()),
+        ("cufftMpAttachComm", (7, 1, None)),  # CUFFT_COMM_NONE, NULL: NVSHMEM is up already
+        ("cufftSetStream", (7, 0xABC)),
+        ("cufftXtSetSubformatDefault", (7, INPLACE, SHUFFLED)),
+        ("cufftMakePlan3d", (7, 64, 64, 64, C2C)),
+    ]
+    assert plan._plan_for("forward", 0xABC) == 7 and len(lib.calls) == 5, "the plan is made once"
+
+
+@pytest.mark.parametrize("nranks", [1, 4])
+@pytest.mark.parametrize("in_slab, direction, pair", [
+    (0, "forward", (INPLACE, SHUFFLED)), (0, "inverse", (SHUFFLED, INPLACE)),
+    (1, "forward", (SHUFFLED, INPLACE)), (1, "inverse", (INPLACE, SHUFFLED))])
+def test_native_subformats_follow_the_operand_slab_and_direction(lib, nranks, in_slab, direction, pair):
+    make(nranks=nranks, in_slab=in_slab)._plan_for(direction, 0)
+    sub = [args for name, args in lib.calls if name == "cufftXtSetSubformatDefault"]
+    assert sub == [(7,) + pair]
+    assert [name for name, _ in lib.calls].index("cufftXtSetSubformatDefault") < \
+        [name for name, _ in lib.calls].index("cufftMakePlan3d")
+    assert ("cufftSetStream", (7, None)) in lib.calls  # stream 0: the legacy default stream, passed as NULL
+
+
+def test_box_plans_set_the_distribution_and_swap_it_for_the_inverse(lib):
+    in_box, out_box = ((0, 0, 0), (32, 64, 48)), ((0, 0, 0), (64, 32, 48))
+    plan = make(shape=(64, 64, 48), nranks=2, native=False, boxes=(in_box, out_box))
+    plan._plan_for("forward", 5)
+    plan._plan_for("inverse", 5)
+    names = [name for name, _ in lib.calls]
+    assert names == ["cufftCreate", "cufftMpAttachComm", "cufftSetStream", "cufftXtSetDistribution",
+                     "cufftMakePlan3d"] * 2
+    assert "cufftXtSetSubformatDefault" not in names
+    dists = [args for name, args in lib.calls if name == "cufftXtSetDistribution"]
+    assert dists[0] == (7, 3, [0, 0, 0], [32, 64, 48], [0, 0, 0], [64, 32, 48], [3072, 48, 1], [1536, 48, 1])
+    assert dists[1] == (8, 3, [0, 0, 0], [64, 32, 48], [0, 0, 0], [32, 64, 48], [1536, 48, 1], [3072, 48, 1])
+
+
+def test_real_transforms_plan_the_real_shape(lib):
+    make(fft_type="R2C", dtype=np.float32, shape=(16, 12, 9))._plan_for("forward", 0)
+    make(fft_type="C2R", dtype=np.complex128, shape=(16, 12, 5))._plan_for("inverse", 0)
+    makes = [args for name, args in lib.calls if name.startswith("cufftMakePlan")]
+    assert makes[0][1:] == (16, 12, 9, R2C)
+    assert makes[1][1:] == (16, 12, 5, 0x6C)  # Z2D; C2R plans take geometry.out_shape (the real result's)
+
+
+def test_two_dimensional_plans(lib):
+    make(dtype=np.complex128, shape=(7, 11))._plan_for("forward", 0)
+    assert lib.calls[-1] == ("cufftMakePlan2d", (7, 7, 11, Z2Z))
+
+
+def test_a_failed_make_plan_destroys_the_handle_and_raises_the_status(lib):
+    lib.fail["cufftMakePlan3d"] = 1
+    plan = make()
+    from cumath.errors import CumathError
+
+    with pytest.raises(CumathError, match="CUFFT_INVALID_PLAN|INVALID_PLAN|status 1"):
+        plan._plan_for("forward", 0)
+    assert lib.calls[-1] == ("cufftDestroy", (7,)) and plan._plans == {}
+
+
+class _FakeCuPy(types.ModuleType):
+    """Device and stream contexts that record what was current when the library was called."""
+
+    def __init__(self, lib):
+        super().__init__("cupy")
+        self.events = lib.events = []
+        outer = self
+
+        class Device:
+            def __init__(self, d):
+                self.d = d
+
+            def __enter__(self):
+                outer.events.append(("device", self.d))
+
+            def __exit__(self, *e):
+                outer.events.append(("device-exit", self.d))
+
+        class ExternalStream:
+            def __init__(self, ptr):
+                self.ptr = ptr
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *e):
+                return False
+
+        self.cuda = types.SimpleNamespace(Device=Device, ExternalStream=ExternalStream,
+                                          get_current_stream=lambda: types.SimpleNamespace(ptr=0xD00D))
+
+
+class SymOperand:
+    """A C-contiguous complex64 'CuPy' array at the start of a symmetric buffer."""
+
+    __module__ = "cupy"
+
+    def __init__(self, ptr, shape):
+        self.data = types.SimpleNamespace(ptr=ptr)
+        self.flags = types.SimpleNamespace(c_contiguous=True)
+        self.dtype = np.dtype(np.complex64)
+        self.shape = shape
+
+
+def test_execute_plans_on_the_device_with_the_stream_then_runs_in_place(lib, monkeypatch):
+    fake = _FakeCuPy(lib)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    plan = make(shape=(8, 6, 5))
+    ptr = lib.state.malloc(plan.nbytes)
+    calls_at_enter = []
+    orig_create = cufftmp.create
+    monkeypatch.setattr(cufftmp, "create", lambda: (calls_at_enter.append(list(fake.events)), orig_create())[1])
+    x = SymOperand(ptr, (8, 6, 5))
+    out = plan.execute(x, "cupy", True, "forward")
+    assert calls_at_enter == [[("device", 0)]], "the plan is made with the FFT's device current"
+    assert out == ("view", ptr, (8, 6, 5), "complex64", "cupy")
+    names = [name for name, _ in lib.calls]
+    assert names == ["cufftCreate", "cufftMpAttachComm", "cufftSetStream", "cufftXtSetSubformatDefault",
+                     "cufftMakePlan3d", "cufftExecC2C"]
+    assert ("cufftSetStream", (7, 0xD00D)) in lib.calls  # the current stream when none was given
+    assert lib.calls[-1] == ("cufftExecC2C", (7, ptr, ptr, -1))
+    plan.execute(x, "cupy", True, "forward", stream=0xBEEF)  # the plan is kept; the new stream is set on it
+    assert lib.calls[-2:] == [("cufftSetStream", (7, 0xBEEF)), ("cufftExecC2C", (7, ptr, ptr, -1))]
+    plan.release_native()
+    assert ("cufftDestroy", (7,)) in lib.calls and plan._plans == {}
+
+
+def test_the_binding_passes_null_for_the_default_stream_and_ints_for_enums(lib):
+    cufftmp.set_stream(3, 0)
+    cufftmp.set_subformat_default(3, cufftmp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED,
+                                  cufftmp.SubFormat.CUFFT_XT_FORMAT_INPLACE)
+    cufftmp.attach_comm_none(3)
+    assert lib.calls == [("cufftSetStream", (3, None)), ("cufftXtSetSubformatDefault", (3, 3, 2)),
+                         ("cufftMpAttachComm", (3, 1, None))]
+    assert all(type(a) is int for a in lib.calls[1][1])
