@@ -38,8 +38,10 @@ __all__ = ["UniqueId", "InitAttr", "INIT_WITH_UNIQUEID", "available", "version",
            "init_with_uniqueid", "finalize", "init_status", "my_pe", "n_pes", "malloc", "free", "barrier_all"]
 
 INIT_WITH_UNIQUEID = 1 << 3
-#: nvshmemx_init_status(): NVSHMEM_STATUS_NOT_INITIALIZED = 0, then initialized states
+#: nvshmemx_init_status(): NVSHMEM_STATUS_NOT_INITIALIZED = 0, NVSHMEM_STATUS_IS_BOOTSTRAPPED = 1, then the
+#: initialized states (NVSHMEM_STATUS_IS_INITIALIZED = 2, limited / full MPG)
 STATUS_NOT_INITIALIZED = 0
+STATUS_BOOTSTRAPPED = 1
 _UID_BYTES = 128
 _V1 = 1 << 16
 

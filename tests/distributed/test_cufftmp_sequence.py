@@ -69,6 +69,10 @@ class State:
     def free(self, ptr):
         self.freed.append(ptr)
 
+    def hold_plan(self, make, destroy):
+        if not hasattr(self, "held"):
+            self.held = (make(), destroy)
+
     def size_at(self, ptr):
         return self.heap.get(ptr)
 
@@ -96,7 +100,11 @@ def make(fft_type="C2C", dtype=np.complex64, shape=(64, 64, 64), nranks=1, nativ
     full = ((0,) * len(shape), tuple(shape))
     in_box, out_box = boxes or (full, full)
     ctx = types.SimpleNamespace(process_group=Group(0, nranks), device_id=0)
-    return _cufftmp.CuFFTMpPlan(ctx, shape, geometry, in_box, out_box, native, in_slab, operand=None)
+    plan = _cufftmp.CuFFTMpPlan(ctx, shape, geometry, in_box, out_box, native, in_slab, operand=None)
+    rec = cufftmp._L
+    rec.held_calls, rec.calls[:] = list(rec.calls), []  # the plan held for NVSHMEM's lifetime: see its own test
+    rec._next = 7
+    return plan
 
 
 def test_one_rank_native_plan_sets_the_subformats_before_make_plan(lib):
@@ -141,9 +149,11 @@ def test_box_plans_set_the_distribution_and_swap_it_for_the_inverse(lib):
 
 
 def test_real_transforms_plan_the_real_shape(lib):
-    make(fft_type="R2C", dtype=np.float32, shape=(16, 12, 9))._plan_for("forward", 0)
-    make(fft_type="C2R", dtype=np.complex128, shape=(16, 12, 5))._plan_for("inverse", 0)
-    makes = [args for name, args in lib.calls if name.startswith("cufftMakePlan")]
+    makes = []
+    for kind, dtype, shape, direction in (("R2C", np.float32, (16, 12, 9), "forward"),
+                                          ("C2R", np.complex128, (16, 12, 5), "inverse")):
+        make(fft_type=kind, dtype=dtype, shape=shape)._plan_for(direction, 0)
+        makes += [args for name, args in lib.calls if name.startswith("cufftMakePlan")]
     assert makes[0][1:] == (16, 12, 9, R2C)
     assert makes[1][1:] == (16, 12, 5, 0x6C)  # Z2D; C2R plans take geometry.out_shape (the real result's)
 
@@ -238,3 +248,84 @@ def test_the_binding_passes_null_for_the_default_stream_and_ints_for_enums(lib):
     assert lib.calls == [("cufftSetStream", (3, None)), ("cufftXtSetSubformatDefault", (3, 3, 2)),
                          ("cufftMpAttachComm", (3, 1, None))]
     assert all(type(a) is int for a in lib.calls[1][1])
+
+
+def test_the_first_fft_holds_a_small_plan_for_nvshmems_lifetime(lib):
+    make(nranks=4)
+    assert lib.held_calls == [
+        ("cufftCreate", ()), ("cufftMpAttachComm", (7, 1, None)),
+        ("cufftXtSetSubformatDefault", (7, INPLACE, SHUFFLED)), ("cufftMakePlan2d", (7, 4, 4, C2C))]
+    assert lib.state.held[0] == 7
+    make()
+    assert lib.held_calls == [], "held once per NVSHMEM state"
+
+
+def test_release_frees_the_buffer_before_destroying_the_plans(lib):
+    order = []
+    plan = make()
+    plan._plan_for("forward", 0)
+    lib.state.free = lambda ptr: order.append(("free", ptr))
+    orig = cufftmp.destroy
+    cufftmp_destroy = lambda h: (order.append(("destroy", h)), orig(h))  # noqa: E731
+    plan._mp = types.SimpleNamespace(destroy=cufftmp_destroy)
+    plan.release_native()
+    assert [o[0] for o in order] == ["free", "destroy"]
+
+
+class FakeNVSHMEM:
+    STATUS_BOOTSTRAPPED = 1
+
+    def __init__(self, status_after_destroy):
+        self.events, self.status, self.after = [], 2, status_after_destroy
+
+    def free(self, ptr):
+        self.events.append(("free", ptr))
+
+    def init_status(self):
+        return self.status
+
+    def finalize(self):
+        self.events.append(("finalize",))
+
+
+def _state(lib_nv):
+    from cumath.distributed._nvshmem import NVSHMEMState
+
+    import weakref
+
+    st = object.__new__(NVSHMEMState)
+    st._lib, st.alive, st.buffers, st.plans, st._held = lib_nv, True, {}, weakref.WeakSet(), None
+    return st
+
+
+@pytest.mark.parametrize("status_after, finalized_here", [(2, True), (0, False)])
+def test_tear_down_destroys_the_held_plan_last_and_finalizes_unless_cufftmp_did(status_after, finalized_here):
+    nv = FakeNVSHMEM(status_after)
+    st = _state(nv)
+
+    def destroy(h):
+        nv.events.append(("destroy", h))
+        nv.status = nv.after
+
+    st.hold_plan(lambda: 42, destroy)
+    st.hold_plan(lambda: 43, destroy)  # once
+    st.buffers[0x100] = 64
+    with pytest.warns(ResourceWarning, match="never freed"):
+        st.tear_down()
+    expected = [("free", 0x100), ("destroy", 42)] + ([("finalize",)] if finalized_here else [])
+    assert nv.events == expected
+    st.tear_down()
+    assert nv.events == expected, "idempotent"
+
+
+def test_a_held_plan_that_cannot_be_made_only_warns(caplog):
+    st = _state(FakeNVSHMEM(2))
+
+    def fail():
+        raise RuntimeError("no plan")
+
+    st.hold_plan(fail, None)
+    assert st._held == (None, None)
+    assert "could not make the cuFFTMp plan kept for NVSHMEM's lifetime: no plan" in caplog.text
+    st.tear_down()
+    assert st._lib.events == [("finalize",)]

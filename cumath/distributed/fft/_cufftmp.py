@@ -114,6 +114,7 @@ class CuFFTMpPlan:
         self._buffer = 0
         self._plans: dict[str, int] = {}
         self._state.plans.add(self)
+        self._state.hold_plan(self._make_held_plan, cufftmp.destroy)
         self.ensure_buffer(operand)
         logger.info("cuFFTMp %s %s on %d rank(s): %s, local %s -> %s, symmetric work buffer %d bytes",
                     self.fft_type, self.shape, self._group.nranks,
@@ -131,6 +132,21 @@ class CuFFTMpPlan:
         x, y = self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE, self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
         mine, other = (x, y) if self.in_slab == 0 else (y, x)
         return (mine, other) if direction == "forward" else (other, mine)
+
+    def _make_held_plan(self) -> int:
+        """The small plan kept for NVSHMEM's lifetime (``NVSHMEMState.hold_plan``): 2-D C2C of ``nranks`` per
+        axis (the least cuFFTMp's slabs take), made as every plan is."""
+        mp, n = self._mp, max(2, self._group.nranks)
+        plan = mp.create()
+        try:
+            mp.attach_comm_none(plan)
+            mp.set_subformat_default(plan, mp.SubFormat.CUFFT_XT_FORMAT_INPLACE,
+                                     mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
+            mp.make_plan(plan, (n, n), int(mp.cufftType.CUFFT_C2C))
+        except BaseException:
+            mp.destroy(plan)
+            raise
+        return plan
 
     def _plan_for(self, direction: str, stream: int) -> int:
         """The plan of ``direction``, made on first use (call with this FFT's device current).
@@ -236,13 +252,14 @@ class CuFFTMpPlan:
             return result
 
     def release_native(self) -> None:
-        """Destroy the plans and free the work buffer (collective: every rank frees the same buffers)."""
-        plans, self._plans = self._plans, {}
-        for plan in plans.values():
-            self._mp.destroy(plan)
+        """Free the work buffer, then destroy the plans (collective: every rank frees the same buffers). The
+        order of cuFFTMp's documentation: symmetric memory is freed before the plans that may take NVSHMEM down."""
         buffer, self._buffer = getattr(self, "_buffer", 0), 0
         if buffer and self._state.alive:
             self._state.free(buffer)
+        plans, self._plans = self._plans, {}
+        for plan in plans.values():
+            self._mp.destroy(plan)
         self._state.plans.discard(self)
 
 

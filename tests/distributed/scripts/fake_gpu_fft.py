@@ -87,7 +87,9 @@ nvshmem.init_with_uniqueid = lambda uid, rank, nranks: events.append(("init", le
 nvshmem.my_pe, nvshmem.n_pes = (lambda: 0), (lambda: 1)
 nvshmem.malloc = _malloc
 nvshmem.free = lambda ptr: heap.pop(ptr)
-nvshmem.finalize = lambda: events.append(("finalize",))
+_status = [2]
+nvshmem.init_status = lambda: _status[0]
+nvshmem.finalize = lambda: (events.append(("finalize",)), _status.__setitem__(0, 0))
 _current = [-1]
 
 
@@ -122,12 +124,12 @@ cufftmp.attach_comm_none = lambda plan: _before_plan(plan, "attach", comm="none"
 cufftmp.set_subformat_default = lambda plan, f, i: _before_plan(plan, "subformat", subformat=(int(f), int(i)))
 cufftmp.set_distribution = lambda plan, *boxes: _before_plan(plan, "distribution", boxes=boxes)
 cufftmp.set_stream = lambda plan, stream: plans[plan]["calls"].append("stream")
-cufftmp.destroy = lambda plan: plans[plan].update(destroyed=True)
+cufftmp.destroy = lambda plan: (plans[plan].update(destroyed=True), events.append(("destroy", plan)))
 
 
 def _make_plan(plan, shape, fft_type):
     p = plans[plan]
-    assert p["calls"][:3] == ["create", "attach", "stream"], p["calls"]
+    assert p["calls"][:2] == ["create", "attach"], p["calls"]
     p["calls"].append("make")
     p.update(shape=tuple(shape), type=fft_type)
     return 0
@@ -141,6 +143,7 @@ def _execute(plan, fft_type, ptr, direction):
     assert p.get("comm") == "none" and not p.get("destroyed") and p["type"] == fft_type
     # cufftExec* has no descriptor: without a subformat or a distribution cuFFTMp returns CUFFT_INVALID_PLAN
     assert "subformat" in p or "boxes" in p, f"plan executed without subformats or boxes: {p['calls']}"
+    assert p["calls"].index("stream") < p["calls"].index("make"), f"stream set after planning: {p['calls']}"
     if "subformat" in p:  # one rank: both slabs are the whole array, and the pair is X/Y either way round
         assert sorted(p["subformat"]) == [2, 3], p["subformat"]
     shape = p["shape"]
@@ -237,7 +240,9 @@ for shape in [(4, 6, 9), (5, 8)]:
 alloc = dfft.allocate_operand((4, 6, 9), cupy, input_dtype=np.float64, memory_space="cuda", fft_type="R2C")
 assert type(alloc) is ndarray and alloc.shape == (4, 6, 9)
 dist.free_symmetric_memory(alloc)
-assert all(p.get("destroyed") for p in plans.values()), "every plan destroyed by free()"
+held = [k for k, p in plans.items() if p.get("shape") == (2, 2)]
+assert len(held) == 1 and not plans[held[0]].get("destroyed"), "one small plan held for NVSHMEM's lifetime"
+assert all(p.get("destroyed") for k, p in plans.items() if k not in held), "every plan destroyed by free()"
 
 leak = dist.allocate_symmetric_memory((3, 3), cupy, dtype=np.complex64)
 kept = dfft.FFT(asarray(np.ones((4, 4), np.complex64)), distribution=Slab.X)
@@ -248,5 +253,6 @@ with warnings.catch_warnings(record=True) as seen:
     dist.finalize()
 assert any("never freed" in str(w.message) for w in seen), [str(w.message) for w in seen]
 assert events[-1] == ("finalize",) and not heap and all(p.get("destroyed") for p in plans.values())
+assert events[-2] == ("destroy", held[0]), "the held plan goes last, right before NVSHMEM's finalize"
 print("OK finalize: plans destroyed, leak reported and freed, NVSHMEM finalized", flush=True)
 sys.exit(1 if failures else 0)
