@@ -83,6 +83,10 @@ class NVSHMEMState:
                              "(or was freed already)")
         self._lib.free(ptr)
 
+    def sync_all_on_stream(self, stream: int) -> None:
+        """Every PE's earlier stores to symmetric memory complete and visible, ordered on ``stream``."""
+        self._lib.sync_all_on_stream(stream)
+
     def size_at(self, ptr: int) -> int | None:
         """The bytes of the symmetric allocation starting at ``ptr`` (None: not a symmetric buffer's start)."""
         return self.buffers.get(ptr)

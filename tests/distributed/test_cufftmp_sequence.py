@@ -73,6 +73,9 @@ class State:
         if not hasattr(self, "held"):
             self.held = (make(), destroy)
 
+    def sync_all_on_stream(self, stream):
+        cufftmp._L.calls.append(("nvshmemx_sync_all_on_stream", (stream,)))
+
     def size_at(self, ptr):
         return self.heap.get(ptr)
 
@@ -329,3 +332,38 @@ def test_a_held_plan_that_cannot_be_made_only_warns(caplog):
     assert "could not make the cuFFTMp plan kept for NVSHMEM's lifetime: no plan" in caplog.text
     st.tear_down()
     assert st._lib.events == [("finalize",)]
+
+
+@pytest.mark.parametrize("nranks, sync, synced", [(4, True, True), (4, False, False), (1, True, False)])
+def test_many_ranks_wait_for_every_ranks_stores_before_cufftmp_reads_them(lib, monkeypatch, nranks, sync, synced):
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(lib))
+    plan = make(shape=(8, 6, 5), nranks=nranks)
+    ptr = lib.state.malloc(plan.nbytes)
+    plan.execute(SymOperand(ptr, (8, 6, 5)), "cupy", True, "forward", stream=0xBEEF, sync=sync)
+    names = [name for name, _ in lib.calls]
+    if synced:
+        assert names[-2:] == ["nvshmemx_sync_all_on_stream", "cufftExecC2C"]
+        assert lib.calls[-2] == ("nvshmemx_sync_all_on_stream", (0xBEEF,))
+    else:
+        assert "nvshmemx_sync_all_on_stream" not in names
+
+
+def test_the_public_calls_take_sync_symmetric_memory_as_nvmath_python_does():
+    import inspect
+
+    from cumath.distributed import fft as dfft
+
+    for fn in (dfft.FFT.execute, dfft.fft, dfft.ifft, dfft.rfft, dfft.irfft):
+        p = inspect.signature(fn).parameters["sync_symmetric_memory"]
+        assert p.default is True and p.kind is inspect.Parameter.KEYWORD_ONLY, fn
+
+
+def test_the_nvshmem_binding_passes_null_for_the_default_stream(monkeypatch):
+    from cumath._bindings import nvshmem
+
+    seen = []
+    monkeypatch.setattr(nvshmem, "_L", types.SimpleNamespace(nvshmemx_sync_all_on_stream=seen.append))
+    nvshmem.sync_all_on_stream(0)
+    nvshmem.sync_all_on_stream(0x55)
+    assert seen == [None, 0x55]
+    assert nvshmem.TABLE["nvshmemx_sync_all_on_stream"][0] is None

@@ -205,8 +205,11 @@ class CuFFTMpPlan:
         return size is not None and size >= self.nbytes and np.dtype(str(x.dtype).replace("torch.", "")) == \
             self.in_dtype
 
-    def execute(self, x, package: str, on_device: bool, direction: str, stream=None):
-        """This rank's piece of the result (collective)."""
+    def execute(self, x, package: str, on_device: bool, direction: str, stream=None, sync: bool = True):
+        """This rank's piece of the result (collective). ``sync``: on many ranks, wait on the stream for every
+        rank's stores to symmetric memory (their operands, staged or written in place) before cuFFTMp reads
+        them (``nvshmemx_sync_all_on_stream``); one rank has nothing to wait for."""
+        sync = sync and self._group.nranks > 1
         import cupy
 
         cu_direction = -1 if direction == "forward" else 1
@@ -220,6 +223,8 @@ class CuFFTMpPlan:
             else:
                 self._mp.set_stream(plan, stream_ptr)
             if self.symmetric_operand(x):
+                if sync:
+                    self._state.sync_all_on_stream(stream_ptr)
                 self._mp.execute(plan, self._cufft_type(), _pointer(x), cu_direction)
                 return self._state.array(_pointer(x), self.out_local, self.out_dtype, package)
             if not self._buffer:
@@ -233,6 +238,8 @@ class CuFFTMpPlan:
                 work_in[..., :self.in_local[-1]] = src
             else:
                 work_in[...] = src
+            if sync:
+                self._state.sync_all_on_stream(stream_ptr)
             self._mp.execute(plan, self._cufft_type(), self._buffer, cu_direction)
             out = self._state.array(self._buffer, self.out_stored, self.out_dtype, "cupy")
             if self.out_stored != self.out_local:

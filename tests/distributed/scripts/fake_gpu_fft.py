@@ -86,6 +86,7 @@ nvshmem.get_uniqueid = lambda: bytes(128)
 nvshmem.init_with_uniqueid = lambda uid, rank, nranks: events.append(("init", len(uid), rank, nranks))
 nvshmem.my_pe, nvshmem.n_pes = (lambda: 0), (lambda: 1)
 nvshmem.malloc = _malloc
+nvshmem.sync_all_on_stream = lambda stream: events.append(("sync", stream))
 nvshmem.free = lambda ptr: heap.pop(ptr)
 _status = [2]
 nvshmem.init_status = lambda: _status[0]
