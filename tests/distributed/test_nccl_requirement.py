@@ -112,3 +112,101 @@ def test_the_multi_process_bindings_check_nccl_first():
 
     assert cublasmp._L._check is not None and "nccl" in cublasmp._L._depends
     assert cusolvermp._L._check is not None and "nccl" in cusolvermp._L._depends
+
+
+def _child(code, env_extra=None):
+    import os
+    import subprocess
+    import sys
+
+    from mpi_helpers import clean_env
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = clean_env(PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env_extra or {}))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=root)
+
+
+def _real_nccl_path():
+    out = _child("from cumath._bindings._loader import find_library; print(find_library('nccl'))")
+    path = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else "None"
+    if path == "None":
+        pytest.skip("NCCL (nvidia-nccl-cu13) is not installed here")
+    return path
+
+
+def test_a_preloaded_nccl_is_the_one_used():
+    """With LD_PRELOAD (how a newer NCCL is put ahead of PyTorch's), cumath uses that copy and says so."""
+    import os
+
+    path = _real_nccl_path()
+    code = ("import logging; logging.basicConfig(level=logging.INFO)\n"
+            "from cumath._bindings import _loader, nccl\n"
+            "_loader.load_library('nccl'); print(_loader._paths['nccl'])\n"
+            "print(nccl.version_string(nccl.ncclGetVersion()))\n")
+    out = _child(code, {"LD_PRELOAD": path})
+    assert out.returncode == 0, out.stderr[-3000:]
+    used, version = out.stdout.split()[-2:]
+    assert os.path.realpath(used) == os.path.realpath(path)
+    assert "already loaded in this process" in out.stderr and version[0].isdigit()
+
+
+def test_the_real_nccl_passes_or_is_refused_with_its_version():
+    _real_nccl_path()
+    code = ("from cumath._bindings import nccl\nfrom cumath.errors import LibraryNotFoundError\n"
+            "v = nccl.version_string(nccl.ncclGetVersion()); print('VERSION', v)\n"
+            "try:\n    print('OK', nccl.require('cuBLASMp'))\n"
+            "except LibraryNotFoundError as e:\n    print('REFUSED', e)\n")
+    out = _child(code)
+    assert out.returncode == 0, out.stderr[-3000:]
+    version = out.stdout.split("VERSION ")[1].split()[0]
+    newer = tuple(int(p) for p in version.split(".")) >= nccl.MP_NCCL_MIN
+    if newer:
+        assert f"OK {version}" in out.stdout, out.stdout
+    else:
+        assert "REFUSED cuBLASMp needs NCCL >= 2.29.2" in out.stdout and f"NCCL {version} (" in out.stdout
+
+
+def _build_nccl(folder, code, symbols):
+    """A stand-in libnccl.so.2 (soname libnccl.so.2) of NCCL_VERSION_CODE ``code`` exporting ``symbols``."""
+    import os
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build a stand-in NCCL")
+    os.makedirs(folder, exist_ok=True)
+    src = os.path.join(folder, "nccl.c")
+    with open(src, "w") as f:
+        f.write(f"int ncclGetVersion(int *v) {{ *v = {code}; return 0; }}\n")
+        for name in symbols:
+            if name != "ncclGetVersion":
+                f.write(f"int {name}(void) {{ return 0; }}\n")
+    lib = os.path.join(folder, "libnccl.so.2")
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o", lib, src], check=True,
+                   capture_output=True)
+    return lib
+
+
+def test_with_real_libraries_the_preloaded_copy_wins_over_the_wheel_folder(tmp_path):
+    """An old NCCL in a wheel folder on sys.path and a new one preloaded: the preloaded one is used and passes;
+    without the preload the wheel's one is found and refused, its version and file in the message."""
+    old = _build_nccl(str(tmp_path / "site" / "nvidia" / "nccl" / "lib"), 22803,
+                      [s for s in nccl.MP_NCCL_SYMBOLS if s != "ncclDevCommCreate"])
+    new = _build_nccl(str(tmp_path / "new"), 22907, nccl.MP_NCCL_SYMBOLS)
+    code = ("import logging, sys; logging.basicConfig(level=logging.INFO)\n"
+            f"sys.path.insert(0, {str(tmp_path / 'site')!r})\n"
+            "sys.modules['cuda.pathfinder'] = None  # the search goes to sys.path's wheel folders: ours first\n"
+            "from cumath._bindings import _loader, nccl\nfrom cumath.errors import LibraryNotFoundError\n"
+            "try:\n    print('OK', nccl.require('cuBLASMp'), _loader._paths['nccl'])\n"
+            "except LibraryNotFoundError as e:\n    print('REFUSED', e)\n")
+    env = {"CUMATH_CUDA_MAJOR": "13"}
+    first = _child(code, {**env, "LD_PRELOAD": new})
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert f"OK 2.29.7 {new}" in first.stdout, first.stdout + first.stderr[-2000:]
+    assert "already loaded in this process" in first.stderr
+    second = _child(code, {**env, "LD_PRELOAD": ""})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"REFUSED cuBLASMp needs NCCL >= 2.29.2, but the libnccl.so.2 loaded in this process is NCCL 2.28.3 " \
+           f"({old}) and lacks ncclDevCommCreate." in second.stdout, second.stdout
