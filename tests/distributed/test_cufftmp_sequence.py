@@ -7,6 +7,8 @@ returns CUFFT_INVALID_PLAN (seen on one rank, where the engine used to leave the
 subformats are set on every rank count. No GPU is needed: the recorder stands in for the library's symbols.
 """
 
+import os
+import re
 import sys
 import types
 
@@ -367,3 +369,33 @@ def test_the_nvshmem_binding_passes_null_for_the_default_stream(monkeypatch):
     nvshmem.sync_all_on_stream(0x55)
     assert seen == [None, 0x55]
     assert nvshmem.TABLE["nvshmemx_sync_all_on_stream"][0] is None
+
+
+def test_the_binding_table_matches_cufftmps_headers():
+    """Argument counts and kinds of every bound function, and the enum values, against cufftMp.h, cufftXt.h and
+    cufft.h of the nvidia-cufftmp-cu13 wheel (found on sys.path or in CUMATH_INCLUDE_DIRS)."""
+    from test_mp_bindings import _expected, _find_header, _matches, _prototypes
+
+    paths = [_find_header(h) for h in ("cufftMp.h", "cufftXt.h", "cufft.h")]
+    if None in paths or "cufftmp" not in paths[0]:
+        pytest.skip("cufftMp.h not found (set CUMATH_INCLUDE_DIRS to the cuFFTMp wheel's include folder)")
+    # declarations first: cufftMp.h's inline functions call cufftMakePlan2d/3d, which a prototype scan would take
+    paths = [os.path.join(os.path.dirname(paths[0]), h) for h in ("cufft.h", "cufftXt.h", "cufftMp.h")]
+    text = "\n".join(open(p, encoding="utf-8", errors="replace").read() for p in paths)
+    protos = _prototypes(text.replace("CUFFTAPI", ""))
+    for fname, (_, argtypes) in cufftmp.TABLE.items():
+        assert fname in protos, f"{fname} is not declared in cuFFTMp's headers"
+        params = protos[fname]
+        assert len(params) == len(argtypes), f"{fname}: {len(argtypes)} argtypes, the header has {params}"
+        for i, (param, argtype) in enumerate(zip(params, argtypes)):
+            want = _expected(param, {"cudaStream_t"})
+            if "*" not in param and param.split()[0] in ("cufftHandle", "cufftType", "cufftMpCommType",
+                                                         "cufftXtSubFormat"):
+                want = "int"
+            assert _matches(argtype, want), f"{fname} argument {i} ({param}): {argtype} is not {want}"
+    def enum(prefix):  # enumerators written as literals, a comment after them
+        return {k: int(v, 0) for k, v in re.findall(rf"\b({prefix}\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)", text)}
+
+    assert {m.name: int(m) for m in cufftmp.CommType} == enum("CUFFT_COMM_")
+    formats = enum("CUFFT_XT_FORMAT_")
+    assert all(formats[m.name] == int(m) for m in cufftmp.SubFormat), formats
