@@ -371,6 +371,7 @@ def test_the_nvshmem_binding_passes_null_for_the_default_stream(monkeypatch):
     assert nvshmem.TABLE["nvshmemx_sync_all_on_stream"][0] is None
 
 
+@pytest.mark.gpu  # where the cuFFTMp wheel is installed (its headers come with it)
 def test_the_binding_table_matches_cufftmps_headers():
     """Argument counts and kinds of every bound function, and the enum values, against cufftMp.h, cufftXt.h and
     cufft.h of the nvidia-cufftmp-cu13 wheel (found on sys.path or in CUMATH_INCLUDE_DIRS)."""

@@ -135,6 +135,7 @@ def _real_nccl_path():
     return path
 
 
+@pytest.mark.gpu  # where NCCL is installed: the GPU machines
 def test_a_preloaded_nccl_is_the_one_used():
     """With LD_PRELOAD (how a newer NCCL is put ahead of PyTorch's), cumath uses that copy and says so."""
     import os
@@ -151,6 +152,7 @@ def test_a_preloaded_nccl_is_the_one_used():
     assert "already loaded in this process" in out.stderr and version[0].isdigit()
 
 
+@pytest.mark.gpu
 def test_the_real_nccl_passes_or_is_refused_with_its_version():
     _real_nccl_path()
     code = ("from cumath._bindings import nccl\nfrom cumath.errors import LibraryNotFoundError\n"
