@@ -176,14 +176,14 @@ def select(problem: SmallProblem, limits: Limits = LIMITS) -> "SmallGemm | None"
         logger.info("small-GEMM kernel turned off (CUMATH_SMALL_MATMUL=0)")
         return None
     ok, why = decide(problem, limits)
-    if ok and "bfloat16" in (problem.dtype, problem.d_dtype):
+    if ok:  # asked before anything is compiled: without a GPU there is nothing to run on
         from ..._core.kernels import device_arch
 
         try:
-            if device_arch(problem.device_id) < 80:
+            if device_arch(problem.device_id) < 80 and "bfloat16" in (problem.dtype, problem.d_dtype):
                 ok, why = False, "bfloat16 conversions need compute capability 8.0"
-        except Exception as exc:  # no GPU: nothing to run on
-            ok, why = False, f"no usable GPU ({exc})"
+        except Exception as exc:
+            ok, why = False, f"no usable GPU ({type(exc).__name__}: {exc})"
     if not ok:
         logger.info("small-GEMM kernel not chosen for m=%d n=%d k=%d %s: %s", problem.m, problem.n, problem.k,
                     problem.dtype, why)
