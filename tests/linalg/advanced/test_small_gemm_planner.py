@@ -234,3 +234,22 @@ def test_freed_kernel_refuses_to_launch(kernels):
         k.launch(1, 1, 0, 1, 1.0, 0.0, 0)
     with pytest.raises(InvalidStateError):
         mm.execute()
+
+
+def test_the_compiled_stateless_hit_path_launches_the_kernel(kernels, monkeypatch):
+    """``hot_mm`` (the C hit path of the stateless matmul) serves cached calls through the variant's launcher."""
+    from cumath._core import _fast
+    from cumath.config import plan_cache
+
+    if _fast.hot_mm is None:
+        pytest.skip("the C extension is not built (ctypes fallback)")
+    from helpers.hot_paths import FakeCudaTensor, fake_gpu_tensors
+
+    a, b = r((64, 64)), r((64, 64))
+    with fake_gpu_tensors(monkeypatch):
+        outs = [la.matmul(FakeCudaTensor(a), FakeCudaTensor(b)) for _ in range(4)]
+        assert plan_cache._local.cache.fast.hits == 3
+    assert kernels.launches == {"launch": 0, "words": 4}
+    for d in outs:
+        check(d, a.astype(np.float64) @ b, 1e-5)
+    assert not np.shares_memory(outs[2], outs[3])
