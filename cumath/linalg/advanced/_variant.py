@@ -185,6 +185,8 @@ class Variant:
             self.hot_raw = self.kernel.launcher(ctx.alpha_addr, ctx.beta_addr, {
                 "a": self.a_slot, "b": self.b_slot, "c": C_PTR, "d": D_PTR, "stream": STREAM}, len(self.args),
                 _driver_check())
+            if c is not None:  # the kernel reads c where it is, whatever cuBLASLt's formulation would do with it
+                self.c_is_d = False
         self.bind(a, b, c)
         if self.kernel is None and self.algorithm.workspace_size:
             self.ensure_workspace(self.algorithm.workspace_size, stream)
@@ -206,7 +208,7 @@ class Variant:
         args[C_PTR] = c_ptr
         hot = self.hot_args
         if hot is not None and hot is not args:
-            hot[self.a_slot], hot[self.b_slot], hot[C_PTR] = a.ptr, b.ptr, c_ptr
+            hot[self.a_slot], hot[self.b_slot], hot[C_PTR] = a.ptr, b.ptr, c.ptr if c is not None else 0
 
     def bind_epilog(self, bias_ptr: int, aux_in_ptr: int):
         """Point the problem at the epilog inputs (bias, auxiliary input)."""

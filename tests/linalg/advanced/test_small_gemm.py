@@ -148,7 +148,7 @@ def test_the_engine_takes_plain_products_only():
     c = Matrix(16, 16, 16, 1, 0)
     assert small_engine.small_problem(_product(c=c)).c_strides == (16, 1)
     assert small_engine.small_problem(_product(c=c, c_copy=True)) is None  # broadcast c
-    assert small_engine.small_problem(_product(c=c, c_in_d=True)) is None
+    assert small_engine.small_problem(_product(c=c, c_in_d=True)).c_strides == (16, 1)  # read in place all the same
 
 
 def test_the_engine_is_asked_first():

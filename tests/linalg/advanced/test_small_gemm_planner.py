@@ -142,6 +142,22 @@ def test_c_alpha_beta_and_the_general_path(kernels):
     mm.free()
 
 
+@pytest.mark.parametrize("orders", ["CCF", "FFC", "CCC", "FFF"])
+def test_c_of_any_layout_is_read_in_place(kernels, orders):
+    """c of another memory order than the result (which cuBLASLt would copy into the result first) is read by the
+    kernel where it is, on the hot path and on the general one; c itself is never written."""
+    a, b, c = r((11, 13), orders[0]), r((13, 6), orders[1]), r((11, 6), orders[2])
+    c0 = c.copy()
+    mm = la.Matmul(dev(a), dev(b), dev(c), beta=0.5)
+    mm.plan()
+    assert mm._v.engine == "small" and mm._v.hot and not mm._v.c_is_d
+    ref = a.astype(np.float64) @ b + 0.5 * c
+    check(mm.execute(), ref, 1e-5)
+    check(mm.execute(release_workspace=True), ref, 1e-5)
+    assert kernels.launches == {"launch": 1, "words": 1} and np.array_equal(c, c0)
+    mm.free()
+
+
 def test_algorithm_and_autotune_stay_with_cublaslt(kernels, monkeypatch, caplog):
     from cumath.linalg.advanced import _algorithms
 

@@ -1,6 +1,6 @@
 """The small-GEMM kernel (``_small_gemm.py``) as an engine of the advanced matmul: it takes a planned variant's
 default execution over when every extent is small, the product is plain (no epilog, no conjugation, not in
-place, c absent or read where it is) and the compute type is the plain one of the dtype (COMPUTE_32F for
+place, c absent or a full matrix, read where it is) and the compute type is the plain one of the dtype (COMPUTE_32F for
 float32, float16 and bfloat16, COMPUTE_64F for float64: never TF32 or another reduced or emulated type)."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def small_problem(product) -> SmallProblem | None:
     if compute is None or dt.a != dt.b or dt.c != dt.d or geom.a.copy or geom.b.copy:
         return None
     c = geom.c
-    if c is not None and (geom.c_copy or form.c_in_d or c.copy):
-        return None  # a broadcast c (copied into the result first) stays with cuBLASLt
+    if c is not None and (geom.c_copy or c.copy):
+        return None  # a broadcast c (copied into the result first) stays with cuBLASLt; any other c is read in place
     d_strides = (geom.n, 1) if form.d_order == "row" else (1, geom.m)
     return SmallProblem(geom.m, geom.n, geom.k, dt.a, dt.d, compute, (geom.a.rs, geom.a.cs), (geom.b.rs, geom.b.cs),
                         (c.rs, c.cs) if c is not None else None, d_strides, geom.batch, geom.a.batch_stride,
