@@ -235,9 +235,12 @@ class SmallGemm:
         accumulation type, which is the plan's scale type), the rest fixed here."""
         from ..._core._fast import launch_words
 
-        static = (ctypes.c_longlong * len(self._static))(*self._static)
+        # the fixed integer arguments, then a zero: the value of C's parameter when the problem has no C (every
+        # kernelParams entry must point at a value, even one the kernel never dereferences)
+        static = (ctypes.c_longlong * (len(self._static) + 1))(*self._static, 0)
         base = ctypes.addressof(static)
-        params = [0, 0, 0, 0, alpha_addr, beta_addr] + [base + 8 * i for i in range(len(self._static))]
+        null = base + 8 * len(self._static)
+        params = [null, null, null, null, alpha_addr, beta_addr] + [base + 8 * i for i in range(len(self._static))]
         word_map = ((slots["a"], 0), (slots["b"], 1), (slots["d"], 3)) + (((slots["c"], 2),) if self._has_c else ())
         fn = launch_words(self.kernel.function, self.grid, (self.block, 1, 1), 0, params, word_map, slots["stream"],
                           nwords, on_error)

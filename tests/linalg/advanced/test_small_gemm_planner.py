@@ -67,6 +67,8 @@ class HostKernels:
 
         def call(*words):
             assert len(words) == nwords
+            assert all(params), "every kernelParams entry must point at a value"
+            assert ctypes.c_uint64.from_address(params[2]).value == 0  # C's value until a word maps it
             vals = list(params)
             for w, p in word_map:
                 vals[p] = words[w]
