@@ -81,6 +81,13 @@ class Matmul(Operation):
             mm.plan()
             d = mm.execute()          # a NumPy array equal to a @ b
 
+    Small problems (every extent at most 128, the default epilog, the dtype's plain compute type: never TF32)
+    run their default ``execute()`` on a kernel of cumath's own, launched with one driver call, where cuBLASLt's
+    host cost would dominate; results agree with cuBLASLt's within rounding (each output accumulates its K
+    products in order with fused multiply-adds). ``execute(algorithm=...)``, ``autotune()`` and ``algorithms``
+    are cuBLASLt's as in nvmath-python; ``CUMATH_SMALL_MATMUL=0`` in the environment (read at ``plan()``) keeps
+    every problem on cuBLASLt.
+
     The result has numpy.matmul's shape and, where cuBLASLt allows, the layout of the inputs (row-major inputs
     give a row-major result), so ``mm.reset_operands_unchecked(a=d)`` feeds a result back at no cost; a result
     of another layout (e.g. a bias epilog that has no row-major kernel) is caught by the reset and planned for.
