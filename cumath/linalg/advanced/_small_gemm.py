@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass
 
 from ...errors import InvalidStateError
+from ._memory_bound import _DTYPES, GemmProblem, stride_define
 
 __all__ = ["SmallProblem", "SmallGemm", "decide", "select", "variant_defines", "render", "enabled", "LIMITS",
            "KERNEL_NAME", "ARG_TYPES", "TILE"]
@@ -62,35 +63,22 @@ LIMITS = Limits()
 
 
 @dataclass(frozen=True)
-class SmallProblem:
-    """D (m x n) = alpha * A (m x k) @ B (k x n) + beta * C (m x n), strides in elements, per batch entry."""
+class SmallProblem(GemmProblem):
+    """D (m x n) = alpha * A (m x k) @ B (k x n) + beta * C (m x n), strides in elements, per batch entry (the
+    memory-bound kernel's problem, any C strides), with the result's dtype (``d_dtype``, of C and D; None: A's)
+    and the accumulation type the caller's compute type asks for (``compute``: 'float32' or 'float64'; None: the
+    dtype's default)."""
 
-    m: int
-    n: int
-    k: int
-    dtype: str  # of A and B
-    d_dtype: str  # of C and D
-    compute: str  # 'float32' or 'float64': the accumulation type the caller's compute type asks for
-    a_strides: tuple[int, int]  # (row, column)
-    b_strides: tuple[int, int]
-    c_strides: tuple[int, int] | None  # None: no C
-    d_strides: tuple[int, int]
-    batch: int = 1
-    a_batch_stride: int = 0
-    b_batch_stride: int = 0
-    c_batch_stride: int = 0
-    d_batch_stride: int = 0
-    device_id: int = 0
+    d_dtype: str | None = None
+    compute: str | None = None
+
+    def __post_init__(self):
+        if self.d_dtype is None:
+            object.__setattr__(self, "d_dtype", self.dtype)
+        if self.compute is None:
+            object.__setattr__(self, "compute", "float64" if self.dtype == "float64" else "float32")
 
 
-@dataclass(frozen=True)
-class _DType:
-    elem: str  # C storage type
-    conv: int  # 0 plain, 1 IEEE half, 2 bfloat16 (stored as unsigned short, converted in PTX)
-
-
-_DTYPES = {"float32": _DType("float", 0), "float64": _DType("double", 0),
-           "float16": _DType("unsigned short", 1), "bfloat16": _DType("unsigned short", 2)}
 # (a/b dtype) -> (accumulation type, the result dtypes the kernel writes)
 _COMBOS = {"float32": ("float32", ("float32",)), "float64": ("float64", ("float64",)),
            "float16": ("float32", ("float16", "float32")), "bfloat16": ("float32", ("bfloat16", "float32"))}
@@ -135,9 +123,7 @@ def variant_defines(p: SmallProblem) -> dict:
     sd_m, sd_n = p.d_strides
     sc = p.c_strides or (0, 0)
 
-    def stride(name: str, value: int) -> str:
-        return "1" if value == 1 else name
-
+    stride = stride_define
     # which thread index walks which axis, for coalesced accesses: A's panel is read along its unit axis,
     # B's likewise, and D is written with threadIdx.x along its unit axis
     return {

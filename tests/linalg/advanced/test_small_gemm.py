@@ -23,9 +23,9 @@ def problem(m=64, n=64, k=64, dtype="float32", out=None, compute=None, c=False, 
     out = out or dtype
     compute = compute or ("float64" if dtype == "float64" else "float32")
     d = (1, m) if d_col else (n, 1)
-    return sg.SmallProblem(m, n, k, dtype, out, compute, (k, 1), (n, 1), (n, 1) if c else None, d, batch,
+    return sg.SmallProblem(m, n, k, dtype, (k, 1), (n, 1), (n, 1) if c else None, d, batch,
                            m * k if batch > 1 else 0, k * n if batch > 1 else 0, m * n if c and batch > 1 else 0,
-                           m * n)
+                           m * n, d_dtype=out, compute=compute)
 
 
 # ------------------------------------------------------------------------------------ rules
@@ -67,7 +67,8 @@ def test_variant_defines_are_pure_and_name_unit_strides():
     assert d1 == d2 and sg.render(d1) == sg.render(d2)
     assert (d1["SA_K"], d1["SA_M"], d1["SB_N"], d1["SD_N"], d1["KC"]) == ("1", "sa_m", "1", "1", 32)
     assert (d1["A_MFAST"], d1["B_KFAST"], d1["D_MFAST"], d1["HAS_C"]) == (0, 0, 0, 0)
-    col = sg.SmallProblem(19, 23, 17, "float64", "float64", "float64", (1, 19), (1, 17), (1, 19), (1, 19))
+    col = sg.SmallProblem(19, 23, 17, "float64", (1, 19), (1, 17), (1, 19), (1, 19))
+    assert (col.d_dtype, col.compute) == ("float64", "float64")  # the defaults
     d = sg.variant_defines(col)
     assert (d["A_MFAST"], d["B_KFAST"], d["D_MFAST"], d["HAS_C"], d["ACC"]) == (1, 1, 1, 1, "double")
     # a new shape of the same layout class is the same source (the extents are launch arguments)
@@ -86,8 +87,7 @@ def test_launch_shape_follows_the_unit_axis_of_d():
        dtype=st.sampled_from(["float32", "float64", "float16", "bfloat16", "complex64"]))
 @settings(max_examples=60, deadline=None)
 def test_property_decide_is_consistent(m, n, k, batch, dtype):
-    p = sg.SmallProblem(m, n, k, dtype, dtype, "float64" if dtype == "float64" else "float32", (k, 1), (n, 1), None,
-                        (n, 1), batch)
+    p = sg.SmallProblem(m, n, k, dtype, (k, 1), (n, 1), None, (n, 1), batch)
     ok, why = sg.decide(p)
     expect = (dtype != "complex64" and 0 < m <= 128 and 0 < n <= 128 and 0 < k <= 128
               and m * n * k * batch <= 128 ** 3)

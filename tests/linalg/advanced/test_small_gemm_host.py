@@ -80,9 +80,9 @@ def run(m, n, k, dtype="float32", out=None, layouts=("row", "row", "row", "row")
     dl = layouts[3]
     D = Strided(rng, batch, m, n, out, dl if dl in ("row", "col") else "row")
     compute = "float64" if dtype == "float64" else "float32"
-    p = sg.SmallProblem(m, n, k, dtype, out, compute, A.strides, B.strides, C.strides if c else None,
-                        D.strides, batch, A.batch_stride, B.batch_stride, C.batch_stride if c else 0,
-                        D.batch_stride)
+    p = sg.SmallProblem(m, n, k, dtype, A.strides, B.strides, C.strides if c else None, D.strides, batch,
+                        A.batch_stride, B.batch_stride, C.batch_stride if c else 0, D.batch_stride, d_dtype=out,
+                        compute=compute)
     ok, why = sg.decide(p)
     assert ok, why
     host.HostGemm(p).run(A.ptr, B.ptr, C.ptr if c else 0, D.ptr, alpha, beta)
@@ -133,7 +133,7 @@ def test_accumulation_is_in_k_order_with_fma():
     a = rng.standard_normal((1, k)).astype(np.float32)
     b = rng.standard_normal((k, 1)).astype(np.float32)
     d = np.zeros((1, 1), np.float32)
-    p = sg.SmallProblem(m, n, k, "float32", "float32", "float32", (k, 1), (1, 1), None, (1, 1))
+    p = sg.SmallProblem(m, n, k, "float32", (k, 1), (1, 1), None, (1, 1))
     host.HostGemm(p).run(a.ctypes.data, b.ctypes.data, 0, d.ctypes.data, 1.0, 0.0)
     acc = np.float32(0)
     for i in range(k):  # fma(x, y, acc) == round(x*y + acc) in float32: exact through float64 for one step

@@ -27,9 +27,10 @@ def small_problem(product) -> SmallProblem | None:
     if c is not None and (geom.c_copy or c.copy):
         return None  # a broadcast c (copied into the result first) stays with cuBLASLt; any other c is read in place
     d_strides = (geom.n, 1) if form.d_order == "row" else (1, geom.m)
-    return SmallProblem(geom.m, geom.n, geom.k, dt.a, dt.d, compute, (geom.a.rs, geom.a.cs), (geom.b.rs, geom.b.cs),
+    return SmallProblem(geom.m, geom.n, geom.k, dt.a, (geom.a.rs, geom.a.cs), (geom.b.rs, geom.b.cs),
                         (c.rs, c.cs) if c is not None else None, d_strides, geom.batch, geom.a.batch_stride,
-                        geom.b.batch_stride, c.batch_stride if c is not None else 0, geom.m * geom.n, product.device)
+                        geom.b.batch_stride, c.batch_stride if c is not None else 0, geom.m * geom.n, product.device,
+                        d_dtype=dt.d, compute=compute)
 
 
 class _Engine:
