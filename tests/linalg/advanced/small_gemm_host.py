@@ -7,32 +7,14 @@ arrays through the same launch shape and arguments as the GPU launch."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 
 from cumath.linalg.advanced import _small_gemm as sg
+from helpers.host_cuda import SHIM, available, compile_host
 
-_SHIM = r"""
-#include <barrier>
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <vector>
+__all__ = ["HostGemm", "available", "compile_kernel"]
+
+_CONVERSIONS = r"""
 #define CUMATH_HOST 1
-struct cumath_dim3 { unsigned x, y, z; };
-static thread_local cumath_dim3 threadIdx, blockIdx;
-static cumath_dim3 blockDim, gridDim;
-static std::barrier<>* cumath_barrier = nullptr;
-static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __restrict__ __restrict
-#define __launch_bounds__(x)
-#define __shared__ static
 static inline float cumath_host_to_float(unsigned short x, int conv) {
   if (conv == 1) { _Float16 h; std::memcpy(&h, &x, 2); return (float)h; }
   unsigned int u = ((unsigned int)x) << 16; float f; std::memcpy(&f, &u, 4); return f;
@@ -63,31 +45,9 @@ extern "C" void host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 """
 
 
-def available() -> bool:
-    return shutil.which("g++") is not None
-
-
-_LIBS: dict = {}
-
-
-def compile_host(source: str) -> ctypes.CDLL:
-    text = _SHIM + source + _LAUNCHER
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
-    lib = _LIBS.get(key)
-    if lib is None:
-        folder = os.path.join(tempfile.gettempdir(), f"cumath-small-gemm-{os.getuid()}")
-        os.makedirs(folder, exist_ok=True)
-        so = os.path.join(folder, f"{key}.so")
-        if not os.path.exists(so):
-            cpp = os.path.join(folder, f"{key}.cpp")
-            with open(cpp, "w") as f:
-                f.write(text)
-            subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
-                            "-Wno-unknown-pragmas", "-o", so + ".tmp", cpp], check=True, capture_output=True,
-                           text=True)
-            os.replace(so + ".tmp", so)
-        lib = _LIBS[key] = ctypes.CDLL(so)
-    return lib
+def compile_kernel(source: str) -> ctypes.CDLL:
+    """One variant's source (``_small_gemm.render``) built for the host, with ``host_launch`` running a grid."""
+    return compile_host(SHIM + _CONVERSIONS + source + _LAUNCHER, "small-gemm", ("-ffp-contract=off",))
 
 
 class HostGemm:
@@ -98,7 +58,7 @@ class HostGemm:
         self.problem = problem
         self.defines = sg.variant_defines(problem)
         self.grid, self.block = sg.launch_shape(problem, self.defines)
-        lib = compile_host(sg.render(self.defines))
+        lib = compile_kernel(sg.render(self.defines))
         acc = ctypes.c_double if self.defines["ACC"] == "double" else ctypes.c_float
         self.fn = lib.host_launch
         self.fn.argtypes = [ctypes.c_uint] * 4 + [ctypes.c_void_p] * 4 + [acc, acc, ctypes.c_void_p]

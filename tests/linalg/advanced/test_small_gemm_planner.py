@@ -40,7 +40,7 @@ class HostKernels:
     def get_kernel(self, source, name, arg_types, device_id=None):
         assert name == sg.KERNEL_NAME and arg_types in sg.ARG_TYPES.values()
         kernels = self
-        lib = host.compile_host(source)
+        lib = host.compile_kernel(source)
         double = arg_types == sg.ARG_TYPES_D
         fn = lib.host_launch
         acc = ctypes.c_double if double else ctypes.c_float

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .._options import MatmulComputeType as CT
 from .._small_gemm import SmallProblem, select as select_kernel
+from .kernel_engine import KernelEngine
 
 __all__ = ["ENGINE", "small_problem"]
 
@@ -33,23 +34,4 @@ def small_problem(product) -> SmallProblem | None:
                         d_dtype=dt.d, compute=compute)
 
 
-class _Engine:
-    name = "small"
-
-    @staticmethod
-    def select(product, log):
-        problem = small_problem(product)
-        if problem is None:
-            return None
-        try:
-            kernel = select_kernel(problem)
-        except Exception as exc:  # the kernel is an optimisation: cuBLASLt remains
-            log.info("the small-GEMM kernel is not available (%s); cuBLASLt runs the matmul", exc)
-            return None
-        if kernel is not None:
-            log.info("the small-GEMM kernel runs this problem (M=%d, N=%d, K=%d, batch=%d)", problem.m, problem.n,
-                     problem.k, problem.batch)
-        return kernel
-
-
-ENGINE = _Engine()
+ENGINE = KernelEngine("small", "small-GEMM", small_problem, lambda problem: select_kernel(problem))
