@@ -229,22 +229,6 @@ def _cublaslt_plan(la, a, b):
     return mm
 
 
-def queued_gpu_time(torch, fn, number=300) -> float:
-    """GPU seconds per call of ``fn`` with the calls queued behind a sleeping kernel long enough for the host to
-    issue them all, so the events time the GPU running them back to back (``event_time`` of a call whose host cost
-    exceeds its GPU time measures the host)."""
-    fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(int(2e7 * number / 300))  # ~10 ms at an H200's clock
-    e0.record()
-    for _ in range(number):
-        fn()
-    e1.record()
-    e1.synchronize()
-    return e0.elapsed_time(e1) / 1e3 / number
-
-
 def percall_small(case, n):
     """Per call of an n^3 float32 advanced matmul on the small-GEMM kernel against torch.mm and against the same
     plan on cuBLASLt, torch and CuPy operands, in rounds of A B ... B A; GPU time per call from CUDA events."""
@@ -283,7 +267,7 @@ def percall_small(case, n):
     case.ratio("cumath matmul (stateless, cupy)", "cupy a @ b")
     for name, fn in (("small-GEMM kernel", mm.execute), ("cuBLASLt (same plan, forced)", lt.execute),
                      ("torch.mm", lambda: torch.mm(a, b))):
-        case.value(f"GPU time per call, queued, CUDA events: {name}", queued_gpu_time(torch, fn) * 1e6, "us")
+        case.value(f"GPU time per call, queued, CUDA events: {name}", event_time(fn, 300, queued=True) * 1e6, "us")
     for p in plans:
         p.free()
 

@@ -249,17 +249,6 @@ def test_a_bad_word_raises_in_a_subprocess():
 # ------------------------------------------------------------------------------------ compiles for sm_90
 
 
-@pytest.fixture(scope="module")
-def nvrtc_present():
-    from cumath._core import jit
-    from cumath.errors import LibraryNotFoundError
-
-    try:
-        return jit.nvrtc_version()
-    except (LibraryNotFoundError, OSError) as exc:
-        pytest.skip(f"NVRTC is not available: {exc}")
-
-
 @pytest.mark.parametrize("p", [problem(), problem(19, 23, 17, "float64", c=True), problem(dtype="float16"),
                                problem(dtype="float16", out="float32", d_col=True),
                                problem(dtype="bfloat16", c=True), problem(5, 3, 128, "bfloat16", out="float32")])
