@@ -341,7 +341,7 @@ cumath_small_gemm(const ELEM_IN* __restrict__ A, const ELEM_IN* __restrict__ B, 
   for (int p = 0; p < kk; ++p) acc = mad(As[ti][p], Bs[p][tj], acc);
   acc *= alpha;
 #if HAS_C
-  acc = mad(beta, out_to_acc(C[z * bsc + r * SC_M + c * SC_N]), acc);
+  if (beta != (ACC)0) acc = mad(beta, out_to_acc(C[z * bsc + r * SC_M + c * SC_N]), acc);  // beta = 0: C unread
 #endif
   D[z * bsd + r * SD_M + c * SD_N] = acc_to_out(acc);
 }

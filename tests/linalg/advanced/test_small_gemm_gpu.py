@@ -62,7 +62,7 @@ def rand(shape, dtype, layout="row", package="torch"):
     return t
 
 
-def check(d, ref, dtype, scale):
+def check(d, ref, scale, dtype):
     err = np.max(np.abs(host64(d) - ref)) / max(np.max(scale), 1e-300)
     assert err <= TOL[dtype], f"relative error {err:.3g} ({dtype})"
 
@@ -154,8 +154,8 @@ def test_the_kernel_equals_cublaslt_within_rounding(cuda_device, monkeypatch):
         assert mm._v.engine == "cublaslt"
         d_lt = mm.execute()
     ref, scale = reference(a, b)
-    check(d_small, ref, "float32", scale)
-    check(d_lt, ref, "float32", scale)
+    check(d_small, ref, scale, "float32")
+    check(d_lt, ref, scale, "float32")
 
 
 @pytest.mark.parametrize("how", ["env", "tf32", "large", "relu", "algorithms"])
@@ -179,7 +179,7 @@ def test_cublaslt_runs_what_the_kernel_does_not_take(cuda_device, monkeypatch, h
         ref, scale = reference(a, b)
         if how == "relu":
             ref = np.maximum(ref, 0)
-        check(mm.execute(), ref, "float32" if how != "tf32" else "bfloat16", scale)
+        check(mm.execute(), ref, scale, "float32" if how != "tf32" else "bfloat16")
 
 
 def test_execute_with_an_algorithm_runs_cublaslt(cuda_device):
@@ -188,10 +188,10 @@ def test_execute_with_an_algorithm_runs_cublaslt(cuda_device):
         algs = mm.plan()
         assert mm._v.engine == "small"
         ref, scale = reference(a, b)
-        check(mm.execute(algorithm=algs[0]), ref, "float32", scale)
+        check(mm.execute(algorithm=algs[0]), ref, scale, "float32")
         timed = mm.autotune(iterations=2)
         assert timed and mm._v.engine == "small"
-        check(mm.execute(), ref, "float32", scale)
+        check(mm.execute(), ref, scale, "float32")
 
 
 @pytest.mark.parametrize("package", ["torch", "cupy"])
@@ -200,7 +200,7 @@ def test_the_stateless_hit_path(cuda_device, package):
     outs = [la.matmul(a, b) for _ in range(5)]
     ref, scale = reference(a, b)
     for d in outs:
-        check(d, ref, "float32", scale)
+        check(d, ref, scale, "float32")
     assert plan_cache._local.cache.fast.hits >= 3
     assert outs[3].data_ptr() != outs[4].data_ptr() if package == "torch" else outs[3].data.ptr != outs[4].data.ptr
 

@@ -125,6 +125,17 @@ def test_beta_zero_with_c_and_no_c():
     run(7, 9, 3, c=False, alpha=3.0)
 
 
+def test_beta_zero_does_not_read_c():
+    """As cuBLASLt, a zero beta leaves C unread: NaN in C does not reach the result."""
+    m, n, k = 5, 6, 7
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    c, d = np.full((m, n), np.nan), np.zeros((m, n))
+    p = sg.SmallProblem(m, n, k, "float64", (k, 1), (n, 1), (n, 1), (n, 1))
+    host.HostGemm(p).run(a.ctypes.data, b.ctypes.data, c.ctypes.data, d.ctypes.data, 2.0, 0.0)
+    np.testing.assert_allclose(d, 2.0 * a @ b, rtol=1e-13)
+
+
 def test_accumulation_is_in_k_order_with_fma():
     """One output = fma chain over p in order: compare with that exact float32 computation."""
     m = n = 1
