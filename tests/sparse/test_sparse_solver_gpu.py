@@ -250,6 +250,42 @@ def test_lifetimes_under_stress(cudss_lib):
     cp.cuda.Device().synchronize()
 
 
+_SPIN = r"""extern "C" __global__ void cumath_test_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}"""
+
+
+@pytest.mark.parametrize("phase", ["solve", "factorize"])
+def test_phases_on_another_stream_than_the_analysis(cudss_lib, phase):
+    """What test_lifetimes_under_stress exposed, made deterministic: cuDSS keeps working on the stream a solver was
+    analysed on. A new b written on another non-blocking stream behind a ~20 ms kernel, then a solve (or a
+    factorization and a solve) there, x read on that stream: right only when that stream and the analysis stream
+    are joined both ways."""
+    cp, csp = _cupy()
+    n = 300
+    full = system(n, "float64", seed=4)
+    a = csp.csr_matrix(full)
+    b = cp.asarray(rng(1).standard_normal(n))
+    spin = cp.RawKernel(_SPIN, "cumath_test_spin")
+    home, other = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with S.DirectSolver(a, b, stream=home) as s:
+        s.plan()
+        s.factorize()
+        assert_solution(_host(s.solve()), full, _host(b), "float64")
+        home.synchronize()
+        for k in range(3):
+            with other:
+                spin((1,), (1,), (np.int64(40_000_000),))  # the new b is written ~20 ms from now
+                b2 = b * (k + 2)
+            s.reset_operands(b=b2, stream=other)
+            if phase == "factorize":
+                s.factorize()
+            x = s.solve()
+            got = x.get(stream=other)  # read on the stream the solve was queued on
+            assert_solution(got, full, (k + 2) * _host(b), "float64")
+
+
 def test_a_process_exiting_with_live_solvers(cudss_lib):
     import subprocess
     import sys

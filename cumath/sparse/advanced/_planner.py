@@ -68,11 +68,12 @@ def wrap_lhs(a, name: str = "a"):
     return OperandTuple(a) if isinstance(a, tuple) else a
 
 
-def fingerprint(a, stream=None) -> tuple:
-    """The sparsity pattern's fingerprint (per matrix of an explicit batch)."""
+def fingerprint(a, stream=None, hosts: list | None = None) -> tuple:
+    """The sparsity pattern's fingerprint (per matrix of an explicit batch); ``hosts`` receives the host copies
+    of the index arrays that were read, per matrix."""
     if isinstance(a, tuple):
-        return tuple(pattern_fingerprint(x, stream) for x in a)
-    return pattern_fingerprint(a, stream)
+        return tuple(pattern_fingerprint(x, stream, hosts) for x in a)
+    return pattern_fingerprint(a, stream, hosts)
 
 
 def _addresses(a) -> tuple:
@@ -240,6 +241,7 @@ class DirectSolver(Operation):
         return make_executor(setup, self._ops)
 
     def _planned_with(self, executor) -> None:
+        executor.known_patterns = self.__dict__.pop("_host_patterns", None)  # (the stateless call's host copies)
         self._ordered(self._stream, self._explicit_stream, executor.analyse, self._ops, self._stream)
         if self._log.isEnabledFor(logging.INFO):
             self._log.info("planned on the %s engine", getattr(getattr(executor, "engine", None), "name", "cudss"))

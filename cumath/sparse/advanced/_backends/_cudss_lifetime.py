@@ -178,11 +178,12 @@ class Objects:
     """What one solver made from ``handle``: its config, data and matrix objects, device buffers and the event
     recorded behind its last work."""
 
-    __slots__ = ("handle", "config", "data", "matrices", "buffers", "event", "done", "__weakref__")
+    __slots__ = ("handle", "config", "data", "matrices", "buffers", "event", "joins", "done", "__weakref__")
 
     def __init__(self, handle: Handle):
         self.handle = handle
         self.config = self.data = self.event = 0
+        self.joins = [0, 0]  # the events that join the analysis stream with another phase's stream (join())
         self.matrices, self.buffers = [], []
         self.done = False
 
@@ -191,6 +192,14 @@ class Objects:
         if not self.event:
             self.event = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
         cudart.cudaEventRecord(self.event, stream)
+
+    def join(self, which: int, before: int, after: int) -> None:
+        """Make stream ``after`` wait for the work queued on stream ``before`` so far (event ``which``: 0 before a
+        phase, 1 after it; made once)."""
+        if not self.joins[which]:
+            self.joins[which] = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
+        cudart.cudaEventRecord(self.joins[which], before)
+        cudart.cudaStreamWaitEvent(after, self.joins[which])
 
 
 def destroy(objs: Objects) -> None:
@@ -231,6 +240,10 @@ def destroy(objs: Objects) -> None:
             if objs.event:
                 cudart.cudaEventDestroy(objs.event)
                 objs.event = 0
+            for k, ev in enumerate(objs.joins):
+                if ev:
+                    cudart.cudaEventDestroy(ev)
+                    objs.joins[k] = 0
     except Exception:  # noqa: BLE001 - a failing destroy is logged, never raised
         logger.warning("destroying cuDSS objects failed", exc_info=True)
     finally:
