@@ -326,8 +326,11 @@ class FakeCudss:
         A = self._live(self.matrices, a, "matrix")
         self.calls.append((C.Phase(phase).name, cfg))
         mats = self._systems(A)
-        if phase == C.Phase.ANALYSIS:
-            d.update(phase="analysed", n=[m.shape[0] for m in mats], mtype=A["mtype"], factors=None)
+        if phase == C.Phase.SYMBOLIC_FACTORIZATION:
+            assert d["phase"] == "reordered", "symbolic factorization before reordering"
+        if phase in (C.Phase.ANALYSIS, C.Phase.REORDERING, C.Phase.SYMBOLIC_FACTORIZATION):
+            d.update(phase="reordered" if phase == C.Phase.REORDERING else "analysed", n=[m.shape[0] for m in mats],
+                     mtype=A["mtype"], factors=None)
             return
         if phase in (C.Phase.FACTORIZATION, C.Phase.REFACTORIZATION):
             assert d["phase"] in ("analysed", "factorized"), "factorization before analysis"

@@ -554,3 +554,41 @@ def test_the_threading_layer_of_the_loaded_cudss_version(monkeypatch, tmp_path):
     assert backend.bundled_threading_layer() == str(other / "libcudss_mtlayer_gomp.so.0")  # any, if no match
     monkeypatch.setattr(backend, "find_library", lambda name: None)
     assert backend.bundled_threading_layer() is None
+
+
+def test_size_class_defaults_and_the_split_analysis(emulated, monkeypatch, caplog):
+    """PLAN_DEFAULTS (one constant) gives the planning settings of a size class where the caller set none: the
+    class the order reaches applies, a plan_config setting or a cudss_config entry of the caller's wins; with
+    ANALYSIS_PHASES split, the plan runs REORDERING then SYMBOLIC_FACTORIZATION and times each."""
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    monkeypatch.setattr(backend, "PLAN_DEFAULTS", ((0, {"reordering_algorithm": C.ReorderingAlg.AMD}),
+                                                   (20, {"matching_algorithm": C.MatchingAlg.NONE,
+                                                         C.ConfigParam.ND_UBFACTOR: 7})))
+    R, M, U = C.ConfigParam.REORDERING_ALG, C.ConfigParam.MATCHING_ALG, C.ConfigParam.ND_UBFACTOR
+    small, large = system(12, "float64", seed=1), system(25, "float64", seed=2)
+    for full, want in ((small, {R: C.ReorderingAlg.AMD, M: C.MatchingAlg.AUTO}),
+                       (large, {R: C.ReorderingAlg.DEFAULT, M: C.MatchingAlg.NONE, U: 7})):
+        emulated.calls.clear()
+        b = np.ones(full.shape[0])
+        with caplog.at_level(logging.INFO, logger="cumath"):
+            assert_solution(S.direct_solver(device_csr(full), device(b), options=_opts(emulated)), full, b, "float64")
+        cfg = emulated.calls[0][1]
+        assert {k: cfg.get(k) for k in want} == want
+    assert "cuDSS config MATCHING_ALG = " in caplog.text and "(cumath's default for order 25)" in caplog.text
+    emulated.calls.clear()
+    with S.DirectSolver(device_csr(large), device(np.ones(25)), options=_opts(emulated, cudss_config={
+            "nd_ubfactor": 3})) as s:
+        s.plan_config.matching_algorithm = "max_diag_count"
+        s.plan()
+    cfg = emulated.calls[0][1]
+    assert cfg[M] == C.MatchingAlg.MAX_DIAG_COUNT and cfg[U] == 3
+    monkeypatch.setattr(backend, "ANALYSIS_PHASES", (C.Phase.REORDERING, C.Phase.SYMBOLIC_FACTORIZATION))
+    emulated.calls.clear()
+    with S.DirectSolver(device_csr(small), device(np.ones(12)), options=_opts(emulated)) as s:
+        s.plan()
+        s.factorize()
+        assert_solution(s.solve(), small, np.ones(12), "float64")
+        steps = s.timings["plan"]
+    assert _phases(emulated) == ["REORDERING", "SYMBOLIC_FACTORIZATION", "FACTORIZATION", "SOLVE"]
+    assert "cudssExecute(REORDERING)" in steps and "cudssExecute(SYMBOLIC_FACTORIZATION)" in steps

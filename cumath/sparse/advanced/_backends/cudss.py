@@ -44,7 +44,8 @@ from . import _cudss_lifetime as _lifetime
 from ._cudss_checks import DiagCheck
 from ._cudss_lifetime import Objects, acquire, bury, caller_handle, destroy, drain, on_device, release_shared_handles
 
-__all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
+__all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "PLAN_DEFAULTS", "ANALYSIS_PHASES", "bundled_threading_layer",
+           "VALUE_TYPES", "release_shared_handles"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,16 @@ SETTINGS = {
     "factorization_algorithm": _C.FACTORIZATION_ALG, "pivot_eps_algorithm": _C.PIVOT_EPSILON_ALG,
     "pivot_eps": _C.PIVOT_EPSILON, "solution_algorithm": _C.SOLVE_ALG, "ir_num_steps": _C.IR_N_STEPS,
 }
+#: cumath's planning defaults by the order of the system, over cuDSS's own, for what the caller leaves unset:
+#: ``((lowest order, {setting name or cudss.ConfigParam: value}), ...)`` in increasing order (the last class the
+#: order reaches applies). A setting goes here only when benchmarks/solvers_sparse.py's ``sparse/gpu-plan-settings``
+#: tables (90k and 1M Poisson) measured it planning much faster than cuDSS's default with factorize and solve
+#: within 1.05x; the table prints the line to put here. Empty: cuDSS's own choices (nested dissection, AUTO
+#: matching and pivoting, superpanels) measured best so far.
+PLAN_DEFAULTS: tuple = ()
+#: the cuDSS phases of an analysis: ANALYSIS in one call, or (benchmarks) REORDERING then SYMBOLIC_FACTORIZATION
+#: as two, so that the plan's step timings show each (the same work either way)
+ANALYSIS_PHASES: tuple = (cudss.Phase.ANALYSIS,)
 VALUE_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}  # cudaDataType
 _R_32I = 10
 _REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
@@ -161,11 +172,27 @@ class CudssSolver:
             self.config_set(_C.USE_CUDA_REGISTER_MEMORY, int(hm.register_cuda_memory))
         if execution.kind == "hybrid":
             self.config_set(_C.HYBRID_EXECUTE_MODE, 1)
+        self._size_defaults(settings, cudss_config)
         for name, value in settings.items():
             if value is not None:
                 self.config_set(SETTINGS[name], value)
         for param, value in cudss_config:  # DirectSolverOptions.cudss_config: the caller's word goes last
             self.log.info("cuDSS config %s = %r (DirectSolverOptions.cudss_config)", param.name, value)
+            self.config_set(param, value)
+
+    def _size_defaults(self, settings, cudss_config) -> None:
+        """cumath's planning defaults of the problem's size class (``PLAN_DEFAULTS``), where the caller set none."""
+        chosen = {}
+        for lowest, values in PLAN_DEFAULTS:
+            if max(self.sizes) >= lowest:
+                chosen = values
+        named = {param for param, _ in cudss_config}
+        for key, value in chosen.items():
+            param = SETTINGS.get(key, key)
+            if (key in SETTINGS and settings.get(key) is not None) or param in named:
+                continue
+            self.log.info("cuDSS config %s = %r (cumath's default for order %d)", cudss.ConfigParam(param).name,
+                          value, max(self.sizes))
             self.config_set(param, value)
 
     # ------------------------------------------------------------------------------------------ setup
@@ -329,7 +356,7 @@ class CudssSolver:
                 steps.step("events")
 
     def analyse(self, stream, steps=None) -> None:
-        self._execute(stream, cudss.Phase.ANALYSIS, steps=steps)
+        self._execute(stream, *ANALYSIS_PHASES, steps=steps)
         self.factorized = False
 
     def factorize(self, stream, steps=None) -> None:
