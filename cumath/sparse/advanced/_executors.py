@@ -13,7 +13,8 @@ solution in the operands' package: an array of ``b``'s shape, each matrix column
 ``b``), ``info(name)``, ``nbytes`` and ``free()``. Copies are made only where an engine cannot read the operand
 as it is (a right-hand side that is not column-major, int64 indices for cuDSS, a pattern PARDISO cannot take),
 and logged. A solve whose factorization perturbed pivots is checked (``_traits.relative_residual``) and raises
-SingularMatrixError when the residual shows the solution is not one.
+SingularMatrixError when the residual shows the solution is not one. A structurally singular ``a`` (an empty row
+or column) raises before cuDSS's analysis reads it (and before PARDISO's, for general matrices).
 """
 
 from __future__ import annotations

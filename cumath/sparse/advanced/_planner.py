@@ -119,8 +119,10 @@ class DirectSolver(Operation):
             solver.factorize()
             x = solver.solve()
 
-    A solution computed from a factorization that perturbed pivots is checked; a (numerically) singular ``a``
-    raises ``cumath.errors.SingularMatrixError`` rather than returning garbage.
+    A solution computed from a factorization that perturbed pivots (or, on cuDSS, left a NaN or inf pivot) is
+    checked; a (numerically) singular ``a`` raises ``cumath.errors.SingularMatrixError`` rather than returning
+    garbage. (cumath) A structurally singular ``a`` (a row or column with no stored entry) raises it from
+    ``plan()`` already on cuDSS (and, for general matrices, on PARDISO): no values can make it solvable.
     """
 
     _NAMES = ("a", "b")
@@ -223,7 +225,9 @@ class DirectSolver(Operation):
     @requires("operands")
     def plan(self, *, stream: StreamLike = None) -> DirectSolverPlanInfo:
         """Reorder ``a`` to reduce fill-in and analyse its factors (cuDSS's analysis phase, PARDISO's phase 11).
-        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`."""
+        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`. (cumath) On cuDSS
+        it raises SingularMatrixError for a structurally singular ``a`` (an empty row or column), where
+        nvmath-python plans it and leaves the failure to the factorization or a garbage solution."""
         if not self._planned:
             self._plan(stream)
         else:

@@ -20,6 +20,10 @@ device current and no kernel of theirs still running):
   emptied at the next cuDSS solver's creation, phase, ``free()`` or ``release_shared_handles()``. Nothing is
   destroyed once the interpreter is exiting (a hook made the last one registered whenever a solver is made runs
   first at exit and says so).
+- **A data object keeps working on the stream it was analysed on** (its buffers are freed and allocated there in
+  later phases): a phase on another stream is joined with that one both ways (``Objects.join``: the analysis
+  stream waits for the phase's stream before it, the phase's stream for the analysis stream after it), with two
+  events of the solver's, destroyed with its objects.
 """
 
 from __future__ import annotations
