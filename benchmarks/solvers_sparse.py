@@ -85,6 +85,22 @@ class _Cycle:
         return self.items[self.i]
 
 
+def _timed_phases(solver, sync):
+    """((plan, factorize, solve) seconds, factorization_info, x) of one solver, each phase waited for."""
+    sync()
+    t0 = time.perf_counter()
+    solver.plan()
+    sync()
+    t1 = time.perf_counter()
+    f = solver.factorize()
+    sync()
+    t2 = time.perf_counter()
+    x = solver.solve()
+    sync()
+    t3 = time.perf_counter()
+    return (t1 - t0, t2 - t1, t3 - t2), f, x
+
+
 def _split(case, make_solver, sync, prefix: str, repeats: int = 3):
     """Rows of the plan / factorize / solve times of fresh solvers (best of ``repeats``)."""
     best = {"plan": [], "factorize": [], "solve": [], "total": []}
@@ -92,24 +108,14 @@ def _split(case, make_solver, sync, prefix: str, repeats: int = 3):
     for _ in range(repeats):
         solver = make_solver()
         try:
-            sync()
-            t0 = time.perf_counter()
-            solver.plan()
-            sync()
-            t1 = time.perf_counter()
-            f = solver.factorize()
-            sync()
-            t2 = time.perf_counter()
-            solver.solve()
-            sync()
-            t3 = time.perf_counter()
+            (tp, tf, ts), f, _ = _timed_phases(solver, sync)
             plans = getattr(solver._executor, "plans", None)
             two_level = f", two-level factorization {'on' if plans[0].iparm[23] == 10 else 'off'}" if (
                 plans and hasattr(plans[0], "iparm")) else ""
             info = (f.lu_nnz, solver.engine + two_level)
         finally:
             solver.free()
-        for key, dt in (("plan", t1 - t0), ("factorize", t2 - t1), ("solve", t3 - t2), ("total", t3 - t0)):
+        for key, dt in (("plan", tp), ("factorize", tf), ("solve", ts), ("total", tp + tf + ts)):
             best[key].append(dt)
     for key, values in best.items():
         case.value(f"{prefix} {key} (best of {repeats})", min(values) * 1e3, "ms",
@@ -420,21 +426,11 @@ def _timed_run(make, sync, split: bool):
         log.setLevel(logging.DEBUG)
     solver = make()
     try:
-        sync()
-        t0 = time.perf_counter()
-        solver.plan()
-        sync()
-        t1 = time.perf_counter()
-        f = solver.factorize()
-        sync()
-        t2 = time.perf_counter()
-        x = solver.solve()
-        sync()
-        t3 = time.perf_counter()
+        times, f, x = _timed_phases(solver, sync)
         steps = solver.timings.get("plan", {})
         a, b = solver._ops["a"].obj, solver._ops["b"].obj
         res = float(abs(a @ x - b).max() / abs(b).max())
-        return (t1 - t0, t2 - t1, t3 - t2), int(f.lu_nnz), res, steps
+        return times, int(f.lu_nnz), res, steps
     finally:
         solver.free()
         backend.ANALYSIS_PHASES = phases
@@ -638,28 +634,17 @@ def gpu_reorderings(case, m=1000):
     b = cp.asarray(np.random.default_rng(0).standard_normal(a.shape[0]))
     sync = device_sync()
     for alg in S.DirectSolverReorderingAlg:
-        t = {}
         with S.DirectSolver(a, b) as s:
             s.plan_config.reordering_algorithm = alg
             try:
-                sync()
-                t0 = time.perf_counter()
-                info = s.plan()
-                sync()
-                t1 = time.perf_counter()
-                f = s.factorize()
-                sync()
-                t2 = time.perf_counter()
-                x = s.solve()
-                sync()
-                t3 = time.perf_counter()
+                (tp, tf, ts), f, x = _timed_phases(s, sync)
             except Exception as exc:  # noqa: BLE001 - a reordering cuDSS refuses for this matrix is a row too
                 case.value(f"{alg.name}", f"failed: {type(exc).__name__}: {exc}")
                 continue
-            est = info.memory_estimates
-            t = {"plan_ms": (t1 - t0) * 1e3, "factorize_ms": (t2 - t1) * 1e3, "solve_ms": (t3 - t2) * 1e3}
+            est = s.plan_info.memory_estimates
+            t = {"plan_ms": tp * 1e3, "factorize_ms": tf * 1e3, "solve_ms": ts * 1e3}
             res = float(cp.abs(a @ x - b).max())
-            case.value(f"{alg.name}", (t3 - t0) * 1e3, "ms", **t, lu_nnz=int(f.lu_nnz),
+            case.value(f"{alg.name}", (tp + tf + ts) * 1e3, "ms", **t, lu_nnz=int(f.lu_nnz),
                        peak_device_MiB=int(est.peak_device_memory) / 2 ** 20, npivots=int(f.npivots),
                        residual=res)
     case.note("total = plan + factorize + solve of one fresh solver per reordering; lu_nnz = the factors' fill")
