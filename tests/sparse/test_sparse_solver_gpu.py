@@ -117,6 +117,26 @@ def test_singular_and_not_positive_definite(cudss_lib):
         S.direct_solver(csp.csr_matrix(sp.csr_matrix(d + d.T)), cp.ones(20), options={"sparse_system_type": "spd"})
 
 
+@pytest.mark.parametrize("matching", [None, "none"])
+def test_singular_values_are_found_by_the_pivots(cudss_lib, matching):
+    """Singular by its values, not its pattern: a row of stored zeros, and a NaN on the diagonal. cuDSS's
+    perturbed pivots or the GPU scan of the pivots for NaN and inf must send the solution to the residual check,
+    which raises, whatever the matching."""
+    cp, csp = _cupy()
+    a = system(30, "float64", seed=1).tolil()
+    a[4, :] = 0
+    a[4, 4] = 1.0
+    a = sp.csr_matrix(a.tocsr())
+    a.data[a.indptr[4]:a.indptr[5]] = 0.0  # the row keeps its entries, all zero
+    prefs = None if matching is None else {"matching_algorithm": matching}
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(csp.csr_matrix(a), cp.ones(30), plan_preferences=prefs)
+    nan = system(30, "float64", seed=2).tocsr()
+    nan[7, 7] = np.nan
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(csp.csr_matrix(nan), cp.ones(30), plan_preferences=prefs)
+
+
 def test_torch_cuda_tensors_batched_and_int64(cudss_lib):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -370,7 +370,7 @@ class CudssSolver:
 
     def _read_status(self, stream) -> None:
         """cuDSS's status of the last factorization, and (single systems) the GPU scan of its pivots for NaN and
-        inf (``_cudss_checks``), read with one wait."""
+        inf (``_cudss_checks``), read after one wait for the stream."""
         check = self._diag_check
         if check is None and not self.batch and not self.hybrid_execute:
             check = self._diag_check = DiagCheck(self.sizes[0], self.dtype, self.allocator, stream, self._buffers,
@@ -379,11 +379,11 @@ class CudssSolver:
             with self._h, on_device(self._h.device_id):
                 self._h.set_stream(stream)
                 check.queue(self.handle, self._objs.data, stream, self._h.device_id)
+        # the factorization (and the scan) done before anything is read: cuDSS documents its data queries as
+        # synchronous, but the status of a factorization still queued would be a stale one
+        cuda.synchronize(stream)
         info, npivots = self._status()
-        nonfinite = False
-        if check is not None and check.queued:
-            cuda.synchronize(stream)
-            nonfinite = check.flagged()
+        nonfinite = check is not None and check.flagged()
         if info and self.mtype in (MT.SPD, MT.HPD):
             raise SingularMatrixError(f"a is not positive definite (cuDSS reports info {info} after its Cholesky "
                                       f"factorization); use sparse_system_type=SYMMETRIC (or HERMITIAN) for "
