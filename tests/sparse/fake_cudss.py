@@ -485,6 +485,7 @@ def install(monkeypatch, fake: FakeCudss) -> None:
     from cumath.sparse.advanced._backends import _cudss_lifetime as lifetime
 
     monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "memset", lambda ptr, value, n, stream: ctypes.memset(ptr, value, n))
     monkeypatch.setattr(cuda, "synchronize", fake.synchronize)
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
     monkeypatch.setattr(cuda, "set_device", fake.set_device)

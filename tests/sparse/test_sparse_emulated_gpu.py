@@ -39,8 +39,10 @@ def test_device_operands(emulated, dtype, mtype, view):
                                                                    sparse_system_view=view))
     assert_solution(x, full, b, dtype)
     assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE"]
-    # the caller's arrays are read in place; the stateless call reads the pattern to find its plan
-    assert {c[0] for c in emulated.copies} <= {"sparse index array"}
+    # the caller's arrays are read in place; the stateless call reads the pattern to find its plan; the pivots'
+    # NaN/inf check brings back one 8-byte word per factorization
+    assert {c[0] for c in emulated.copies} <= {"sparse index array", "the pivot check's word"}
+    assert [n for what, _, n in emulated.copies if what == "the pivot check's word"] == [8]
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector"])

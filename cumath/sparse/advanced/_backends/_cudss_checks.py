@@ -5,9 +5,9 @@ cuDSS counts the pivots it perturbs (CUDSS_DATA_NPIVOTS) and reports failed Chol
 divides by zero, a non-finite value of ``a``. Its solutions are then NaN, returned as if they were solutions.
 After each factorization of one system the solver copies the factors' diagonal (CUDSS_DATA_DIAG) into a device
 buffer of its own, one kernel reads it for NaN and inf (their exponent bits all set) and writes the check's
-epoch into a word of page-locked host memory; the status read that follows the factorization already waits for
-the stream, so the word is read with no wait of its own. Cost: a device copy of the diagonal and one launch
-(90,000 float64 pivots: 720 KB, a few microseconds on an H200). A flagged factorization counts as perturbed:
+epoch into a device word behind it, copied (8 bytes) into page-locked host memory; the status read that follows
+the factorization already waits for the stream, so the word is read with no wait of its own. Cost: a device copy
+of the diagonal, one launch and an 8-byte copy (90,000 float64 pivots: 720 KB, a few microseconds on an H200). A flagged factorization counts as perturbed:
 its solutions get the residual check, and the pivoting fallback, of perturbed pivots.
 
 Batches (cuDSS's DIAG is not documented per system of a batch) and hybrid execution (DIAG stays zero there) are
@@ -82,7 +82,8 @@ class DiagCheck:
         self.nbytes = n * ITEMSIZE[dtype]
         self.bits = 32 if dtype in ("float32", "complex64") else 64
         self.words = self.nbytes * 8 // self.bits
-        self.buf = allocate(allocator, max(self.nbytes, 1), stream)
+        self.flag_offset = -(-self.nbytes // 8) * 8  # the device word the kernel writes, 8-byte aligned
+        self.buf = allocate(allocator, self.flag_offset + 8, stream)
         buffers.append(self.buf)
         self.word = cuda.pinned_word(self)
         self.epoch = 0
@@ -102,9 +103,13 @@ class DiagCheck:
             self.off = True
             self.log.info("cuDSS gives no factor diagonal here (%s): its pivots are not checked for NaN and inf", exc)
             return
+        if not self.epoch:  # once: each check compares with its own epoch afterwards
+            cuda.memset(self.buf.device_ptr + self.flag_offset, 0, 8, stream)
         self.epoch += 1
-        word_ptr = int(self.word.__array_interface__["data"][0])
-        if launch(self.bits, device_id, self.buf.device_ptr, self.words, self.epoch, word_ptr, stream):
+        flag = self.buf.device_ptr + self.flag_offset
+        if launch(self.bits, device_id, self.buf.device_ptr, self.words, self.epoch, flag, stream):
+            cuda.copy(int(self.word.__array_interface__["data"][0]), flag, 8, cuda.D2H, stream,
+                      "the pivot check's word")
             self.queued = self.epoch
         else:
             self.off = True
