@@ -13,7 +13,9 @@ object's analysis stream (where cuDSS keeps freeing and allocating its buffers) 
 ways (``queue``/``read`` stand for the caller's own work on a stream). ``violations`` collects them (tests assert it is
 empty; an assertion raised in a finalizer would only be printed). It emulates cuDSS's default pivoting by perturbing zero diagonal entries of general matrices (and counting
 them in NPIVOTS) unless the BTF_COLAMD or COLAMD reordering (global pivoting) is configured, so the solver's
-fallback and checks can be tested.
+fallback and checks can be tested; ``empty_rows = "nan"`` makes an empty row of a general matrix with matching on
+come out as NaN pivots nobody counts instead, and the GPU scan of the pivots for NaN and inf runs in NumPy
+(``scans`` records each).
 """
 
 from __future__ import annotations
