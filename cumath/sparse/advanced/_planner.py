@@ -68,11 +68,12 @@ def wrap_lhs(a, name: str = "a"):
     return OperandTuple(a) if isinstance(a, tuple) else a
 
 
-def fingerprint(a, stream=None) -> tuple:
-    """The sparsity pattern's fingerprint (per matrix of an explicit batch)."""
+def fingerprint(a, stream=None, hosts: list | None = None) -> tuple:
+    """The sparsity pattern's fingerprint (per matrix of an explicit batch); ``hosts`` receives the host copies
+    of the index arrays that were read, per matrix."""
     if isinstance(a, tuple):
-        return tuple(pattern_fingerprint(x, stream) for x in a)
-    return pattern_fingerprint(a, stream)
+        return tuple(pattern_fingerprint(x, stream, hosts) for x in a)
+    return pattern_fingerprint(a, stream, hosts)
 
 
 def _addresses(a) -> tuple:
@@ -118,8 +119,10 @@ class DirectSolver(Operation):
             solver.factorize()
             x = solver.solve()
 
-    A solution computed from a factorization that perturbed pivots is checked; a (numerically) singular ``a``
-    raises ``cumath.errors.SingularMatrixError`` rather than returning garbage.
+    A solution computed from a factorization that perturbed pivots (or, on cuDSS, left a NaN or inf pivot) is
+    checked; a (numerically) singular ``a`` raises ``cumath.errors.SingularMatrixError`` rather than returning
+    garbage. (cumath) A structurally singular ``a`` (a row or column with no stored entry) raises it from
+    ``plan()`` already on cuDSS (and, for general matrices, on PARDISO): no values can make it solvable.
     """
 
     _NAMES = ("a", "b")
@@ -222,7 +225,9 @@ class DirectSolver(Operation):
     @requires("operands")
     def plan(self, *, stream: StreamLike = None) -> DirectSolverPlanInfo:
         """Reorder ``a`` to reduce fill-in and analyse its factors (cuDSS's analysis phase, PARDISO's phase 11).
-        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`."""
+        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`. (cumath) On cuDSS
+        it raises SingularMatrixError for a structurally singular ``a`` (an empty row or column), where
+        nvmath-python plans it and leaves the failure to the factorization or a garbage solution."""
         if not self._planned:
             self._plan(stream)
         else:
@@ -240,6 +245,7 @@ class DirectSolver(Operation):
         return make_executor(setup, self._ops)
 
     def _planned_with(self, executor) -> None:
+        executor.known_patterns = self.__dict__.pop("_host_patterns", None)  # (the stateless call's host copies)
         self._ordered(self._stream, self._explicit_stream, executor.analyse, self._ops, self._stream)
         if self._log.isEnabledFor(logging.INFO):
             self._log.info("planned on the %s engine", getattr(getattr(executor, "engine", None), "name", "cudss"))
