@@ -43,6 +43,10 @@ class CPUPlan(Protocol):
     def free(self) -> None:
         """Destroy the native plans (idempotent)."""
 
+    def served_by(self, sign: int) -> str | None:
+        """What runs direction ``sign`` now ('fftw:wisdom', 'fftw:estimate', 'dfti', 'mkl', 'scipy', ...;
+        None while it is not planned): for logs, tests and benchmarks."""
+
 
 class CPUEngine(Protocol):
     name: str
