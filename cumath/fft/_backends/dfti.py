@@ -252,8 +252,7 @@ class TunedEngine:
             getattr(engine, "locate", engine.load)()
 
     def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log):
-        def fftw_plan(opts=options):
-            self._fftw.load()
+        def fftw_plan(opts=options):  # loads the library of the problem's precision (LibraryNotFoundError)
             return self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads, opts, log)
 
         if options.planning_effort is not None:
