@@ -1,12 +1,15 @@
 """oneMKL's DFTI as a CPU FFT engine ('dfti'), and the engine 'auto' prefers when MKL and FFTW are both there
-('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem, DFTI where it has none.
+('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem; where it has none, the engine
+the no-wisdom rule (``_rule.py``) picks from the problem's rank, size and batch: FFTW_ESTIMATE for small problems
+and batches of moderate 1-D transforms (its plans run near measured ones there), DFTI for multi-dimensional and
+long 1-D transforms (where FFTW_ESTIMATE's plans run 1.4-7x slower and DFTI's near measured ones; a descriptor
+commits in milliseconds). Each choice is logged at DEBUG with its reason.
 
-DFTI needs no planning worth the name (a descriptor commits in well under a millisecond) and runs near FFTW's
-measured plans, where FFTW_ESTIMATE plans are 1.1-7x slower (benchmarks/NOTES.md). So a first call runs at
-tuned speed without planning, and a plan moves to FFTW as soon as FFTW has wisdom for it (the same rule as
-FFTW's own heuristic plans: ``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution
-looks again). Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread makes
-FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
+A plan DFTI serves moves to FFTW as soon as FFTW has wisdom for it (the same rule as FFTW's own heuristic plans:
+``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution looks again). FFTW is loaded
+for such a plan only where the process may have wisdom (a wisdom file, FFTW already in use), and MKL only when a
+problem goes to DFTI. Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread
+makes FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
 
 A DFTI descriptor reads and writes any alignment (``align_mask`` 0), takes one batch loop (the outer ones run
 here, as for oneMKL's FFTW wrappers), and computes one direction's layout: forward reads the FWD strides and
