@@ -26,8 +26,9 @@ import time
 
 import numpy as np
 
-from harness import Skip, cpu_count, measure, optional
+from harness import Skip, Stats, calibrate, cpu_count, measure, optional
 
+import cumath
 import cumath.fft
 
 __all__ = ["CPU_CASES", "QUICK_SHAPES", "cpu_case", "no_wisdom_sweep", "served", "SWEEP"]
@@ -121,14 +122,17 @@ print(json.dumps({"import": 1e3 * t_import, "plan": 1e3 * t_plan, "modules": 1e3
 """
 
 
-def cold_first_call(shape, dtype, axes, kind, env=None):
+def cold_first_call(shape, dtype, axes, kind, pycache):
     """Two fresh processes with an empty cache folder (no wisdom): one planning and executing an FFT step by
-    step (reading cumath's loader to split the planning time), one making a whole first stateless call."""
+    step (reading cumath's loader to split the planning time), one making a whole first stateless call.
+    Compiled modules are kept under ``pycache`` (as an installed package has them), even where the environment
+    says not to write bytecode."""
     spec = json.dumps([list(shape), list(axes), np.dtype(dtype).name, kind])
     out = []
     for mode in ("staged", "stateless"):
         with tempfile.TemporaryDirectory() as d:
-            e = dict(os.environ, CUMATH_CACHE_DIR=d, PYTHONPATH=os.pathsep.join(sys.path), **(env or {}))
+            e = dict(os.environ, CUMATH_CACHE_DIR=d, PYTHONPATH=os.pathsep.join(sys.path), PYTHONPYCACHEPREFIX=pycache)
+            e.pop("PYTHONDONTWRITEBYTECODE", None)
             res = subprocess.run([sys.executable, "-c", _CHILD, spec, mode], env=e, capture_output=True, text=True,
                                  check=True)
         out.append(json.loads(res.stdout.strip().splitlines()[-1]))
@@ -136,12 +140,15 @@ def cold_first_call(shape, dtype, axes, kind, env=None):
 
 
 def cold_rows(case, shape, dtype, axes, kind, runs):
-    """The fresh-process rows: medians of ``runs`` pairs of processes, with their min-max."""
+    """The fresh-process rows: medians of ``runs`` pairs of processes (after one pair that compiles the modules),
+    with their min-max."""
     staged, whole = [], []
-    for _ in range(runs):
-        s, w = cold_first_call(shape, dtype, axes, kind)
-        staged.append(s)
-        whole.append(w["whole"])
+    with tempfile.TemporaryDirectory() as pycache:
+        cold_first_call(shape, dtype, axes, kind, pycache)  # compiles what the first call imports
+        for _ in range(runs):
+            s, w = cold_first_call(shape, dtype, axes, kind, pycache)
+            staged.append(s)
+            whole.append(w["whole"])
 
     def row(name, values):
         v = sorted(values)
@@ -315,12 +322,31 @@ SWEEP = [
 ]
 
 
-def no_wisdom_sweep(case):
+def thread_cpu_time(fns: dict, rounds: int, target: float) -> dict:
+    """Per contender the calling thread's CPU seconds per call (``time.thread_time``), A B ... B A rounds: for
+    single-threaded plans, which then run in the calling thread, this leaves out the time other processes hold
+    the core, so plans compare on a loaded machine as they would on a quiet one (caches aside)."""
+    names = list(fns)
+    numbers = {k: calibrate(fns[k], lambda: None, target) for k in names}
+    samples = {k: [] for k in names}
+    for _ in range(rounds):
+        for k in names + names[::-1]:
+            fn, n = fns[k], numbers[k]
+            t0 = time.thread_time()
+            for _ in range(n):
+                fn()
+            samples[k].append((time.thread_time() - t0) / n)
+    return {k: Stats(samples[k], numbers[k]) for k in names}
+
+
+def no_wisdom_sweep(case, threads=None):
     """Per problem: FFTW_ESTIMATE, DFTI and auto planned without wisdom (all of them before any measured plan,
     so that no estimate plan picks up measured wisdom of a sub-problem), then FFTW_MEASURE, and the three timed
-    in the same rounds."""
+    in the same rounds. ``threads=1``: one thread each, timed by the calling thread's CPU time."""
     problems = SWEEP[:4] if case.quick else SWEEP
-    case.note(f"{cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
+    execution = None if threads is None else cumath.ExecutionCPU(num_threads=threads)
+    case.note(f"{cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start"
+              + ("; one thread per plan, timed by the calling thread's CPU time" if threads == 1 else ""))
     made = []
     for pid, shape, dtype, axes, kind in problems:
         x = data(shape, dtype, kind)
@@ -328,25 +354,30 @@ def no_wisdom_sweep(case):
         for name, options in (("estimate", {"cpu_engine": "fftw", "planning_effort": "estimate"}),
                               ("dfti", {"cpu_engine": "dfti"}), ("auto", None)):
             t0 = time.perf_counter()
-            p = cumath.fft.FFT(x, axes=axes, options=options)
+            p = cumath.fft.FFT(x, axes=axes, options=options, execution=execution)
             p.plan()
             plans[name] = (p, 1e3 * (time.perf_counter() - t0))
         made.append((pid, x, axes, plans))
     for pid, x, axes, plans in made:
         t0 = time.perf_counter()
-        m = cumath.fft.FFT(x, axes=axes, options={"planning_effort": "measure"})
+        m = cumath.fft.FFT(x, axes=axes, options={"planning_effort": "measure"}, execution=execution)
         m.plan()
         plan_measure = 1e3 * (time.perf_counter() - t0)
         auto = served(plans["auto"][0])
         fns = {"measure": m.execute, "estimate": plans["estimate"][0].execute, "dfti": plans["dfti"][0].execute}
-        out = measure(fns, rounds=case.rounds(5, 2), target=0.02 if case.quick else 0.05, settle=0.25,
-                      desc=f"{case.id}/{pid}")
+        rounds, target = case.rounds(5, 2), 0.02 if case.quick else 0.05
+        if threads == 1:
+            out = thread_cpu_time(fns, rounds, target)
+        else:
+            out = measure(fns, rounds=rounds, target=target, settle=0.25, desc=f"{case.id}/{pid}")
         for name, st in out.items():
             case.row(f"{pid} {name}", st)
         case.value(f"{pid}: plan ms (estimate / dfti / measure)",
                    f"{plans['estimate'][1]:.1f} / {plans['dfti'][1]:.1f} / {plan_measure:.0f}")
         case.ratio(f"{pid} estimate", f"{pid} measure", label=f"{pid} estimate / measure")
         case.ratio(f"{pid} dfti", f"{pid} measure", label=f"{pid} dfti / measure (auto chose {auto})")
+        print(f"  {pid}: estimate/measure {out['estimate'].median / out['measure'].median:.2f}, dfti/measure "
+              f"{out['dfti'].median / out['measure'].median:.2f} (auto: {auto})", flush=True)
         for p, _ in plans.values():
             p.free()
         m.free()

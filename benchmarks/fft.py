@@ -64,6 +64,8 @@ for _cid, _title, *_spec in CPU_CASES:
                                                          kind=_spec[3], cid=_cid))
 bench.case("nowisdom/sweep", "CPU problems without wisdom: FFTW_ESTIMATE and DFTI against FFTW_MEASURE (the data "
            "behind the 'auto' engine's rule)", default=False)(no_wisdom_sweep)
+bench.case("nowisdom/sweep-1thread", "The same with one thread per plan, timed by the calling thread's CPU time "
+           "(robust to a loaded machine)", default=False)(functools.partial(no_wisdom_sweep, threads=1))
 
 
 # ------------------------------------------------------------------------------------------- per call
