@@ -304,6 +304,15 @@ def _other_peers(fns, x, axes, kind):
 #: problems without wisdom: rank, size, batch, dtype (id, shape, dtype, axes, kind)
 SWEEP = [
     ("c128-2p15", (1 << 15,), np.complex128, (-1,), "fft"),
+    ("c128-2p12", (1 << 12,), np.complex128, (-1,), "fft"),
+    ("c128-2p13", (1 << 13,), np.complex128, (-1,), "fft"),
+    ("c128-2p14", (1 << 14,), np.complex128, (-1,), "fft"),
+    ("c64-2p14", (1 << 14,), np.complex64, (-1,), "fft"),
+    ("c128-64x2048", (64, 2048), np.complex128, (-1,), "fft"),
+    ("c128-64x8192", (64, 8192), np.complex128, (-1,), "fft"),
+    ("c64-32x16384", (32, 16384), np.complex64, (-1,), "fft"),
+    ("c64-256x256", (256, 256), np.complex64, (0, 1), "fft"),
+    ("c64-128x128", (128, 128), np.complex64, (0, 1), "fft"),
     ("c128-2p17", (1 << 17,), np.complex128, (-1,), "fft"),
     ("c128-2p20", (1 << 20,), np.complex128, (-1,), "fft"),
     ("c64-2p20", (1 << 20,), np.complex64, (-1,), "fft"),

@@ -39,9 +39,9 @@ class FFTOptions:
         logger: a ``logging.Logger``; by default the ``cumath.fft`` loggers.
         device_id: kept for nvmath-python compatibility; prefer ``execution=ExecutionCUDA(device_id=...)``.
         cpu_engine: (cumath) CPU FFT engine: 'auto' ('fftw+dfti' when FFTW and MKL are both installed: FFTW's
-            plan where the process has wisdom for the problem; where it has none, FFTW_ESTIMATE for problems
-            under 2^15 points and for batches of 1-D transforms of at most 2^14 points each, MKL's DFTI for
-            multi-dimensional and longer 1-D transforms, so a first call needs no measured planning and runs
+            plan where the process has wisdom for the problem; where it has none, FFTW_ESTIMATE for 1-D
+            transforms of up to 4096 points (alone or in batches) and multi-dimensional ones under 2^15 points,
+            MKL's DFTI for longer and larger ones, so a first call needs no measured planning and runs
             near a measured plan's speed; the choice and its reason are logged at DEBUG, and only the library
             chosen is loaded; then NVPL FFT on Arm, FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw',
             'mkl' (MKL's FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti', 'nvpl' (NVIDIA NVPL FFT, Arm only:

@@ -9,14 +9,15 @@ round"). Wherever the process has wisdom for a problem, FFTW's measured plan run
 
 from __future__ import annotations
 
-__all__ = ["no_wisdom_engine", "problem", "SMALL_POINTS", "BATCHED_FFTW_MAX_LENGTH"]
+__all__ = ["no_wisdom_engine", "problem", "FFTW_MAX_LENGTH", "MULTI_DIM_DFTI_POINTS"]
 
-#: Below this many points per plan FFTW's heuristic plan runs as fast as its measured one, plans in well under a
-#: millisecond and starts ~1.5 us sooner per call than DFTI (a 2048-point complex128 FFT: 4 against 6 us).
-SMALL_POINTS = 1 << 15
-#: Batches of 1-D transforms up to this length: FFTW_ESTIMATE's plans run within ~1.1x of measured ones (4096 x
-#: 1024 complex64, 256 x 4096 complex128, 1024 x 256 along axis 0), DFTI's batch loop 1.1-1.5x.
-BATCHED_FFTW_MAX_LENGTH = 1 << 14
+#: 1-D transforms up to this length, alone or in batches: FFTW_ESTIMATE's plans run within ~1.2x of measured ones
+#: (2048, 4096, batches of 1024-4096 along either axis), DFTI's 1.05-2x and ~1.5 us more per call. Longer ones
+#: (2^13-2^20, alone or in batches): FFTW_ESTIMATE 1.2-3x, DFTI 0.7-1.5x.
+FFTW_MAX_LENGTH = 4096
+#: Multi-dimensional transforms of at least this many points each: FFTW_ESTIMATE 1.5-12x, DFTI 0.9-1.7x; smaller
+#: ones (128 x 128): FFTW_ESTIMATE ~1.1x, DFTI ~1.4x.
+MULTI_DIM_DFTI_POINTS = 1 << 15
 
 
 def problem(geom) -> str:
@@ -28,22 +29,26 @@ def problem(geom) -> str:
 
 
 def no_wisdom_engine(geom, in_strides=None, out_strides=None) -> tuple[str, str]:
-    """('fftw' or 'dfti', why) for a problem without wisdom: FFTW_ESTIMATE for small problems and for batches of
-    1-D transforms of moderate length; DFTI for multi-dimensional transforms and single long 1-D ones, where
-    FFTW_ESTIMATE's plans run 1.4-7x slower than measured ones and DFTI's within ~1.3x (its descriptor commits in
-    0.4-35 ms)."""
+    """('fftw' or 'dfti', why) for a problem without wisdom: FFTW_ESTIMATE for 1-D transforms of up to
+    :data:`FFTW_MAX_LENGTH` points (alone or in batches) and multi-dimensional ones under
+    :data:`MULTI_DIM_DFTI_POINTS`; DFTI for longer and larger ones, where FFTW_ESTIMATE's plans run 1.2-12x
+    slower than measured ones and DFTI's near them (its descriptor commits in 0.2-35 ms). The ratios are
+    single-threaded CPU times against FFTW_MEASURE (benchmarks/fft.py --case nowisdom)."""
+    sizes = geom.sizes
     batch = geom.batch_size
-    points = batch
-    for n in geom.sizes:
+    alone = "one" if batch == 1 else f"a batch of {batch}"
+    if len(sizes) == 1:
+        n = sizes[0]
+        if n <= FFTW_MAX_LENGTH:
+            return "fftw", (f"{alone} 1-D transform(s) of length {n} <= {FFTW_MAX_LENGTH}: FFTW_ESTIMATE's plan "
+                            f"runs near a measured one")
+        return "dfti", (f"{alone} 1-D transform(s) of length {n} > {FFTW_MAX_LENGTH}: FFTW_ESTIMATE's plans run "
+                        f"1.2-3x slower than measured ones, DFTI's near them")
+    points = 1
+    for n in sizes:
         points *= n
-    if points < SMALL_POINTS:
-        return "fftw", f"{points} points < {SMALL_POINTS}: FFTW_ESTIMATE's plan is as fast as a measured one"
-    if len(geom.sizes) > 1:
-        return "dfti", (f"a {len(geom.sizes)}-D transform: FFTW_ESTIMATE's multi-dimensional plans run up to 7x "
-                        f"slower than measured ones, DFTI's near them")
-    n = geom.sizes[0]
-    if batch > 1 and n <= BATCHED_FFTW_MAX_LENGTH:
-        return "fftw", (f"a batch of {batch} 1-D transforms of length {n} <= {BATCHED_FFTW_MAX_LENGTH}: "
-                        f"FFTW_ESTIMATE's plan runs near a measured one, DFTI's batch loop slower")
-    return "dfti", (f"{'a batch of long 1-D transforms' if batch > 1 else 'one long 1-D transform'} ({n} points): "
-                    f"FFTW_ESTIMATE's plans run 1.4-2x slower than measured ones, DFTI's near them")
+    if points < MULTI_DIM_DFTI_POINTS:
+        return "fftw", (f"{alone} {len(sizes)}-D transform(s) of {points} points < {MULTI_DIM_DFTI_POINTS}: "
+                        f"FFTW_ESTIMATE's plan runs near a measured one")
+    return "dfti", (f"{alone} {len(sizes)}-D transform(s) of {points} points: FFTW_ESTIMATE's multi-dimensional "
+                    f"plans run up to 12x slower than measured ones, DFTI's near them")

@@ -1,9 +1,9 @@
 """oneMKL's DFTI as a CPU FFT engine ('dfti'), and the engine 'auto' prefers when MKL and FFTW are both there
 ('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem; where it has none, the engine
-the no-wisdom rule (``_rule.py``) picks from the problem's rank, size and batch: FFTW_ESTIMATE for small problems
-and batches of moderate 1-D transforms (its plans run near measured ones there), DFTI for multi-dimensional and
-long 1-D transforms (where FFTW_ESTIMATE's plans run 1.4-7x slower and DFTI's near measured ones; a descriptor
-commits in milliseconds). Each choice is logged at DEBUG with its reason.
+the no-wisdom rule (``_rule.py``) picks from the problem's rank, size and batch: FFTW_ESTIMATE for short 1-D
+transforms (alone or in batches) and small multi-dimensional ones (its plans run near measured ones there), DFTI
+for longer and larger ones (where FFTW_ESTIMATE's plans run 1.2-12x slower and DFTI's near measured ones; a
+descriptor commits in milliseconds). Each choice is logged at DEBUG with its reason.
 
 A plan DFTI serves moves to FFTW as soon as FFTW has wisdom for it (the same rule as FFTW's own heuristic plans:
 ``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution looks again). FFTW is loaded
