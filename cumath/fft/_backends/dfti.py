@@ -295,24 +295,24 @@ def _may_have_wisdom(geom) -> bool:
         return True
 
 
-#: the alignment mask of a TunedPlan made before FFTW is loaded: a multiple of every SIMD alignment FFTW uses
-_ANY_SIMD_MASK = 63
-
-
 class TunedPlan:
     """One FFT layout served, per direction, by FFTW (from wisdom) or by DFTI (no wisdom yet); a ``CPUPlan``.
 
     ``entries`` holds the served direction's raw function; pointers off FFTW's SIMD alignment come through
     ``execute``, which gives them to DFTI (any alignment, nothing to plan). FFTW's plan object is made when first
-    needed (``make_fftw``): at once where the process may have wisdom, else once it learns some."""
+    needed (``make_fftw``): at once where the process may have wisdom, else once it learns some. A plan made
+    without FFTW has ``align_mask`` 0 (DFTI's, so that its calls go straight to DFTI); should FFTW serve it later,
+    its direction stays out of ``entries`` and every call comes through ``execute``, which checks FFTW's
+    alignment (executors read ``align_mask`` once)."""
 
     nbytes = 0
 
     def __init__(self, make_fftw, fftw, dfti: DftiPlan, log=logger, measured=None, effort=None):
         self._make_fftw, self.fftw, self.dfti, self.log = make_fftw, fftw, dfti, log
         self._measured, self._effort = measured, effort  # background planning, where the user opted in
-        self.align_mask = fftw.align_mask if fftw is not None else _ANY_SIMD_MASK
+        self.align_mask = fftw.align_mask if fftw is not None else 0
         self.entries: dict = {}
+        self._ready: set = set()  # directions chosen since the last wisdom generation
         self._by_fftw: set = set()  # directions FFTW serves (from wisdom)
         self._refused: set = set()  # directions DFTI could not describe
         self._generation = -1
@@ -324,14 +324,20 @@ class TunedPlan:
         return self.fftw
 
     def _choose(self, sign: int) -> None:
-        self._generation = WISDOM.generation
+        if self._generation != WISDOM.generation:
+            self._generation = WISDOM.generation
+            self._ready.clear()
+        self._ready.add(sign)
         if (sign not in self._by_fftw and (self.fftw is not None or WISDOM.generation != self._born)
                 and self._with_fftw().from_wisdom(sign)):
             self._by_fftw.add(sign)
             self.log.info("FFT direction %+d: FFTW's plan from wisdom", sign)
         if sign in self._by_fftw:
             self.fftw.prepare(sign)
-            self.entries[sign] = self.fftw.entries[sign]
+            if self.fftw.align_mask & ~self.align_mask:  # FFTW needs an alignment the executor does not check
+                self.entries.pop(sign, None)
+            else:
+                self.entries[sign] = self.fftw.entries[sign]
             return
         try:
             self.dfti.prepare(sign)
@@ -366,7 +372,7 @@ class TunedPlan:
         if sign in self._refused:
             self.fftw.execute(in_ptr, out_ptr, sign)
             return
-        if sign not in self.entries or self._generation != WISDOM.generation:
+        if sign not in self._ready or self._generation != WISDOM.generation:
             self._choose(sign)
             if sign in self._refused:
                 self.fftw.execute(in_ptr, out_ptr, sign)
