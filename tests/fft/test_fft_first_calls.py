@@ -255,3 +255,42 @@ def test_a_plan_made_without_fftw_serves_any_alignment_before_and_after_wisdom(m
             assert_close(f.execute(), fft_ref(x, None), "complex128")
             assert_close(f.execute(direction="inverse"), ifft_ref(x, None), "complex128")
         assert plan.served_by(-1) == "fftw:wisdom" and -1 not in plan.entries
+
+
+def test_locatable_finds_without_loading(monkeypatch):
+    from cumath._bindings import _loader
+
+    if _loader.machine() != "aarch64":
+        assert not _loader.locatable("nvpl_fftw")  # an Arm-only library is not looked for elsewhere
+    if engine_available("fftw"):
+        assert _loader.locatable("fftw3")
+    monkeypatch.setattr(_loader, "_loaded", {})
+    monkeypatch.setattr(_loader, "_sys_path_dirs", lambda: [])
+    monkeypatch.setattr(_loader.sys, "prefix", "/nonexistent")
+    monkeypatch.setattr(_loader.sys, "base_prefix", "/nonexistent")
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    assert not _loader.locatable("mkl_rt") and not _loader.locatable("fftw3")
+    assert _loader._loaded == {}  # nothing was loaded
+
+
+@needs_both
+def test_auto_skips_fftw_plus_dfti_when_mkl_cannot_be_found_or_loaded(monkeypatch):
+    from cumath._bindings import _loader, mkl_dfti
+    from cumath.config import plan_cache
+    from cumath.fft import _backends
+
+    monkeypatch.setattr(_backends.REGISTRY, "_made", {})
+    monkeypatch.delenv("CUMATH_FFT_CPU_ENGINE", raising=False)
+    real = _loader.locatable
+    monkeypatch.setattr(_loader, "locatable", lambda name: False if name == "mkl_rt" else real(name))
+    monkeypatch.setattr(mkl_dfti, "available", lambda: False)
+    plan_cache.clear()
+    try:
+        assert _backends.cpu_engine("auto") == "fftw"
+        x = random_array((256, 257), "complex128")
+        with F.FFT(x) as f:
+            f.plan()
+            assert served(f) == "fftw:estimate"
+            assert_close(f.execute(), fft_ref(x, None), "complex128")
+    finally:
+        plan_cache.clear()
