@@ -278,6 +278,15 @@ def _pyfftw_contenders(case, fns, pyfftw, x, shape, kind, axes, threads):
         a[...] = x
         fns[f"pyfftw FFTW.execute ({label})"] = obj.execute
         rows.append(f"pyfftw FFTW.execute ({label})")
+        if n == counts[0]:
+            fns[f"pyfftw FFTW() call ({label})"] = obj
+    from pyfftw.interfaces import cache as pyfftw_cache, numpy_fft as pnf
+
+    pyfftw_cache.enable()
+    nt = threads if x.size >= 1 << 15 else 1
+    pf = pnf.fftn if kind == "fft" else pnf.rfftn
+    fns[f"pyfftw.interfaces (cached, measure, {nt} thread{'s' if nt > 1 else ''})"] = (
+        lambda: pf(x, axes=axes, threads=nt, planner_effort="FFTW_MEASURE"))
     return rows
 
 

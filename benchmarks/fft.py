@@ -1,10 +1,14 @@
 """FFT benchmark: cumath.fft against its peers, in one process, on the same data.
 
 Groups (``--list`` shows every case):
-  cpu        1-D 2048 and 2^20 complex128, 4096 x 1024 batched and 2048^2 2-D complex64, 2^20 float64 rfft:
-             cumath (stateless before and after measured planning, stateful FFT.execute, the MKL engine where
-             MKL is installed) against pyFFTW (FFTW_MEASURE plans, .execute()), pyfftw.interfaces, mkl_fft,
-             scipy.fft and numpy.fft; also the first call in a fresh process (no wisdom).
+  cpu        1-D 2048 and 2^20 complex128, 4096 x 1024 batched and 2048^2 2-D complex64, 2^20 float64 rfft
+             (``_fft_cpu.py``): cumath without wisdom ('auto', DFTI, FFTW_ESTIMATE: each row names the engine and
+             plan kind read back from the plan), then FFTW_MEASURE, stateless from wisdom and the MKL engines,
+             against pyFFTW (FFTW_MEASURE plans, .execute()), pyfftw.interfaces, mkl_fft, scipy.fft and
+             numpy.fft; the first call in fresh processes (no wisdom), its planning split into imports, library
+             loading and planning proper.
+  nowisdom   (optional) FFTW_ESTIMATE and DFTI against FFTW_MEASURE over 27 problems, with all threads (wall
+             time) or one (CPU time): the data behind the 'auto' engine's rule for problems without wisdom.
   percall    the cost of one call of a small transform: CPU 2048 and 16 points complex128 (stateless
              cumath.fft.fft, FFT.execute, pyFFTW's FFTW.execute); GPU 2048 complex128 and 64^3 complex64 (cumath
              with CuPy and PyTorch operands, cupy.fft, torch.fft, nvmath-python); NumPy in, GPU FFT, NumPy out.
