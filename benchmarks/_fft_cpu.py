@@ -117,13 +117,14 @@ mkl_first = 0.0
 if "create" in first:  # the same descriptor again: what the first one cost more is MKL loading its libraries
     ms, args = first["create"]
     t0 = T(); mkl_dfti.free_descriptor(create(*args)); mkl_first = max(0.0, ms - 1e3 * (T() - t0))
-served = f._executor.backend.served_by(-1)
+backend = f._executor.backend  # (a cumath without served_by: the plan's class)
+served = backend.served_by(-1) if hasattr(backend, "served_by") else type(backend).__name__
 print(json.dumps({"import": 1e3 * t_import, "plan": 1e3 * t_plan, "plan_cpu": 1e3 * c_plan, "modules": 1e3 * modules[0], "loads": loads,
                   "mkl_first": mkl_first, "exec1": 1e3 * t_exec1, "exec2": 1e3 * t_exec2, "served": served}))
 """
 
 
-def cold_first_call(shape, dtype, axes, kind, pycache):
+def cold_first_call(shape, dtype, axes, kind, pycache, path=None):
     """Two fresh processes with an empty cache folder (no wisdom): one planning and executing an FFT step by
     step (reading cumath's loader to split the planning time), one making a whole first stateless call.
     Compiled modules are kept under ``pycache`` (as an installed package has them), even where the environment
@@ -132,7 +133,8 @@ def cold_first_call(shape, dtype, axes, kind, pycache):
     out = []
     for mode in ("staged", "stateless"):
         with tempfile.TemporaryDirectory() as d:
-            e = dict(os.environ, CUMATH_CACHE_DIR=d, PYTHONPATH=os.pathsep.join(sys.path), PYTHONPYCACHEPREFIX=pycache)
+            e = dict(os.environ, CUMATH_CACHE_DIR=d, PYTHONPATH=os.pathsep.join(path or sys.path),
+                     PYTHONPYCACHEPREFIX=pycache)
             e.pop("PYTHONDONTWRITEBYTECODE", None)
             res = subprocess.run([sys.executable, "-c", _CHILD, spec, mode], env=e, capture_output=True, text=True,
                                  check=True)
