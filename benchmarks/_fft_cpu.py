@@ -316,6 +316,7 @@ def _other_peers(fns, x, axes, kind):
 # ------------------------------------------------------------------------ the data behind the rule
 #: problems without wisdom: rank, size, batch, dtype (id, shape, dtype, axes, kind)
 SWEEP = [
+    ("c128-2048", (2048,), np.complex128, (-1,), "fft"),
     ("c128-2p15", (1 << 15,), np.complex128, (-1,), "fft"),
     ("c128-2p12", (1 << 12,), np.complex128, (-1,), "fft"),
     ("c128-2p13", (1 << 13,), np.complex128, (-1,), "fft"),

@@ -7,7 +7,7 @@ Groups (``--list`` shows every case):
              against pyFFTW (FFTW_MEASURE plans, .execute()), pyfftw.interfaces, mkl_fft, scipy.fft and
              numpy.fft; the first call in fresh processes (no wisdom), its planning split into imports, library
              loading and planning proper.
-  nowisdom   (optional) FFTW_ESTIMATE and DFTI against FFTW_MEASURE over 25 problems, with all threads (wall
+  nowisdom   (optional) FFTW_ESTIMATE and DFTI against FFTW_MEASURE over 26 problems, with all threads (wall
              time) or one (CPU time): the data behind the 'auto' engine's rule for problems without wisdom.
   percall    the cost of one call of a small transform: CPU 2048 and 16 points complex128 (stateless
              cumath.fft.fft, FFT.execute, pyFFTW's FFTW.execute); GPU 2048 complex128 and 64^3 complex64 (cumath
