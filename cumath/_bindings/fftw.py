@@ -176,6 +176,8 @@ PROVIDERS = ("fftw", "mkl", "nvpl")
 def library_name(precision: str, provider: str) -> str:
     """The loader's name of the main library of (precision, provider) ('fftw3', 'fftw3f', 'mkl_rt', ...)."""
     return _LIBS[(precision, provider)][0]
+
+
 _INT_MAX = (1 << 31) - 1
 
 _HOT = ("execute", "execute_dft", "execute_dft_r2c", "execute_dft_c2r")
