@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
+__all__ = ["LIBRARIES", "load_library", "find_library", "locatable", "loaded_libraries", "LibrarySpec", "cuda_major",
            "install_hint", "EXTRAS_HINT", "once", "machine"]
 
 logger = logging.getLogger(__name__)
@@ -450,6 +450,26 @@ def install_hint(name: str) -> str:
 def hint_for_extra(extra: str) -> str:
     """The install hint of a pip extra, for messages outside the loader."""
     return f'`pip install "cumath[{extra}]"` ({EXTRAS_HINT.format(extra=extra)})'
+
+
+def locatable(name: str) -> bool:
+    """Whether library ``name`` is loaded already or has a file among its bundled copies (the wheel folders of
+    ``sys.path``, the environment's ``lib`` folder), found without loading anything and stopping at the first
+    (a library reached only through cuda-pathfinder or the system loader is not looked for: False). For choosing
+    between engines before deciding which to load."""
+    if name in _loaded:
+        return True
+    spec = LIBRARIES[name]
+    if spec.companion_of is not None or (spec.machines and machine() not in spec.machines):
+        return False
+    for base in _sys_path_dirs():
+        if any(glob.glob(os.path.join(base, pattern)) for pattern in spec.wheel_globs):
+            return True
+    if spec.prefix_lib:
+        for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", ""))):
+            if prefix and any(os.path.exists(os.path.join(prefix, "lib", soname)) for soname in spec.sonames):
+                return True
+    return False
 
 
 def loaded_libraries() -> dict[str, str]:
