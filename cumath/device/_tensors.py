@@ -100,11 +100,30 @@ class Layout:
     def _traits(self) -> dict:
         return self.matmul._tensor_traits()[self.kind]
 
-    memory_space = property(lambda self: _space(self.kind))
-    leading_dimension = property(lambda self: self._ld)
-    size = property(lambda self: self._traits()["logical_size"], doc="Logical elements of the tensor.")
-    alignment = property(lambda self: self._traits()["alignment_bytes"], doc="Alignment of the storage, bytes.")
-    opaque_name = property(lambda self: self._traits()["opaque_name"])
+    @property
+    def memory_space(self) -> str:
+        """Where the tensor lives: 'rmem' (registers), 'smem' (shared) or 'gmem' (global memory)."""
+        return _space(self.kind)
+
+    @property
+    def leading_dimension(self) -> int | None:
+        """Elements between columns (rows when row-major) of a global-memory tensor; None for the others."""
+        return self._ld
+
+    @property
+    def size(self) -> int:
+        """Logical elements of the tensor."""
+        return self._traits()["logical_size"]
+
+    @property
+    def alignment(self) -> int:
+        """Alignment of the storage, bytes."""
+        return self._traits()["alignment_bytes"]
+
+    @property
+    def opaque_name(self) -> str:
+        """cuBLASDx's name of the tensor's type (as the generated device code spells it)."""
+        return self._traits()["opaque_name"]
 
     @property
     def dtype(self) -> Any:

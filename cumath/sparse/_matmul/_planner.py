@@ -142,7 +142,10 @@ class Matmul(Operation):
                      "" if C is None else f" + c {list(C.shape)}", list(g.result_shape),
                      "CPU" if not self._on_gpu else f"GPU {self._device}")
 
-    options = property(lambda self: self._options, doc="The :class:`MatmulOptions` of this product.")
+    @property
+    def options(self) -> MatmulOptions:
+        """The :class:`MatmulOptions` of this product."""
+        return self._options
 
     @property
     def engine(self) -> str | None:

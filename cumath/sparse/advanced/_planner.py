@@ -163,16 +163,35 @@ class DirectSolver(Operation):
                            pr.nrhs, p.package, where, self._sparse_execution.kind)
 
     # ---------------------------------------------------------------------------------------- configs
-    plan_config = property(lambda self: self._plan_config, doc="The planning settings (set them before plan()): a "
-                           ":class:`DirectSolverPlanConfig`.")
-    factorization_config = property(lambda self: self._factorization_config, doc="The factorization settings: a "
-                                    ":class:`DirectSolverFactorizationConfig`.")
-    solution_config = property(lambda self: self._solution_config, doc="The solution settings: a "
-                               ":class:`DirectSolverSolutionConfig`.")
-    plan_info = property(lambda self: self._plan_info, doc="What plan() found: a :class:`DirectSolverPlanInfo`.")
-    factorization_info = property(lambda self: self._factorization_info, doc="What factorize() found: a "
-                                  ":class:`DirectSolverFactorizationInfo`.")
-    options = property(lambda self: self._options, doc="The :class:`DirectSolverOptions` of this solver.")
+    @property
+    def plan_config(self) -> DirectSolverPlanConfig:
+        """The planning settings (set them before plan()): a :class:`DirectSolverPlanConfig`."""
+        return self._plan_config
+
+    @property
+    def factorization_config(self) -> DirectSolverFactorizationConfig:
+        """The factorization settings: a :class:`DirectSolverFactorizationConfig`."""
+        return self._factorization_config
+
+    @property
+    def solution_config(self) -> DirectSolverSolutionConfig:
+        """The solution settings: a :class:`DirectSolverSolutionConfig`."""
+        return self._solution_config
+
+    @property
+    def plan_info(self) -> DirectSolverPlanInfo:
+        """What plan() found: a :class:`DirectSolverPlanInfo`."""
+        return self._plan_info
+
+    @property
+    def factorization_info(self) -> DirectSolverFactorizationInfo:
+        """What factorize() found: a :class:`DirectSolverFactorizationInfo`."""
+        return self._factorization_info
+
+    @property
+    def options(self) -> DirectSolverOptions:
+        """The :class:`DirectSolverOptions` of this solver."""
+        return self._options
 
     @property
     def timings(self) -> dict:

@@ -279,10 +279,25 @@ class TensorFormat:
         return [dims[n] for n in self._names]
 
     # ---------------------------------------------------------------------------------------- properties
-    dimensions = property(lambda self: self._dimensions, doc="The dimension specifications.")
-    num_dimensions = property(lambda self: len(self._dimensions))
-    num_levels = property(lambda self: len(self._exprs))
-    name = property(lambda self: self._name)
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]:
+        """The dimension specifications."""
+        return self._dimensions
+
+    @property
+    def num_dimensions(self) -> int:
+        """How many dimensions (logical indices) the format has."""
+        return len(self._dimensions)
+
+    @property
+    def num_levels(self) -> int:
+        """How many storage levels the format has."""
+        return len(self._exprs)
+
+    @property
+    def name(self) -> str:
+        """The format's name (generated from its levels when none was given)."""
+        return self._name
 
     @property
     def levels(self) -> dict:
