@@ -46,6 +46,8 @@ from ._common import KernelOnlyFunction
 if TYPE_CHECKING:
     from typing import Any
 
+    import numpy as np
+
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
            "axpby", "copy_wait", "TENSOR_KINDS", "tensor_traits", "tensor_function", "bundle_specs"]
 
@@ -126,7 +128,8 @@ class Layout:
         return self._traits()["opaque_name"]
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> np.dtype[Any]:
+        """The NumPy dtype of the tensor's elements (its matrix's value type)."""
         import numpy as np
 
         return np.dtype(self.matmul._value_types()["abc".index(self.matrix)])
@@ -137,7 +140,8 @@ class Layout:
         return self._traits()["storage_bytes"] // self.dtype.itemsize
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, int | None]:
+        """What identifies the layout: (the Matmul's code key, the tensor kind, the leading dimension)."""
         return (self.matmul._numba_key, self.kind, self._ld)
 
     def __eq__(self, other):

@@ -194,7 +194,7 @@ class DirectSolver(Operation):
         return self._options
 
     @property
-    def timings(self) -> dict:
+    def timings(self) -> dict[str, dict[str, float]]:
         """(cumath) Where the host time of the last plan(), factorize() and solve() went: ``{phase: {step:
         milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the config and
         data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``. With the

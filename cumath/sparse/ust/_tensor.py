@@ -421,7 +421,7 @@ class Tensor:
         return self._format.num_levels
 
     @property
-    def levels(self) -> tuple:
+    def levels(self) -> tuple[int, ...]:
         """The extent of each level."""
         return tuple(level_sizes(self._format, self._extents))
 
