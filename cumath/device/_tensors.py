@@ -177,6 +177,7 @@ class Partitioner:
 
     @property
     def layout(self) -> Layout:
+        """The :class:`Layout` of the register fragment this partitioner describes."""
         return Layout(self.matmul, self.kind)
 
     def __repr__(self):

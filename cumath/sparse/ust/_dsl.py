@@ -95,7 +95,8 @@ class LevelExpr:
         return LevelExpr(self.terms, op, int(c))
 
     @property
-    def dims(self) -> tuple:
+    def dims(self) -> tuple[str, ...]:
+        """The names of the dimensions the expression uses."""
         return tuple(self.terms)
 
     def evaluate(self, coords: dict) -> Any:
