@@ -6,6 +6,7 @@ import enum
 import importlib
 import inspect
 
+import numpy as np
 import pytest
 
 PUBLIC = ["cumath", "cumath.fft", "cumath.linalg", "cumath.linalg.advanced", "cumath.linalg.advanced.helpers",
@@ -21,7 +22,7 @@ def _unannotated(fn, where: str) -> list[str]:
     fn = inspect.unwrap(fn)
     code = getattr(fn, "__code__", None)
     if code is None or code.co_filename == "<string>" or fn.__name__ == "<lambda>":
-        return []  # generated (dataclass __init__, typed from its fields) or a lambda property (typed Any)
+        return []  # generated (dataclass __init__, typed from its fields); lambda properties: see below
     sig = inspect.signature(fn)
     out = []
     for p in sig.parameters.values():
@@ -70,6 +71,60 @@ def _callables():
 def test_every_public_callable_is_annotated():
     problems = [p for fn, where in _callables() for p in _unannotated(fn, where)]
     assert not problems, f"{len(problems)} public signatures lack annotations:\n" + "\n".join(problems)
+
+
+def _public_properties():
+    """(property, where) of every public property of the classes of the public modules (and their bases)."""
+    seen = set()
+    for modname in PUBLIC:
+        mod = importlib.import_module(modname)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if not inspect.isclass(obj):
+                continue
+            for klass in obj.__mro__:
+                if klass is object or not klass.__module__.startswith("cumath") or klass in seen:
+                    continue
+                seen.add(klass)
+                for attr, value in vars(klass).items():
+                    if isinstance(value, property) and not attr.startswith("_"):
+                        yield value, f"{klass.__module__}.{klass.__qualname__}.{attr}"
+
+
+def test_every_public_property_is_typed_and_documented():
+    """A ``property(lambda self: ...)`` types as Any to type checkers and has no docstring unless given one:
+    every public property is a ``def`` with a return annotation and a docstring (Sphinx lists only documented
+    members)."""
+    props = list(_public_properties())
+    problems = []
+    for prop, where in props:
+        fget = prop.fget
+        if fget.__name__ == "<lambda>":
+            problems.append(f"{where}: a lambda (types as Any); write it as a typed @property")
+            continue
+        if inspect.signature(fget).return_annotation is inspect.Signature.empty:
+            problems.append(f"{where}: no return annotation")
+        if not (prop.__doc__ or "").strip():
+            problems.append(f"{where}: no docstring")
+    assert not problems, f"{len(problems)} public properties:\n" + "\n".join(problems)
+    names = {where.rsplit(".", 2)[-2] + "." + where.rsplit(".", 1)[-1] for _, where in props}
+    for expected in ("FFT.storage_size", "Matmul.a_size", "Solver.a_shape", "Layout.cosize", "Tensor.extents",
+                     "TensorFormat.num_levels", "DirectSolver.plan_config", "DirectSolverFactorizationInfo.lu_nnz"):
+        assert expected in names, expected
+
+
+def test_typed_properties_keep_their_setters():
+    """The typed properties stay read-only, as the lambda properties they replace were."""
+    import cumath.device
+    import cumath.sparse.ust
+
+    for cls, attr in ((cumath.device.Matmul, "size"), (cumath.device.FFT, "storage_size"),
+                      (cumath.device.Solver, "a_shape"), (cumath.sparse.ust.Tensor, "extents")):
+        assert getattr(cls, attr).fset is None, f"{cls.__name__}.{attr}"
+    t = cumath.sparse.ust.Tensor.from_package(np.arange(1.0, 7.0).reshape(2, 3))
+    with pytest.raises(AttributeError, match="extents"):
+        t.extents = (3, 2)
+    assert t.extents == (2, 3)
 
 
 def test_the_audit_sees_the_surface():
