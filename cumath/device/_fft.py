@@ -172,7 +172,7 @@ class FFT(DeviceFunction):
 
     @property
     def precision(self) -> str:
-        """The computation precision: 'float16', 'float32' or 'float64'."""
+        """The computation precision, 'float16', 'float32' or 'float64'."""
         return self._precision
 
     @property
@@ -213,18 +213,18 @@ class FFT(DeviceFunction):
     # --------------------------------------------------------------------------------------------- traits
     @property
     def value_type(self) -> np.dtype[Any] | HalfVector:
-        """The complex type the FFT computes in: NumPy complex64 or complex128, or
+        """The complex type the FFT computes in, NumPy complex64 or complex128, or
         :data:`~cumath.device.float16x4` for half precision (a pair of FFTs)."""
         return np_dtype(VALUE_TYPES[self._trait("value_type")])
 
     @property
     def input_type(self) -> np.dtype[Any] | HalfVector:
-        """The type of the FFT's input elements (real for r2c; half precision: a vector of the pair)."""
+        """The type of the FFT's input elements (real for r2c; in half precision a vector of the pair)."""
         return np_dtype(VALUE_TYPES[self._trait("input_type")])
 
     @property
     def output_type(self) -> np.dtype[Any] | HalfVector:
-        """The type of the FFT's output elements (real for c2r; half precision: a vector of the pair)."""
+        """The type of the FFT's output elements (real for c2r; in half precision a vector of the pair)."""
         return np_dtype(VALUE_TYPES[self._trait("output_type")])
 
     @property
@@ -284,7 +284,7 @@ class FFT(DeviceFunction):
 
     @property
     def workspace_size(self) -> int:
-        """cuFFTDx workspaces are not offered: always 0."""
+        """Always 0 (cuFFTDx workspaces are not offered)."""
         return 0
 
     @property

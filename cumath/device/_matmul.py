@@ -246,7 +246,7 @@ class Matmul(DeviceFunction):
     # -------------------------------------------------------------------------------------- description
     @property
     def size(self) -> tuple[int, int, int]:
-        """(m, n, k): C is m x n, op(A) m x k, op(B) k x n."""
+        """(m, n, k), where C is m x n, op(A) m x k, op(B) k x n."""
         return self._size
 
     @property
@@ -261,7 +261,7 @@ class Matmul(DeviceFunction):
 
     @property
     def k(self) -> int:
-        """The contracted extent: columns of op(A), rows of op(B)."""
+        """The contracted extent (columns of op(A), rows of op(B))."""
         return self._size[2]
 
     @property

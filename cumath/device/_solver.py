@@ -366,7 +366,7 @@ class Solver(DeviceFunction):
 
     @property
     def size(self) -> tuple[int, int, int]:
-        """(m, n, k): k is the number of right-hand sides."""
+        """(m, n, k), where k is the number of right-hand sides."""
         return self._size
 
     @property
@@ -386,7 +386,7 @@ class Solver(DeviceFunction):
 
     @property
     def precision(self) -> type[np.floating[Any]]:
-        """The computation precision: ``numpy.float32`` or ``numpy.float64``."""
+        """The computation precision, ``numpy.float32`` or ``numpy.float64``."""
         return _np_type(self._precision)
 
     @property
@@ -401,7 +401,7 @@ class Solver(DeviceFunction):
 
     @property
     def arrangement(self) -> tuple[str, ...]:
-        """'col_major' or 'row_major' of each matrix: ``(a,)``, ``(a, b)`` or ``(a, u, vt)``."""
+        """'col_major' or 'row_major' of each matrix, ``(a,)``, ``(a, b)`` or ``(a, u, vt)``."""
         return self._arrangement
 
     @property
@@ -436,7 +436,7 @@ class Solver(DeviceFunction):
 
     @property
     def eig_type(self) -> int | None:
-        """1, 2 or 3: the generalized eigenproblem of hegst and hegv (None where not given)."""
+        """The generalized eigenproblem of hegst and hegv, 1, 2 or 3 (None where not given)."""
         return self._eig_type
 
     @property
@@ -456,12 +456,12 @@ class Solver(DeviceFunction):
 
     @property
     def info_type(self) -> np.dtype[np.int32]:
-        """The type of ``info``: int32."""
+        """The type of ``info`` (int32)."""
         return _np_type("int32")
 
     @property
     def ipiv_type(self) -> np.dtype[np.int32]:
-        """The type of ``ipiv``: int32."""
+        """The type of ``ipiv`` (int32)."""
         return _np_type("int32")
 
     @property
@@ -499,7 +499,7 @@ class Solver(DeviceFunction):
 
     @property
     def workspace_size(self) -> int:
-        """Elements of the value type the block's ``workspace`` array must hold (0: none)."""
+        """Elements of the value type the block's ``workspace`` array must hold (0 for none)."""
         return self._trait("workspace_size") or 0
 
     def _shape(self, name):

@@ -104,7 +104,7 @@ class Layout:
 
     @property
     def memory_space(self) -> str:
-        """Where the tensor lives: 'rmem' (registers), 'smem' (shared) or 'gmem' (global memory)."""
+        """Where the tensor lives, 'rmem' (registers), 'smem' (shared) or 'gmem' (global memory)."""
         return _space(self.kind)
 
     @property
@@ -141,7 +141,7 @@ class Layout:
 
     @property
     def key(self) -> tuple[str, str, int | None]:
-        """What identifies the layout: (the Matmul's code key, the tensor kind, the leading dimension)."""
+        """What identifies the layout (the Matmul's code key, the tensor kind, the leading dimension)."""
         return (self.matmul._numba_key, self.kind, self._ld)
 
     def __eq__(self, other):

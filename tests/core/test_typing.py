@@ -113,7 +113,23 @@ def test_every_public_property_is_typed_and_documented():
         assert expected in names, expected
 
 
-def test_typed_properties_keep_their_setters():
+def test_property_docstrings_render_as_descriptions():
+    """Napoleon (docs/conf.py) reads a property docstring whose first line has "text: more" as "type: description"
+    and renders the text before the colon as the property's type: no public property's first line does that."""
+    pytest.importorskip("sphinx")
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import GoogleDocstring
+
+    config = Config(napoleon_use_ivar=True)
+    misread = []
+    for prop, where in _public_properties():
+        doc = inspect.cleandoc(prop.__doc__ or "")
+        if ":type:" in str(GoogleDocstring(doc, config, what="property", name=where.rsplit(".", 1)[-1])):
+            misread.append(f"{where}: {doc.splitlines()[0]}")
+    assert not misread, "first lines read as 'type: description':\n" + "\n".join(misread)
+
+
+def test_typed_properties_stay_read_only():
     """The typed properties stay read-only, as the lambda properties they replace were."""
     import cumath.device
     import cumath.sparse.ust

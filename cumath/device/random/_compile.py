@@ -68,7 +68,7 @@ class Compile:
 
     @property
     def extension(self) -> list:
-        """For ``@cuda.jit(extensions=...)``: a list holding the extension that passes States objects."""
+        """For ``@cuda.jit(extensions=...)``, a list holding the extension that passes States objects."""
         return [_Extension()]
 
     def __repr__(self):

@@ -149,7 +149,7 @@ class Matmul(Operation):
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
+        """(cumath) The engine of the plan, 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
         ex = self._executor
         return None if ex is None else ex.engine.name
 
@@ -212,7 +212,7 @@ class Matmul(Operation):
 
     @property
     def algorithm(self) -> str | None:
-        """(cumath) What runs the plan: cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
+        """(cumath) What runs the plan, cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
         'generated' for a generated kernel, the engine ('mkl', 'scipy') on the CPU; None before plan()."""
         ex = self._executor
         if ex is None:

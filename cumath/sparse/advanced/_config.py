@@ -101,7 +101,7 @@ class DirectSolverPlanInfo(_Info):
 
     @property
     def memory_estimates(self) -> np.recarray:
-        """The memory the next phases need, bytes: a record of ``memory_estimates_dtype``."""
+        """The memory the next phases need in bytes, a record of ``memory_estimates_dtype``."""
         raw = self._get("memory_estimates")
         out = np.zeros((), dtype=memory_estimates_dtype).view(np.recarray)
         if isinstance(raw, dict):  # a CPU engine: the host memory it reports
@@ -145,7 +145,7 @@ class DirectSolverFactorizationInfo(_Info):
 
     @property
     def info(self) -> int | None:
-        """The engine's error indicator: 0 for success (None where the engine does not report it)."""
+        """The engine's error indicator, 0 for success (None where the engine does not report it)."""
         return self._get("info")
 
     @property

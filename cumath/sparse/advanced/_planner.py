@@ -165,27 +165,27 @@ class DirectSolver(Operation):
     # ---------------------------------------------------------------------------------------- configs
     @property
     def plan_config(self) -> DirectSolverPlanConfig:
-        """The planning settings (set them before plan()): a :class:`DirectSolverPlanConfig`."""
+        """The planning settings, a :class:`DirectSolverPlanConfig` (set them before plan())."""
         return self._plan_config
 
     @property
     def factorization_config(self) -> DirectSolverFactorizationConfig:
-        """The factorization settings: a :class:`DirectSolverFactorizationConfig`."""
+        """The factorization settings, a :class:`DirectSolverFactorizationConfig`."""
         return self._factorization_config
 
     @property
     def solution_config(self) -> DirectSolverSolutionConfig:
-        """The solution settings: a :class:`DirectSolverSolutionConfig`."""
+        """The solution settings, a :class:`DirectSolverSolutionConfig`."""
         return self._solution_config
 
     @property
     def plan_info(self) -> DirectSolverPlanInfo:
-        """What plan() found: a :class:`DirectSolverPlanInfo`."""
+        """What plan() found, a :class:`DirectSolverPlanInfo`."""
         return self._plan_info
 
     @property
     def factorization_info(self) -> DirectSolverFactorizationInfo:
-        """What factorize() found: a :class:`DirectSolverFactorizationInfo`."""
+        """What factorize() found, a :class:`DirectSolverFactorizationInfo`."""
         return self._factorization_info
 
     @property
@@ -195,17 +195,17 @@ class DirectSolver(Operation):
 
     @property
     def timings(self) -> dict[str, dict[str, float]]:
-        """(cumath) Where the host time of the last plan(), factorize() and solve() went: ``{phase: {step:
-        milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the config and
-        data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``. With the
-        solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work is
-        charged to the step that queued it. Empty before plan()."""
+        """(cumath) Where the host time of the last plan(), factorize() and solve() went, as
+        ``{phase: {step: milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the
+        config and data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``.
+        With the solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work
+        is charged to the step that queued it. Empty before plan()."""
         ex = self._executor
         return {k: dict(v) for k, v in getattr(ex, "timings", {}).items()}
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'cudss', 'pardiso' or 'superlu' (None before plan())."""
+        """(cumath) The engine of the plan, 'cudss', 'pardiso' or 'superlu' (None before plan())."""
         ex = self._executor
         if ex is None:
             return None

@@ -302,7 +302,7 @@ class TensorFormat:
 
     @property
     def levels(self) -> dict[LevelExpr, Any]:
-        """The levels: level expression -> :class:`LevelFormat`, or a tuple ``(LevelFormat, [N,] LevelProperty...)``."""
+        """The levels, level expression -> :class:`LevelFormat` or a tuple ``(LevelFormat, [N,] LevelProperty...)``."""
         return {e: (f if not p and not n else (f, *((n,) if n else ()), *p))
                 for e, (f, p), n in zip(self._exprs, self._specs, self._params)}
 

@@ -382,7 +382,7 @@ class Tensor:
 
     @property
     def index_type(self) -> str:
-        """The type of the positions and coordinates arrays: ``'int32'`` or ``'int64'``."""
+        """The type of the positions and coordinates arrays, ``'int32'`` or ``'int64'``."""
         return self._index_type
 
     @property
@@ -392,7 +392,7 @@ class Tensor:
 
     @property
     def device(self) -> Literal["cpu", "cuda"]:
-        """Where the arrays live: ``'cpu'`` or ``'cuda'``."""
+        """Where the arrays live, ``'cpu'`` or ``'cuda'``."""
         return "cpu" if self._device_id is None else "cuda"
 
     @property
