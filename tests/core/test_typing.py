@@ -37,35 +37,39 @@ def _unannotated(fn, where: str) -> list[str]:
     return out
 
 
-def _callables():
+def _public_objects():
+    """(where, object) of each name in the public modules' __all__ (modules left out), each object once."""
     seen = set()
     for modname in PUBLIC:
         mod = importlib.import_module(modname)
         for name in mod.__all__:
             obj = getattr(mod, name)
-            if inspect.ismodule(obj) or id(obj) in seen:
+            if not inspect.ismodule(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                yield f"{modname}.{name}", obj
+
+
+def _callables():
+    for where, obj in _public_objects():
+        if inspect.isclass(obj):
+            if issubclass(obj, (enum.Enum, BaseException)) or getattr(obj, "_is_protocol", False):
                 continue
-            seen.add(id(obj))
-            where = f"{modname}.{name}"
-            if inspect.isclass(obj):
-                if issubclass(obj, (enum.Enum, BaseException)) or getattr(obj, "_is_protocol", False):
+            for klass in obj.__mro__:
+                if klass is object or not klass.__module__.startswith("cumath"):
                     continue
-                for klass in obj.__mro__:
-                    if klass is object or not klass.__module__.startswith("cumath"):
+                for attr, value in vars(klass).items():
+                    if attr.startswith("_") and attr not in DUNDERS:
                         continue
-                    for attr, value in vars(klass).items():
-                        if attr.startswith("_") and attr not in DUNDERS:
-                            continue
-                        if isinstance(value, (staticmethod, classmethod)):
-                            value = value.__func__
-                        if isinstance(value, property):
-                            value = value.fget
-                        if inspect.isfunction(value):
-                            yield value, f"{where}.{attr}"
-            elif inspect.isfunction(obj):
-                yield obj, where
-            elif callable(obj):  # an object called like a function (device stubs): its class's __call__
-                yield type(obj).__call__, f"{where} (a {type(obj).__name__})"
+                    if isinstance(value, (staticmethod, classmethod)):
+                        value = value.__func__
+                    if isinstance(value, property):
+                        value = value.fget
+                    if inspect.isfunction(value):
+                        yield value, f"{where}.{attr}"
+        elif inspect.isfunction(obj):
+            yield obj, where
+        elif callable(obj):  # an object called like a function (device stubs): its class's __call__
+            yield type(obj).__call__, f"{where} (a {type(obj).__name__})"
 
 
 def test_every_public_callable_is_annotated():
@@ -76,19 +80,14 @@ def test_every_public_callable_is_annotated():
 def _public_properties():
     """(property, where) of every public property of the classes of the public modules (and their bases)."""
     seen = set()
-    for modname in PUBLIC:
-        mod = importlib.import_module(modname)
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if not inspect.isclass(obj):
+    for _, obj in _public_objects():
+        for klass in obj.__mro__ if inspect.isclass(obj) else ():
+            if klass is object or not klass.__module__.startswith("cumath") or klass in seen:
                 continue
-            for klass in obj.__mro__:
-                if klass is object or not klass.__module__.startswith("cumath") or klass in seen:
-                    continue
-                seen.add(klass)
-                for attr, value in vars(klass).items():
-                    if isinstance(value, property) and not attr.startswith("_"):
-                        yield value, f"{klass.__module__}.{klass.__qualname__}.{attr}"
+            seen.add(klass)
+            for attr, value in vars(klass).items():
+                if isinstance(value, property) and not attr.startswith("_"):
+                    yield value, f"{klass.__module__}.{klass.__qualname__}.{attr}"
 
 
 def test_every_public_property_is_typed_and_documented():
