@@ -660,8 +660,17 @@ def _np_type(name: str):
     return np.dtype(name).type if name in ("float32", "float64") else np.dtype(name)
 
 
+if TYPE_CHECKING:
+    class _Adapter(Solver):
+        """What type checkers see of an adapter: a Solver made from (size, precision, execution, ...)."""
+
+        def __init__(self, size: Any, precision: Any, execution: str, *args: Any, sm: Any = None,
+                     arrangement: Any = None, batches_per_block: Any = None, data_type: str | None = None,
+                     leading_dimensions: Any = None, block_dim: Any = None, **kwargs: Any) -> None: ...
+
+
 def _adapter(name: str, functions: tuple, methods: dict, doc: str, *, fill: bool = False, extra: tuple = (),
-             defaults: dict | None = None):
+             defaults: dict | None = None) -> type[_Adapter]:
     """An adapter class bundling ``functions`` behind ``methods`` (method name -> function); ``fill``: takes
     fill_mode as its fourth positional argument; ``extra``: further keyword arguments it accepts."""
     defaults = dict(defaults or {})

@@ -32,6 +32,8 @@ REVEALED = {  # expression -> a fragment its revealed type must contain
     "cumath.tensor.binary_contraction": "expr: str",
     "cumath.device.Matmul": "data_type: str",
     "cumath.device.random.normal4": "DeviceStub",
+    "cumath.device.CholeskySolver": "type[cumath.device._solver._Adapter]",  # adapters: Solvers, typed
+    "cumath.device.CholeskySolver((8, 8, 1), 'float32', 'Block', 'lower').a_shape": "int, ...]",
     "cumath.distributed.fft.fft": "options: cumath.distributed.fft._options.FFTOptions",
     "cumath.distributed.initialize": "cumath.distributed._context.DistributedContext",
 }

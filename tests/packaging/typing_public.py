@@ -88,6 +88,8 @@ fft_shared: int = dfft.shared_memory_size
 dsv = cumath.device.Solver("potrf", (8,), np.float32, "Block", sm=(9, 0), fill_mode="lower")
 solver_a: tuple[int, ...] = dsv.a_shape
 solver_lda: int | None = dsv.lda
+chol = cumath.device.CholeskySolver((8, 8, 1), np.float32, "Block", "lower", sm=(9, 0))
+chol_a: tuple[int, ...] = chol.a_shape
 gmem_a: cumath.device.Layout = dmm.get_layout_gmem_a()
 gmem_ld: int | None = gmem_a.leading_dimension
 cumath.device.clear_cache(disk=False)
