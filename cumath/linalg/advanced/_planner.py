@@ -476,7 +476,7 @@ class Matmul(Operation):
 
     @property
     def nbytes(self) -> int:
-        """Device bytes the plan holds: workspaces, staging buffers, recycled results."""
+        """Device bytes the plan holds (workspaces, staging buffers, recycled results)."""
         return super().nbytes
 
 

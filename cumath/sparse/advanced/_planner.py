@@ -166,30 +166,49 @@ class DirectSolver(Operation):
                            pr.nrhs, p.package, where, self._sparse_execution.kind)
 
     # ---------------------------------------------------------------------------------------- configs
-    plan_config = property(lambda self: self._plan_config, doc="The planning settings (set them before plan()): a "
-                           ":class:`DirectSolverPlanConfig`.")
-    factorization_config = property(lambda self: self._factorization_config, doc="The factorization settings: a "
-                                    ":class:`DirectSolverFactorizationConfig`.")
-    solution_config = property(lambda self: self._solution_config, doc="The solution settings: a "
-                               ":class:`DirectSolverSolutionConfig`.")
-    plan_info = property(lambda self: self._plan_info, doc="What plan() found: a :class:`DirectSolverPlanInfo`.")
-    factorization_info = property(lambda self: self._factorization_info, doc="What factorize() found: a "
-                                  ":class:`DirectSolverFactorizationInfo`.")
-    options = property(lambda self: self._options, doc="The :class:`DirectSolverOptions` of this solver.")
+    @property
+    def plan_config(self) -> DirectSolverPlanConfig:
+        """The planning settings, a :class:`DirectSolverPlanConfig` (set them before plan())."""
+        return self._plan_config
 
     @property
-    def timings(self) -> dict:
-        """(cumath) Where the host time of the last plan(), factorize() and solve() went: ``{phase: {step:
-        milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the config and
-        data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``. With the
-        solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work is
-        charged to the step that queued it. Empty before plan()."""
+    def factorization_config(self) -> DirectSolverFactorizationConfig:
+        """The factorization settings, a :class:`DirectSolverFactorizationConfig`."""
+        return self._factorization_config
+
+    @property
+    def solution_config(self) -> DirectSolverSolutionConfig:
+        """The solution settings, a :class:`DirectSolverSolutionConfig`."""
+        return self._solution_config
+
+    @property
+    def plan_info(self) -> DirectSolverPlanInfo:
+        """What plan() found, a :class:`DirectSolverPlanInfo`."""
+        return self._plan_info
+
+    @property
+    def factorization_info(self) -> DirectSolverFactorizationInfo:
+        """What factorize() found, a :class:`DirectSolverFactorizationInfo`."""
+        return self._factorization_info
+
+    @property
+    def options(self) -> DirectSolverOptions:
+        """The :class:`DirectSolverOptions` of this solver."""
+        return self._options
+
+    @property
+    def timings(self) -> dict[str, dict[str, float]]:
+        """(cumath) Where the host time of the last plan(), factorize() and solve() went, as
+        ``{phase: {step: milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the
+        config and data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``.
+        With the solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work
+        is charged to the step that queued it. Empty before plan()."""
         ex = self._executor
         return {k: dict(v) for k, v in getattr(ex, "timings", {}).items()}
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'cudss', 'pardiso' or 'superlu' (None before plan())."""
+        """(cumath) The engine of the plan, 'cudss', 'pardiso' or 'superlu' (None before plan())."""
         ex = self._executor
         if ex is None:
             return None
