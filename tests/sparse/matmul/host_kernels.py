@@ -8,29 +8,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 
-_SHIM = r"""
-#include <atomic>
-#include <barrier>
-#include <cstring>
-#include <thread>
-#include <vector>
-struct cumath_dim3 { unsigned x, y, z; };
-static thread_local cumath_dim3 threadIdx, blockIdx;
-static cumath_dim3 blockDim, gridDim;
-static std::barrier<>* cumath_barrier = nullptr;
-static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __restrict__ __restrict
+from helpers.host_cuda import SHIM, available, compile_host as _compile
+
+__all__ = ["available", "host_source", "compile_host", "HostKernel", "install"]
+
+_SHIM = SHIM + r"""
+#undef __launch_bounds__
 #define __launch_bounds__(...)
-#define __shared__ static
 #define __align__(x) __attribute__((aligned(x)))
 struct uint4 { unsigned x, y, z, w; };
 struct float2 { float x, y; };
@@ -61,10 +47,6 @@ _CTYPES = {"P": ctypes.c_void_p, "q": ctypes.c_longlong, "i": ctypes.c_int, "f":
            "d": ctypes.c_double}
 
 
-def available() -> bool:
-    return shutil.which("g++") is not None
-
-
 def host_source(source: str, operators: str = "") -> str:
     """The kernels' source made host C++: the shim, host 16-byte stores, ``operators`` (C++ definitions of the
     operator symbols the source declares), and a ``host_launch_<kernel>`` per kernel that runs a grid."""
@@ -91,29 +73,14 @@ extern "C" void host_launch_{name}(unsigned gx, unsigned gy, unsigned bx, unsign
     return _SHIM + src + operators + "\n".join(launchers) + "\n"
 
 
-_LIBS: dict = {}
 # -fno-gnu-unique: a kernel's __shared__ arrays are static locals of template functions, which g++ otherwise makes
 # one object for the whole process (STB_GNU_UNIQUE), shared by every library of that name even when their sizes
 # differ; each host-compiled source keeps its own
-_FLAGS = ("-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-fno-gnu-unique", "-Wno-unknown-pragmas")
+_FLAGS = ("-fno-gnu-unique",)
 
 
 def compile_host(source: str, operators: str = "") -> ctypes.CDLL:
-    text = host_source(source, operators)
-    key = hashlib.sha256((text + " ".join(_FLAGS)).encode()).hexdigest()[:24]
-    lib = _LIBS.get(key)
-    if lib is None:
-        folder = os.path.join(tempfile.gettempdir(), f"cumath-host-kernels-{os.getuid()}")
-        os.makedirs(folder, exist_ok=True)
-        so = os.path.join(folder, f"{key}.so")
-        if not os.path.exists(so):
-            cpp = os.path.join(folder, f"{key}.cpp")
-            with open(cpp, "w") as f:
-                f.write(text)
-            subprocess.run(["g++", *_FLAGS, "-o", so + ".tmp", cpp], check=True, capture_output=True, text=True)
-            os.replace(so + ".tmp", so)
-        lib = _LIBS[key] = ctypes.CDLL(so)
-    return lib
+    return _compile(host_source(source, operators), "host-kernels", _FLAGS)
 
 
 class HostKernel:
