@@ -4,6 +4,7 @@ Checks the staging, the argument order of every call, results against NumPy, and
 every descriptor, grid, handle, communicator and buffer in the right order."""
 
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -174,6 +175,61 @@ def test_direct_solver_vector_torch_and_singular(emu):
     M[:, 5] = 0
     with pytest.raises(SingularMatrixError, match="singular"):
         direct_solver(M, r, distributions=[d, d])
+
+
+@pytest.mark.parametrize("zero_column, nb", [(4, 4), (0, 3), (8, 4), (6, 5)])
+def test_singular_found_when_getrf_leaves_info_zero(emu, zero_column, nb):
+    """cuSOLVERMp 0.9's getrf leaves info at 0 for a 9x9 matrix with a zero column: the engine reads the diagonal
+    of U back (one strided copy on a 1x1 grid) and reports the first exactly zero pivot, 1-based as LAPACK."""
+    import scipy.linalg
+
+    from cumath.distributed.linalg import DirectSolver
+    from cumath.errors import SingularMatrixError
+
+    emu.getrf_reports_singular = False
+    d = BlockCyclic(GRID, (nb, nb))
+    M = rand((9, 9), np.float64, 13)
+    M[:, zero_column] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = np.flatnonzero(np.diag(scipy.linalg.lu_factor(M, check_finite=False)[0]) == 0)
+    with DirectSolver(M, rand((9, 2), np.float64, 14), distributions=[d, d]) as s:
+        s.plan()
+        with pytest.raises(SingularMatrixError, match=rf"singular: U\({expected[0] + 1}, {expected[0] + 1}\)"):
+            s.factorize()
+    copies = [args for name, args in emu.calls if name == "cudaMemcpy2DAsync"]
+    assert copies == [(8, 10 * 8, 8, 9)], "one strided copy of the 9 diagonal entries (pitch lld + 1)"
+    M = rand((9, 9), np.float64, 15) + 9 * np.eye(9)
+    b = rand((9, 2), np.float64, 16)
+    with DirectSolver(M, b, distributions=[d, d]) as s:  # not singular: the scan finds nothing
+        s.plan()
+        s.factorize()
+        assert rel_err(s.solve(), np.linalg.solve(M, b)) < 1e-12
+
+
+@pytest.mark.parametrize("grid, first", [((1, 1), (0, 0)), ((2, 2), (0, 0)), ((2, 2), (1, 0)), ((2, 3), (0, 0)),
+                                         ((3, 2), (1, 1)), ((1, 4), (0, 2))])
+@pytest.mark.parametrize("n, nb", [(9, 4), (23, 3), (1, 1), (16, 16)])
+def test_diagonal_runs_cover_the_diagonal_once(grid, first, n, nb):
+    """Every diagonal entry belongs to exactly one rank's runs, at the local position block-cyclic storage puts
+    it, and each run stays on one local diagonal."""
+    from cumath.distributed.linalg._gpu_solver import diagonal_runs
+
+    seen = {}
+    for prow in range(grid[0]):
+        for pcol in range(grid[1]):
+            runs, index = diagonal_runs(n, nb, grid, (prow, pcol), first)
+            places = [(lr + i, lc + i) for lr, lc, count in runs for i in range(count)]
+            assert len(places) == index.size
+            for (r, c), j in zip(places, index.tolist()):
+                k = j // nb
+                assert ((k + first[0]) % grid[0], (k + first[1]) % grid[1]) == (prow, pcol)
+                assert (r, c) == ((k // grid[0]) * nb + j % nb, (k // grid[1]) * nb + j % nb)
+                assert j not in seen
+                seen[j] = (prow, pcol)
+    assert sorted(seen) == list(range(n))
+    if grid[0] == grid[1]:  # square grids: one strided copy per rank
+        assert all(len(diagonal_runs(n, nb, grid, (p, p), first)[0]) <= 1 for p in range(grid[0]))
 
 
 def test_finalize_releases_in_order_and_refuses_stale_plans(emu):
