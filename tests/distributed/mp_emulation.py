@@ -135,6 +135,9 @@ class _CublasMp:
     def cublasMpMatmul_bufferSize(self, h, d, m, n, k, alpha, *rest):
         if self.e.objects[rest[3]][1][3] in self.refuse_matmul:
             return 7
+        attrs = self.e.objects[d][1]
+        if attrs.get(5, 0) == 1 and (attrs.get(0, 0), attrs.get(1, 0)) != (1, 0):
+            return 7  # GEMM+AllReduce: TN only, as cuBLASMp's documentation says (NOT_SUPPORTED otherwise)
         ds, hs = rest[-2:]
         ds._obj.value, hs._obj.value = 4096, 64
         return 0

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
 from mp_emulation import emulate
-from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, one_rank_gpu_context, qualified, rand
+from gpu_cases import (DTYPES, EPILOGS, QUALIFIERS, allreduce_form, epilog_reference, one_rank_gpu_context,
+                       qualified, rand)
 from mpi_helpers import TOL, rel_err
 
 GRID = ProcessGrid(shape=(1, 1))
@@ -81,11 +82,46 @@ def test_matmul_epilogs(emu, epilog):
     A, B = rand((10, 7), np.float64, 6), rand((7, 9), np.float64, 7)
     bias = rand((10,), np.float64, 8)
     ref = epilog_reference(A @ B, epilog, bias)
-    out = matmul(torch.from_numpy(A), torch.from_numpy(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
-                 epilog_inputs={"bias": bias} if "BIAS" in epilog else None)
+    a, q = allreduce_form(A, epilog)
+    out = matmul(torch.from_numpy(a), torch.from_numpy(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
+                 epilog_inputs={"bias": bias} if "BIAS" in epilog else None, qualifiers=q)
     assert isinstance(out, torch.Tensor)
     assert rel_err(out.numpy(), ref) < 1e-12
     assert [c for c in emu.calls if c[0] == "cublasMpMatmul"][0][1][5] == MatmulEpilog[epilog].value
+
+
+@pytest.mark.parametrize("qa, qb", [((False, False), (False, False)), ((True, False), (True, False)),
+                                    ((False, False), (True, False)), ((True, True), (False, False))])
+def test_matmul_allreduce_refuses_other_forms_before_the_library(emu, qa, qb):
+    """GEMM+AllReduce is TN only in cuBLASMp: NN (what cuBLASMp 0.10 answered NOT_SUPPORTED to), TT, NT and a
+    conjugated A are refused with a ValueError that names the TN form, and no descriptor is made."""
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul, matrix_qualifiers_dtype
+
+    dtype = np.complex128 if qa[1] else np.float64
+    A, B = rand((10, 7), dtype, 6), rand((7, 9), dtype, 7)
+    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
+    q[0], q[1] = qa, qb
+    sa = np.ascontiguousarray(A.T) if qa[0] else A
+    sb = np.ascontiguousarray(B.T) if qb[0] else B
+    with pytest.raises(ValueError, match=r"ALLREDUCE \(GEMM\+AllReduce\) in the TN form only.*this product is"):
+        matmul(sa, sb, distributions=[BlockNonCyclic(GRID)] * 3, epilog=MatmulEpilog.ALLREDUCE, qualifiers=q)
+    assert not [c for c in emu.calls if c[0].startswith("cublasMpMatmul")]
+    assert not emu.live("cublasmp-desc") and not emu.live("cublasmp-matmul")
+
+
+def test_matmul_allreduce_refused_by_the_library_says_what_it_takes(emu, monkeypatch):
+    """A TN ALLREDUCE product the library still refuses (NOT_SUPPORTED at the workspace query) is a ValueError
+    naming the form, the shape and the grid, chained from the library's error."""
+    from cumath._bindings import cublasmp
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
+    from cumath.errors import CUBLASMpError
+
+    monkeypatch.setattr(type(cublasmp._L), "cublasMpMatmul_bufferSize", lambda self, *args: 7)
+    A, B = rand((10, 7), np.float64, 6), rand((7, 9), np.float64, 7)
+    a, q = allreduce_form(A, "ALLREDUCE")
+    with pytest.raises(ValueError, match=r"refused this TN 10x9x7 float64 product on a 1x1 grid") as info:
+        matmul(a, B, distributions=[BlockNonCyclic(GRID)] * 3, epilog=MatmulEpilog.ALLREDUCE, qualifiers=q)
+    assert isinstance(info.value.__cause__, CUBLASMpError)
 
 
 def test_matmul_overlapping_algorithm_registers_its_workspace(emu):
