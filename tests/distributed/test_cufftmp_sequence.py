@@ -446,3 +446,22 @@ def test_the_binding_table_matches_cufftmps_headers():
     assert {m.name: int(m) for m in cufftmp.CommType} == enum("CUFFT_COMM_")
     formats = enum("CUFFT_XT_FORMAT_")
     assert all(formats[m.name] == int(m) for m in cufftmp.SubFormat), formats
+
+
+@pytest.mark.parametrize("native, words", [(True, "native slabs, subformats INPLACE/INPLACE_SHUFFLED"),
+                                           (False, "boxes in ((0, 0, 0), (8, 6, 5)) out ((0, 0, 0), (8, 6, 5)), "
+                                                   "subformats DISTRIBUTED_INPUT/DISTRIBUTED_OUTPUT")])
+def test_an_execution_failure_names_the_plan_and_the_alternative(lib, monkeypatch, native, words):
+    """A cufftExec* failure keeps cuFFT's error (type and status) and says which plan failed and what to try."""
+    from cumath.errors import CUFFTError
+
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(lib))
+    plan = make(shape=(8, 6, 5), native=native)
+    ptr = lib.state.malloc(plan.nbytes)
+    lib.fail["cufftExecC2C"] = 5
+    with pytest.raises(CUFFTError, match="CUFFT_INTERNAL_ERROR") as info:
+        plan.execute(SymOperand(ptr, (8, 6, 5)), "cupy", True, "forward")
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    if sys.version_info >= (3, 11):
+        assert "cuFFTMp C2C forward of global shape (8, 6, 5) on 1 rank(s), " + words in note
+        assert ("Slab.X or Slab.Y" if not native else "Box pairs") in note

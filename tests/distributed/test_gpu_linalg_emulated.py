@@ -268,6 +268,29 @@ def test_diagonal_runs_cover_the_diagonal_once(grid, first, n, nb):
         assert all(len(diagonal_runs(n, nb, grid, (p, p), first)[0]) <= 1 for p in range(grid[0]))
 
 
+@settings(max_examples=60, deadline=None)
+@given(nprow=st.integers(1, 4), npcol=st.integers(1, 4), n=st.integers(1, 40), nb=st.integers(1, 9),
+       data=st.data())
+def test_diagonal_runs_property(nprow, npcol, n, nb, data):
+    """Any grid, first process, size and block: the ranks' runs hold every diagonal entry once, each run on one
+    local diagonal inside the rank's local matrix."""
+    from cumath.distributed.linalg._gpu_solver import diagonal_runs
+
+    first = (data.draw(st.integers(0, nprow - 1)), data.draw(st.integers(0, npcol - 1)))
+    nblocks = -(-n // nb)
+    seen = []
+    for prow in range(nprow):
+        for pcol in range(npcol):
+            runs, index = diagonal_runs(n, nb, (nprow, npcol), (prow, pcol), first)
+            rows = sum(min(nb, n - k * nb) for k in range(nblocks) if (k + first[0]) % nprow == prow)
+            cols = sum(min(nb, n - k * nb) for k in range(nblocks) if (k + first[1]) % npcol == pcol)
+            assert sum(c for _, _, c in runs) == index.size
+            for lr, lc, count in runs:
+                assert 0 <= lr and lr + count <= rows and 0 <= lc and lc + count <= cols
+            seen += index.tolist()
+    assert sorted(seen) == list(range(n))
+
+
 def test_finalize_releases_in_order_and_refuses_stale_plans(emu):
     """finalize() with a plan still alive: descriptors, then grids, then handles, then the communicator
     (the emulation asserts the order); the stale plan raises instead of using released handles."""

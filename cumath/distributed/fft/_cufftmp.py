@@ -227,7 +227,6 @@ class CuFFTMpPlan:
         sync = sync and self._group.nranks > 1
         import cupy
 
-        cu_direction = -1 if direction == "forward" else 1
         stream_ptr = _stream_pointer(stream)
         on_stream = cupy.cuda.ExternalStream(stream_ptr) if stream_ptr else _null_context()
         with cupy.cuda.Device(self.device_id), on_stream:
@@ -240,7 +239,7 @@ class CuFFTMpPlan:
             if self.symmetric_operand(x):
                 if sync:
                     self._state.sync_all_on_stream(stream_ptr)
-                self._mp.execute(plan, self._cufft_type(), _pointer(x), cu_direction)
+                self._run(plan, _pointer(x), direction)
                 return self._state.array(_pointer(x), self.out_local, self.out_dtype, package)
             if not self._buffer:
                 raise RuntimeError("this operand needs staging but the FFT has no work buffer: give operands that "
@@ -255,7 +254,7 @@ class CuFFTMpPlan:
                 work_in[...] = src
             if sync:
                 self._state.sync_all_on_stream(stream_ptr)
-            self._mp.execute(plan, self._cufft_type(), self._buffer, cu_direction)
+            self._run(plan, self._buffer, direction)
             out = self._state.array(self._buffer, self.out_stored, self.out_dtype, "cupy")
             if self.out_stored != self.out_local:
                 out = out[..., :self.out_local[-1]]
@@ -272,6 +271,23 @@ class CuFFTMpPlan:
 
                 return torch.as_tensor(result, device=f"cuda:{self.device_id}")
             return result
+
+    def _run(self, plan: int, data: int, direction: str) -> None:
+        """``cufftExec*`` in place; a failure says which plan failed (geometry, layout, subformats) and what to
+        try instead, on the library's own error."""
+        try:
+            self._mp.execute(plan, self._cufft_type(), data, -1 if direction == "forward" else 1)
+        except Exception as exc:
+            sub = self._mp.SubFormat
+            names = "/".join(sub(v).name.replace("CUFFT_XT_FORMAT_", "") for v in self._subformats(direction))
+            layout = "native slabs" if self.native else f"boxes in {self.in_box} out {self.out_box}"
+            other = ("Slab.X or Slab.Y input with balanced slabs" if not self.native else
+                     "another distribution (Box pairs run as cuFFTMp boxes)")
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"cuFFTMp {self.fft_type} {direction} of global shape {self.shape} on "
+                             f"{self._group.nranks} rank(s), {layout}, subformats {names}: try {other}, or the "
+                             "CPU engine on host operands")
+            raise
 
     def release_native(self) -> None:
         """Free the work buffer, then destroy the plans (collective: every rank frees the same buffers). The
