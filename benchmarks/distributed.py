@@ -145,18 +145,67 @@ def _gpu_fft(comm, rounds) -> dict:
     h.plan()
     dist_row = "cumath.distributed FFT (cuFFTMp, 1 rank, in place)"
     single_row = "cumath.fft FFT.execute (1 GPU, in place)"
+    # where the one-rank cost comes from: libcufftMp's own plans on a second symmetric buffer, run directly
+    b = dist.allocate_symmetric_memory(shape, cupy, dtype=np.complex64)
+    b[...] = x
+    variants = _cufftmp_variants(cufftmp, shape, b.data.ptr, cupy.cuda.get_current_stream().ptr)
     # forward + inverse per call (each contender's data grows by n^3 per call; the speed does not depend on it)
     rows = _interleaved_gpu({
         dist_row: lambda: (f.execute(direction="forward"), f.execute(direction="inverse")),
         single_row: lambda: (g.execute(direction="forward"), g.execute(direction="inverse")),
         "cumath.fft FFT.execute (1 GPU, out of place)": lambda: (h.execute(direction="forward"),
                                                                  h.execute(direction="inverse")),
+        **{name: run for name, (run, _) in variants.items()},
     }, rounds, 3)
+    for _, plans in variants.values():
+        for plan in plans:
+            cufftmp.destroy(plan)
+    dist.free_symmetric_memory(b)
     for op in (f, g, h):
         op.free()
     dist.free_symmetric_memory(a)
     dist.finalize()
     return {"case": case, "ranks": 1, "rows": rows, "targets": [(dist_row, single_row, 1.15)]}
+
+
+def _cufftmp_variants(cufftmp, shape, data: int, stream: int) -> dict:
+    """Diagnostic rows for the one-rank cuFFTMp cost, each a forward and an inverse C2C in place on ``data``:
+    one cuFFTMp plan for both directions (INPLACE, INPLACE_SHUFFLED: on one rank both slabs are the whole
+    array), and a plan of libcufftMp with no communicator attached (its single-GPU cuFFT, which cuFFTMp's
+    documentation says is identical to cuFFT's). A variant the library refuses is left out (printed)."""
+    c2c = int(cufftmp.cufftType.CUFFT_C2C)
+    sub = cufftmp.SubFormat
+    out = {}
+
+    def plan(attach: bool, subformats) -> int:
+        h = cufftmp.create()
+        try:
+            if attach:
+                cufftmp.attach_comm_none(h)
+            cufftmp.set_stream(h, stream)
+            if subformats:
+                cufftmp.set_subformat_default(h, *subformats)
+            cufftmp.make_plan(h, shape, c2c)
+        except Exception:
+            cufftmp.destroy(h)
+            raise
+        return h
+
+    for name, attach, subformats in (
+            ("libcufftMp one plan for both directions (INPLACE, SHUFFLED)", True,
+             (sub.CUFFT_XT_FORMAT_INPLACE, sub.CUFFT_XT_FORMAT_INPLACE_SHUFFLED)),
+            ("libcufftMp without a communicator (single-GPU plan)", False, None)):
+        h = 0
+        try:
+            h = plan(attach, subformats)
+            cufftmp.execute(h, c2c, data, -1)
+        except Exception as exc:  # noqa: BLE001 - a diagnostic row, reported and skipped
+            print(f"   {name}: not run ({exc})", flush=True)
+            if h:
+                cufftmp.destroy(h)
+            continue
+        out[name] = ((lambda h=h: (cufftmp.execute(h, c2c, data, -1), cufftmp.execute(h, c2c, data, 1))), [h])
+    return out
 
 
 def worker(case: str, rounds: int) -> dict:

@@ -32,6 +32,18 @@ def qualified(qa, qb):
     return A, B, stored(A, *qa), stored(B, *qb), q
 
 
+def allreduce_form(A, epilog):
+    """(stored A, qualifiers) for ``epilog``: ALLREDUCE is cuBLASMp's GEMM+AllReduce, which takes the TN form only,
+    so A is given as its transpose with the transpose qualifier; other epilogs take A as is (no qualifiers)."""
+    if epilog != "ALLREDUCE":
+        return A, None
+    from cumath.distributed.linalg.advanced import matrix_qualifiers_dtype
+
+    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
+    q[0] = (True, False)
+    return np.ascontiguousarray(A.T), q
+
+
 def epilog_reference(product, epilog, bias):
     """cuBLASLt's epilogs (GELU: the tanh approximation) applied to ``product`` in float64."""
     ref = product

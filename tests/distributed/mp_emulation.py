@@ -21,6 +21,7 @@ class Emulation:
         self.objects = {}  # handle -> (kind, data)
         self.next_id = 0x1000
         self.attributes = {}
+        self.getrf_reports_singular = True  # False: info stays 0 for a singular matrix, as cuSOLVERMp 0.9 does
 
     def new(self, kind, data=None):
         self.next_id += 16
@@ -43,6 +44,12 @@ class Emulation:
 
     def memcpy(self, dst, src, n, kind, stream):
         ctypes.memmove(dst, src, n)
+
+    def memcpy2d(self, dst, dpitch, src, spitch, width, height, kind, stream):
+        assert width <= dpitch and width <= spitch
+        for row in range(height):
+            ctypes.memmove(dst + row * dpitch, src + row * spitch, width)
+        self.calls.append(("cudaMemcpy2DAsync", (dpitch, spitch, width, height)))
 
     # ---------------------------------------------------------------- reading operands
     @staticmethod
@@ -128,6 +135,9 @@ class _CublasMp:
     def cublasMpMatmul_bufferSize(self, h, d, m, n, k, alpha, *rest):
         if self.e.objects[rest[3]][1][3] in self.refuse_matmul:
             return 7
+        attrs = self.e.objects[d][1]
+        if attrs.get(5, 0) == 1 and (attrs.get(0, 0), attrs.get(1, 0)) != (1, 0):
+            return 7  # GEMM+AllReduce: TN only, as cuBLASMp's documentation says (NOT_SUPPORTED otherwise)
         ds, hs = rest[-2:]
         ds._obj.value, hs._obj.value = 4096, 64
         return 0
@@ -243,7 +253,8 @@ class _CusolverMp:
         A[...] = lu
         np.frombuffer((ctypes.c_char * (8 * n)).from_address(ipiv), dtype=np.int64)[:] = piv + 1
         zero = np.flatnonzero(np.diag(lu) == 0)
-        ctypes.c_int.from_address(info).value = int(zero[0]) + 1 if zero.size else 0
+        singular = zero.size and e.getrf_reports_singular
+        ctypes.c_int.from_address(info).value = int(zero[0]) + 1 if singular else 0
         e.calls.append(("cusolverMpGetrf", (m, n)))
         return 0
 
@@ -278,6 +289,7 @@ def emulate(monkeypatch) -> Emulation:
     monkeypatch.setattr(cudart, "cudaMallocAsync", emu.malloc)
     monkeypatch.setattr(cudart, "cudaFreeAsync", emu.free)
     monkeypatch.setattr(cudart, "cudaMemcpyAsync", emu.memcpy)
+    monkeypatch.setattr(cudart, "cudaMemcpy2DAsync", emu.memcpy2d)
     monkeypatch.setattr(cudart, "cudaMemsetAsync", lambda p, v, n, s: ctypes.memset(p, v, n))
     monkeypatch.setattr(cudart, "cudaStreamSynchronize", lambda s: None)
     monkeypatch.setattr(nccl, "ncclGetUniqueId", lambda: bytes(range(128)))

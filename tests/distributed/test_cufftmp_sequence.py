@@ -20,6 +20,7 @@ from cumath.distributed.fft import _cufftmp
 
 C2C, Z2Z, R2C, C2R = 0x29, 0x69, 0x2A, 0x2C
 INPLACE, SHUFFLED = 2, 3
+DIST_IN, DIST_OUT = 5, 6
 
 
 class Recorder:
@@ -146,8 +147,11 @@ def test_box_plans_set_the_distribution_and_swap_it_for_the_inverse(lib):
     plan._plan_for("inverse", 5)
     names = [name for name, _ in lib.calls]
     assert names == ["cufftCreate", "cufftMpAttachComm", "cufftSetStream", "cufftXtSetDistribution",
-                     "cufftMakePlan3d"] * 2
-    assert "cufftXtSetSubformatDefault" not in names
+                     "cufftXtSetSubformatDefault", "cufftMakePlan3d"] * 2
+    # cufftExec* has no descriptor: without subformats naming the boxes a box plan plans but returns
+    # CUFFT_INVALID_PLAN at execute (seen on one rank); both plans take (DISTRIBUTED_INPUT, DISTRIBUTED_OUTPUT)
+    subs = [args for name, args in lib.calls if name == "cufftXtSetSubformatDefault"]
+    assert subs == [(7, DIST_IN, DIST_OUT), (8, DIST_IN, DIST_OUT)]
     dists = [args for name, args in lib.calls if name == "cufftXtSetDistribution"]
     assert dists[0] == (7, 3, [0, 0, 0], [32, 64, 48], [0, 0, 0], [64, 32, 48], [3072, 48, 1], [1536, 48, 1])
     assert dists[1] == (8, 3, [0, 0, 0], [64, 32, 48], [0, 0, 0], [32, 64, 48], [1536, 48, 1], [3072, 48, 1])
@@ -161,6 +165,48 @@ def test_real_transforms_plan_the_real_shape(lib):
         makes += [args for name, args in lib.calls if name.startswith("cufftMakePlan")]
     assert makes[0][1:] == (16, 12, 9, R2C)
     assert makes[1][1:] == (16, 12, 5, 0x6C)  # Z2D; C2R plans take geometry.out_shape (the real result's)
+
+
+@pytest.mark.parametrize("shape", [(20, 15), (16, 12, 10), (9, 7, 11)])
+@pytest.mark.parametrize("kind, direction", [("R2C", "forward"), ("C2R", "inverse")])
+@pytest.mark.parametrize("in_slab", [0, 1])
+def test_native_real_plans_take_the_documented_subformat_pair(lib, shape, kind, direction, in_slab):
+    """R2C and C2R plans both take (INPLACE, INPLACE_SHUFFLED), as cuFFTMp's samples set on both: the real side in
+    X slabs, the complex side (the C2R input) in Y slabs, whatever slab the operand was given in (native real
+    transforms run on one rank only, where both slabs are the whole array). The C2R plan with the pair swapped
+    returned CUFFT_INTERNAL_ERROR at cufftExecC2R for (20, 15); the C2R plan is of the real shape."""
+    dtype = np.float32 if kind == "R2C" else np.complex64
+    real = shape
+    plan_shape = shape if kind == "R2C" else shape[:-1] + (shape[-1] // 2 + 1,)
+    p = make(fft_type=kind, dtype=dtype, shape=plan_shape, in_slab=in_slab)
+    p.geometry.out_shape = real
+    p._plan_for(direction, 0)
+    names = [name for name, _ in lib.calls]
+    assert names == ["cufftCreate", "cufftMpAttachComm", "cufftSetStream", "cufftXtSetSubformatDefault",
+                     "cufftMakePlan%dd" % len(shape)]
+    assert lib.calls[3] == ("cufftXtSetSubformatDefault", (7, INPLACE, SHUFFLED))
+    assert lib.calls[4][1][1:] == tuple(real) + ({"R2C": R2C, "C2R": C2R}[kind],)
+
+
+def test_box_real_plans_take_the_real_box_as_input(lib):
+    """R2C plans only take DISTRIBUTED_INPUT and C2R plans DISTRIBUTED_OUTPUT, so both are described with the real
+    box as the input box and the complex box as the output box (cuFFTMp's pencil samples)."""
+    real_box, complex_box = ((0, 0, 0), (8, 12, 10)), ((0, 0, 0), (16, 6, 6))
+    r2c = make(fft_type="R2C", dtype=np.float32, shape=(16, 12, 10), nranks=2, native=False,
+               boxes=(real_box, complex_box))
+    r2c._plan_for("forward", 0)
+    calls = list(lib.calls)
+    c2r = make(fft_type="C2R", dtype=np.complex64, shape=(16, 12, 6), nranks=2, native=False,
+               boxes=(complex_box, real_box))
+    c2r.geometry.out_shape = (16, 12, 10)
+    c2r._plan_for("inverse", 0)
+    calls += lib.calls
+    dists = [args[2:6] for name, args in calls if name == "cufftXtSetDistribution"]
+    assert dists == [([0, 0, 0], [8, 12, 10], [0, 0, 0], [16, 6, 6])] * 2, "the real box is the input of both"
+    subs = [args[1:] for name, args in calls if name == "cufftXtSetSubformatDefault"]
+    assert subs == [(DIST_IN, DIST_OUT)] * 2
+    makes = [args[1:] for name, args in calls if name == "cufftMakePlan3d"]
+    assert makes == [(16, 12, 10, R2C), (16, 12, 10, C2R)]
 
 
 def test_two_dimensional_plans(lib):
@@ -400,3 +446,22 @@ def test_the_binding_table_matches_cufftmps_headers():
     assert {m.name: int(m) for m in cufftmp.CommType} == enum("CUFFT_COMM_")
     formats = enum("CUFFT_XT_FORMAT_")
     assert all(formats[m.name] == int(m) for m in cufftmp.SubFormat), formats
+
+
+@pytest.mark.parametrize("native, words", [(True, "native slabs, subformats INPLACE/INPLACE_SHUFFLED"),
+                                           (False, "boxes in ((0, 0, 0), (8, 6, 5)) out ((0, 0, 0), (8, 6, 5)), "
+                                                   "subformats DISTRIBUTED_INPUT/DISTRIBUTED_OUTPUT")])
+def test_an_execution_failure_names_the_plan_and_the_alternative(lib, monkeypatch, native, words):
+    """A cufftExec* failure keeps cuFFT's error (type and status) and says which plan failed and what to try."""
+    from cumath.errors import CUFFTError
+
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(lib))
+    plan = make(shape=(8, 6, 5), native=native)
+    ptr = lib.state.malloc(plan.nbytes)
+    lib.fail["cufftExecC2C"] = 5
+    with pytest.raises(CUFFTError, match="CUFFT_INTERNAL_ERROR") as info:
+        plan.execute(SymOperand(ptr, (8, 6, 5)), "cupy", True, "forward")
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    if sys.version_info >= (3, 11):
+        assert "cuFFTMp C2C forward of global shape (8, 6, 5) on 1 rank(s), " + words in note
+        assert ("Slab.X or Slab.Y" if not native else "Box pairs") in note

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
-from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, one_rank_gpu_context, qualified, rand
+from gpu_cases import (DTYPES, EPILOGS, QUALIFIERS, allreduce_form, epilog_reference, one_rank_gpu_context,
+                       qualified, rand)
 from mpi_helpers import TOL, rel_err
 
 pytestmark = pytest.mark.gpu
@@ -139,9 +140,22 @@ def test_matmul_epilogs(gpu, epilog):
     A, B = rand((10, 7), np.float32, 6), rand((7, 9), np.float32, 7)
     bias = rand((10,), np.float32, 8)
     ref = epilog_reference(A.astype(np.float64) @ B, epilog, bias)
-    out = matmul(cp.asarray(A), cp.asarray(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
-                 epilog_inputs={"bias": cp.asarray(bias)} if "BIAS" in epilog else None)
+    a, q = allreduce_form(A, epilog)  # ALLREDUCE: the TN form, the only one cuBLASMp's GEMM+AllReduce takes
+    out = matmul(cp.asarray(a), cp.asarray(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
+                 epilog_inputs={"bias": cp.asarray(bias)} if "BIAS" in epilog else None, qualifiers=q)
     assert rel_err(host(out), ref) < (1e-3 if "GELU" in epilog else 1e-4)
+
+
+def test_matmul_allreduce_nn_is_refused_before_the_library(gpu):
+    """The NN 10x9x7 ALLREDUCE product cuBLASMp 0.10 answered NOT_SUPPORTED to: a ValueError naming TN."""
+    import cupy as cp
+
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
+
+    d = BlockCyclic(GRID, (3, 3))
+    A, B = rand((10, 7), np.float32, 6), rand((7, 9), np.float32, 7)
+    with pytest.raises(ValueError, match="TN form only"):
+        matmul(cp.asarray(A), cp.asarray(B), distributions=[d] * 3, epilog=MatmulEpilog.ALLREDUCE)
 
 
 def test_matmul_errors(gpu):

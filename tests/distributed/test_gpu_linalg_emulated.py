@@ -4,6 +4,7 @@ Checks the staging, the argument order of every call, results against NumPy, and
 every descriptor, grid, handle, communicator and buffer in the right order."""
 
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 
 from cumath.distributed.distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
 from mp_emulation import emulate
-from gpu_cases import DTYPES, EPILOGS, QUALIFIERS, epilog_reference, one_rank_gpu_context, qualified, rand
+from gpu_cases import (DTYPES, EPILOGS, QUALIFIERS, allreduce_form, epilog_reference, one_rank_gpu_context,
+                       qualified, rand)
 from mpi_helpers import TOL, rel_err
 
 GRID = ProcessGrid(shape=(1, 1))
@@ -80,11 +82,46 @@ def test_matmul_epilogs(emu, epilog):
     A, B = rand((10, 7), np.float64, 6), rand((7, 9), np.float64, 7)
     bias = rand((10,), np.float64, 8)
     ref = epilog_reference(A @ B, epilog, bias)
-    out = matmul(torch.from_numpy(A), torch.from_numpy(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
-                 epilog_inputs={"bias": bias} if "BIAS" in epilog else None)
+    a, q = allreduce_form(A, epilog)
+    out = matmul(torch.from_numpy(a), torch.from_numpy(B), distributions=[d] * 3, epilog=MatmulEpilog[epilog],
+                 epilog_inputs={"bias": bias} if "BIAS" in epilog else None, qualifiers=q)
     assert isinstance(out, torch.Tensor)
     assert rel_err(out.numpy(), ref) < 1e-12
     assert [c for c in emu.calls if c[0] == "cublasMpMatmul"][0][1][5] == MatmulEpilog[epilog].value
+
+
+@pytest.mark.parametrize("qa, qb", [((False, False), (False, False)), ((True, False), (True, False)),
+                                    ((False, False), (True, False)), ((True, True), (False, False))])
+def test_matmul_allreduce_refuses_other_forms_before_the_library(emu, qa, qb):
+    """GEMM+AllReduce is TN only in cuBLASMp: NN (what cuBLASMp 0.10 answered NOT_SUPPORTED to), TT, NT and a
+    conjugated A are refused with a ValueError that names the TN form, and no descriptor is made."""
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul, matrix_qualifiers_dtype
+
+    dtype = np.complex128 if qa[1] else np.float64
+    A, B = rand((10, 7), dtype, 6), rand((7, 9), dtype, 7)
+    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
+    q[0], q[1] = qa, qb
+    sa = np.ascontiguousarray(A.T) if qa[0] else A
+    sb = np.ascontiguousarray(B.T) if qb[0] else B
+    with pytest.raises(ValueError, match=r"ALLREDUCE \(GEMM\+AllReduce\) in the TN form only.*this product is"):
+        matmul(sa, sb, distributions=[BlockNonCyclic(GRID)] * 3, epilog=MatmulEpilog.ALLREDUCE, qualifiers=q)
+    assert not [c for c in emu.calls if c[0].startswith("cublasMpMatmul")]
+    assert not emu.live("cublasmp-desc") and not emu.live("cublasmp-matmul")
+
+
+def test_matmul_allreduce_refused_by_the_library_says_what_it_takes(emu, monkeypatch):
+    """A TN ALLREDUCE product the library still refuses (NOT_SUPPORTED at the workspace query) is a ValueError
+    naming the form, the shape and the grid, chained from the library's error."""
+    from cumath._bindings import cublasmp
+    from cumath.distributed.linalg.advanced import MatmulEpilog, matmul
+    from cumath.errors import CUBLASMpError
+
+    monkeypatch.setattr(type(cublasmp._L), "cublasMpMatmul_bufferSize", lambda self, *args: 7)
+    A, B = rand((10, 7), np.float64, 6), rand((7, 9), np.float64, 7)
+    a, q = allreduce_form(A, "ALLREDUCE")
+    with pytest.raises(ValueError, match=r"refused this TN 10x9x7 float64 product on a 1x1 grid") as info:
+        matmul(a, B, distributions=[BlockNonCyclic(GRID)] * 3, epilog=MatmulEpilog.ALLREDUCE, qualifiers=q)
+    assert isinstance(info.value.__cause__, CUBLASMpError)
 
 
 def test_matmul_overlapping_algorithm_registers_its_workspace(emu):
@@ -174,6 +211,84 @@ def test_direct_solver_vector_torch_and_singular(emu):
     M[:, 5] = 0
     with pytest.raises(SingularMatrixError, match="singular"):
         direct_solver(M, r, distributions=[d, d])
+
+
+@pytest.mark.parametrize("zero_column, nb", [(4, 4), (0, 3), (8, 4), (6, 5)])
+def test_singular_found_when_getrf_leaves_info_zero(emu, zero_column, nb):
+    """cuSOLVERMp 0.9's getrf leaves info at 0 for a 9x9 matrix with a zero column: the engine reads the diagonal
+    of U back (one strided copy on a 1x1 grid) and reports the first exactly zero pivot, 1-based as LAPACK."""
+    import scipy.linalg
+
+    from cumath.distributed.linalg import DirectSolver
+    from cumath.errors import SingularMatrixError
+
+    emu.getrf_reports_singular = False
+    d = BlockCyclic(GRID, (nb, nb))
+    M = rand((9, 9), np.float64, 13)
+    M[:, zero_column] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = np.flatnonzero(np.diag(scipy.linalg.lu_factor(M, check_finite=False)[0]) == 0)
+    with DirectSolver(M, rand((9, 2), np.float64, 14), distributions=[d, d]) as s:
+        s.plan()
+        with pytest.raises(SingularMatrixError, match=rf"singular: U\({expected[0] + 1}, {expected[0] + 1}\)"):
+            s.factorize()
+    copies = [args for name, args in emu.calls if name == "cudaMemcpy2DAsync"]
+    assert copies == [(8, 10 * 8, 8, 9)], "one strided copy of the 9 diagonal entries (pitch lld + 1)"
+    M = rand((9, 9), np.float64, 15) + 9 * np.eye(9)
+    b = rand((9, 2), np.float64, 16)
+    with DirectSolver(M, b, distributions=[d, d]) as s:  # not singular: the scan finds nothing
+        s.plan()
+        s.factorize()
+        assert rel_err(s.solve(), np.linalg.solve(M, b)) < 1e-12
+
+
+@pytest.mark.parametrize("grid, first", [((1, 1), (0, 0)), ((2, 2), (0, 0)), ((2, 2), (1, 0)), ((2, 3), (0, 0)),
+                                         ((3, 2), (1, 1)), ((1, 4), (0, 2))])
+@pytest.mark.parametrize("n, nb", [(9, 4), (23, 3), (1, 1), (16, 16)])
+def test_diagonal_runs_cover_the_diagonal_once(grid, first, n, nb):
+    """Every diagonal entry belongs to exactly one rank's runs, at the local position block-cyclic storage puts
+    it, and each run stays on one local diagonal."""
+    from cumath.distributed.linalg._gpu_solver import diagonal_runs
+
+    seen = {}
+    for prow in range(grid[0]):
+        for pcol in range(grid[1]):
+            runs, index = diagonal_runs(n, nb, grid, (prow, pcol), first)
+            places = [(lr + i, lc + i) for lr, lc, count in runs for i in range(count)]
+            assert len(places) == index.size
+            for (r, c), j in zip(places, index.tolist()):
+                k = j // nb
+                assert ((k + first[0]) % grid[0], (k + first[1]) % grid[1]) == (prow, pcol)
+                assert (r, c) == ((k // grid[0]) * nb + j % nb, (k // grid[1]) * nb + j % nb)
+                assert j not in seen
+                seen[j] = (prow, pcol)
+    assert sorted(seen) == list(range(n))
+    if grid[0] == grid[1]:  # square grids: one strided copy per rank
+        assert all(len(diagonal_runs(n, nb, grid, (p, p), first)[0]) <= 1 for p in range(grid[0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(nprow=st.integers(1, 4), npcol=st.integers(1, 4), n=st.integers(1, 40), nb=st.integers(1, 9),
+       data=st.data())
+def test_diagonal_runs_property(nprow, npcol, n, nb, data):
+    """Any grid, first process, size and block: the ranks' runs hold every diagonal entry once, each run on one
+    local diagonal inside the rank's local matrix."""
+    from cumath.distributed.linalg._gpu_solver import diagonal_runs
+
+    first = (data.draw(st.integers(0, nprow - 1)), data.draw(st.integers(0, npcol - 1)))
+    nblocks = -(-n // nb)
+    seen = []
+    for prow in range(nprow):
+        for pcol in range(npcol):
+            runs, index = diagonal_runs(n, nb, (nprow, npcol), (prow, pcol), first)
+            rows = sum(min(nb, n - k * nb) for k in range(nblocks) if (k + first[0]) % nprow == prow)
+            cols = sum(min(nb, n - k * nb) for k in range(nblocks) if (k + first[1]) % npcol == pcol)
+            assert sum(c for _, _, c in runs) == index.size
+            for lr, lc, count in runs:
+                assert 0 <= lr and lr + count <= rows and 0 <= lc and lc + count <= cols
+            seen += index.tolist()
+    assert sorted(seen) == list(range(n))
 
 
 def test_finalize_releases_in_order_and_refuses_stale_plans(emu):

@@ -4,12 +4,14 @@ Two ways to run a plan, both in place on a symmetric buffer:
 
 * native slabs (``cufftXtSetSubformatDefault``, always, one rank included: ``cufftExec*`` takes no descriptor, so
   the plan must be told which slab its input is in): the input in balanced X slabs (``CUFFT_XT_FORMAT_INPLACE``)
-  or Y slabs (``CUFFT_XT_FORMAT_INPLACE_SHUFFLED``), the result in the other one; R2C input rows padded to
+  or Y slabs (``CUFFT_XT_FORMAT_INPLACE_SHUFFLED``), the result in the other one (R2C / C2R: the real side in X
+  slabs, the complex side in Y slabs, on one rank only); R2C input rows padded to
   ``2 * (n // 2 + 1)`` reals (C2R results likewise), as single-GPU in-place cuFFT. Used on one rank (where both
   slabs are the whole array) and for C2C Slab input with ``redistribute=False`` on balanced pieces.
-* boxes (``cufftXtSetDistribution``): this rank's input box and output box in global coordinates, C-order
+* boxes (``cufftXtSetDistribution``, then ``cufftXtSetSubformatDefault(DISTRIBUTED_INPUT, DISTRIBUTED_OUTPUT)``
+  so that ``cufftExec*`` finds them): this rank's input box and output box in global coordinates, C-order
   strides of the boxes, for everything else (Box pairs, uneven slabs, slabs kept in place, R2C/C2R on many
-  ranks).
+  ranks; R2C and C2R plans both take the real box as their input box, as cuFFTMp's samples do).
 
 A plan serves one direction: in both ways cuFFTMp's inverse takes the forward's output layout, while this API
 runs either direction from the operand's layout to the result's. So the forward plan and the inverse plan are
@@ -128,8 +130,22 @@ class CuFFTMpPlan:
                     ("C2R", True): t.CUFFT_Z2D}[(self.fft_type, double)])
 
     def _subformats(self, direction: str) -> tuple[int, int]:
-        """(forward, inverse) input subformats of a native plan that runs ``direction`` from the operand's slab."""
-        x, y = self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE, self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
+        """(forward, inverse) input subformats of a plan that runs ``direction`` from the operand's layout.
+
+        Native C2C: the operand's slab is the input of the direction run. Native R2C / C2R: always (INPLACE,
+        INPLACE_SHUFFLED), the pair cuFFTMp's samples give both the R2C and the C2R plan: the real side in X
+        slabs, the complex side in Y slabs (a C2R plan reads INPLACE_SHUFFLED); they run natively on one rank
+        only, where both slabs are the whole array, so the operand's slab does not change the layout (the C2R
+        plan with the pair swapped returned CUFFT_INTERNAL_ERROR at execute for a 2-D (20, 15) shape). Boxes:
+        (DISTRIBUTED_INPUT, DISTRIBUTED_OUTPUT), the subformats that name the plan's input and output boxes, so
+        that ``cufftExec*`` (which has no descriptor) knows where the data lie: a box plan without them planned
+        but returned CUFFT_INVALID_PLAN at execute, as native plans without theirs do."""
+        f = self._mp.SubFormat
+        if not self.native:
+            return f.CUFFT_XT_FORMAT_DISTRIBUTED_INPUT, f.CUFFT_XT_FORMAT_DISTRIBUTED_OUTPUT
+        x, y = f.CUFFT_XT_FORMAT_INPLACE, f.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
+        if self.fft_type != "C2C":
+            return x, y
         mine, other = (x, y) if self.in_slab == 0 else (y, x)
         return (mine, other) if direction == "forward" else (other, mine)
 
@@ -152,10 +168,10 @@ class CuFFTMpPlan:
         """The plan of ``direction``, made on first use (call with this FFT's device current).
 
         The sequence is the one cuFFTMp's documentation and samples use: ``cufftCreate``, ``cufftMpAttachComm``,
-        ``cufftSetStream``, then the layout (``cufftXtSetSubformatDefault`` for native slabs, on every rank count
-        and for the default X -> Y pair too; ``cufftXtSetDistribution`` for boxes), then ``cufftMakePlan*``. A
-        native plan made without its subformats plans but does not execute through ``cufftExec*`` (which has no
-        descriptor to say where the data lie): its first execution returns CUFFT_INVALID_PLAN.
+        ``cufftSetStream``, then the layout (boxes: ``cufftXtSetDistribution``), then the subformats
+        (``cufftXtSetSubformatDefault``, on every plan: see ``_subformats``), then ``cufftMakePlan*``. A plan
+        made without its subformats plans but does not execute through ``cufftExec*`` (which has no descriptor
+        to say where the data lie): its first execution returns CUFFT_INVALID_PLAN.
         """
         plan = self._plans.get(direction)
         if plan is not None:
@@ -165,15 +181,14 @@ class CuFFTMpPlan:
         try:
             mp.attach_comm_none(plan)
             mp.set_stream(plan, stream)
-            if self.native:
-                mp.set_subformat_default(plan, *self._subformats(direction))
-            else:
+            if not self.native:
                 (li, ui), (lo, uo) = self.in_box, self.out_box
                 si, so = _c_strides(self.in_local), _c_strides(self.out_local)
-                if direction == "forward":
+                if direction == "forward":  # R2C: the input box is the real one
                     mp.set_distribution(plan, li, ui, lo, uo, si, so)
-                else:  # the inverse runs from the plan's output boxes to its input boxes
+                else:  # the inverse runs from the plan's output boxes to its input boxes (C2R: the real box in)
                     mp.set_distribution(plan, lo, uo, li, ui, so, si)
+            mp.set_subformat_default(plan, *self._subformats(direction))
             # the plan is of the real array's shape for R2C / C2R
             shape = self.shape if self.fft_type != "C2R" else self.geometry.out_shape
             work = mp.make_plan(plan, shape, self._cufft_type())
@@ -212,7 +227,6 @@ class CuFFTMpPlan:
         sync = sync and self._group.nranks > 1
         import cupy
 
-        cu_direction = -1 if direction == "forward" else 1
         stream_ptr = _stream_pointer(stream)
         on_stream = cupy.cuda.ExternalStream(stream_ptr) if stream_ptr else _null_context()
         with cupy.cuda.Device(self.device_id), on_stream:
@@ -225,7 +239,7 @@ class CuFFTMpPlan:
             if self.symmetric_operand(x):
                 if sync:
                     self._state.sync_all_on_stream(stream_ptr)
-                self._mp.execute(plan, self._cufft_type(), _pointer(x), cu_direction)
+                self._run(plan, _pointer(x), direction)
                 return self._state.array(_pointer(x), self.out_local, self.out_dtype, package)
             if not self._buffer:
                 raise RuntimeError("this operand needs staging but the FFT has no work buffer: give operands that "
@@ -240,7 +254,7 @@ class CuFFTMpPlan:
                 work_in[...] = src
             if sync:
                 self._state.sync_all_on_stream(stream_ptr)
-            self._mp.execute(plan, self._cufft_type(), self._buffer, cu_direction)
+            self._run(plan, self._buffer, direction)
             out = self._state.array(self._buffer, self.out_stored, self.out_dtype, "cupy")
             if self.out_stored != self.out_local:
                 out = out[..., :self.out_local[-1]]
@@ -257,6 +271,23 @@ class CuFFTMpPlan:
 
                 return torch.as_tensor(result, device=f"cuda:{self.device_id}")
             return result
+
+    def _run(self, plan: int, data: int, direction: str) -> None:
+        """``cufftExec*`` in place; a failure says which plan failed (geometry, layout, subformats) and what to
+        try instead, on the library's own error."""
+        try:
+            self._mp.execute(plan, self._cufft_type(), data, -1 if direction == "forward" else 1)
+        except Exception as exc:
+            sub = self._mp.SubFormat
+            names = "/".join(sub(v).name.replace("CUFFT_XT_FORMAT_", "") for v in self._subformats(direction))
+            layout = "native slabs" if self.native else f"boxes in {self.in_box} out {self.out_box}"
+            other = ("Slab.X or Slab.Y input with balanced slabs" if not self.native else
+                     "another distribution (Box pairs run as cuFFTMp boxes)")
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"cuFFTMp {self.fft_type} {direction} of global shape {self.shape} on "
+                             f"{self._group.nranks} rank(s), {layout}, subformats {names}: try {other}, or the "
+                             "CPU engine on host operands")
+            raise
 
     def release_native(self) -> None:
         """Free the work buffer, then destroy the plans (collective: every rank frees the same buffers). The

@@ -3,6 +3,12 @@
 The factors live on the device in a copy of A (the caller's A is never written), the pivots (``int64``) and
 ``info`` beside them; each ``solve()`` works on a new copy of B, which becomes X. The cuSOLVERMp handle and
 grid are context resources; the descriptors and device buffers belong to the solver.
+
+Singular matrices: cuSOLVERMp 0.9 returns ``info = 0`` from ``cusolverMpGetrf`` for a matrix with an exactly
+zero column (seen on the H200, one rank), so ``info`` alone does not find them. After the factorization each rank
+reads the diagonal of U it owns (one strided ``cudaMemcpy2DAsync`` per run of its diagonal blocks that lie on one
+local diagonal: a single copy on square grids) and the first exact zero over all ranks is reported as LAPACK's
+``info`` would be. A positive ``info`` from the library is used as is.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from ...errors import SingularMatrixError
 from ._device import (CUDA_TYPE, Descriptors, Workspace, device_buffer, grid_shape_order, operation_allocator,
                       require_live, resolve_stream)
 
-__all__ = ["CuSOLVERMpLU", "cusolvermp_handle", "cusolvermp_grid"]
+__all__ = ["CuSOLVERMpLU", "cusolvermp_handle", "cusolvermp_grid", "diagonal_runs"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +57,27 @@ def cusolvermp_grid(ctx, dist) -> tuple[int, Descriptors]:
     descs = ctx.resource(key + ("descriptors",), lambda: Descriptors(cusolvermp.cusolverMpDestroyMatrixDesc),
                          Descriptors.release)
     return grid, descs
+
+
+def diagonal_runs(n: int, nb: int, grid_shape, coords, first_process):
+    """The diagonal entries of an ``n x n`` block-cyclic matrix (square ``nb`` blocks) that the rank at ``coords``
+    of a ``grid_shape`` grid owns: ``(runs, index)``, ``runs`` a list of ``(local_row, local_col, count)`` that
+    each lie on one local diagonal (consecutive entries ``lld + 1`` elements apart in column-major storage), and
+    ``index`` the global diagonal index of every entry of the runs, in order."""
+    (nprow, npcol), (prow, pcol), (rsrc, csrc) = grid_shape, coords, first_process
+    runs: list[list[int]] = []
+    index: list[int] = []
+    for k in range(-(-n // nb)):
+        if (k + rsrc) % nprow != prow or (k + csrc) % npcol != pcol:
+            continue
+        lr, lc, count = (k // nprow) * nb, (k // npcol) * nb, min(nb, n - k * nb)
+        index.extend(range(k * nb, k * nb + count))
+        last = runs[-1] if runs else None
+        if last is not None and last[0] + last[2] == lr and last[1] + last[2] == lc:
+            last[2] += count  # the next owned block continues the same local diagonal
+        else:
+            runs.append([lr, lc, count])
+    return [tuple(r) for r in runs], np.asarray(index, dtype=np.int64)
 
 
 class CuSOLVERMpLU:
@@ -116,6 +143,8 @@ class CuSOLVERMpLU:
         cusolvermp.cusolverMpGetrf(self.handle, n, n, self.lu, 1, 1, self.desc_a, self.ipiv.device_ptr, ctype,
                                    dwork, dsize, hwork, hsize, self.info.device_ptr)
         info = self._read_info(s)
+        if info == 0:
+            info = self._zero_pivot(s)
         infos = [i for i in self.ctx.process_group.allgather(info) if i]
         if any(i < 0 for i in infos):
             raise ValueError(f"cuSOLVERMp getrf refused argument {-min(infos)} (info {min(infos)})")
@@ -123,6 +152,28 @@ class CuSOLVERMpLU:
             first = min(infos)
             raise SingularMatrixError(f"the matrix is singular: U({first}, {first}) is exactly zero after LU with "
                                       "partial pivoting; check the matrix or regularize it")
+
+    def _zero_pivot(self, stream: int) -> int:
+        """1-based global index of the first exactly zero U(j, j) this rank owns (0: none), read from the
+        factors on the device after the stream completes."""
+        from ..._bindings import cudart
+
+        a = self.solver._a
+        grid = a.dist.process_grid
+        runs, index = diagonal_runs(a.global_shape[0], a.blocks[0], grid.shape,
+                                    grid.coords(self.ctx.process_group.rank), a.dist.first_process)
+        if not runs:
+            return 0
+        item = np.dtype(self.dtype).itemsize
+        diag = np.empty(index.size, dtype=self.dtype)
+        at = 0
+        for lr, lc, count in runs:
+            cudart.cudaMemcpy2DAsync(diag.ctypes.data + at * item, item, self.lu + (lr + lc * a.lld) * item,
+                                     (a.lld + 1) * item, item, count, cuda.D2H, stream)
+            at += count
+        cuda.synchronize(stream)
+        zero = index[diag == 0]
+        return int(zero.min()) + 1 if zero.size else 0
 
     def solve(self, transpose: str):
         from ..._bindings import cusolvermp

@@ -122,6 +122,38 @@ try:
 except ImportError:
     pass
 
+# box plans (cufftXtSetDistribution + the DISTRIBUTED_INPUT / DISTRIBUTED_OUTPUT subformats), which many ranks use,
+# forced on one rank with the whole array as both boxes: each case reports OK or FAIL (with the library's error)
+from cumath.distributed.fft import _cufftmp as _engine  # noqa: E402
+
+_native = _engine.native_slabs
+_engine.native_slabs = lambda *args: False
+try:
+    for shape, dtype in [((7, 5, 3), np.complex64), ((24, 30), np.complex128), ((16, 12, 10), np.float32),
+                         ((20, 15), np.float64)]:
+        name = f"box plan on one rank {shape} {np.dtype(dtype).name}"
+        try:
+            h = rng.standard_normal(shape).astype(dtype)
+            if np.dtype(dtype).kind == "c":
+                h = (h + 1j * rng.standard_normal(shape)).astype(dtype)
+                with dfft.FFT(cupy.asarray(h), distribution=[Box((0,) * len(shape), shape)] * 2) as f:
+                    f.plan()
+                    assert not f._gpu_plan.native, name
+                    check(name + " forward", f.execute(), np.fft.fftn(h.astype(np.complex128)), 10 * TOL[dtype])
+                    check(name + " inverse", f.execute(direction="inverse"),
+                          np.fft.ifftn(h.astype(np.complex128)) * h.size, 10 * TOL[dtype])
+            else:
+                y = dfft.rfft(cupy.asarray(h), distribution=Slab.X)
+                check(name + " R2C", y, np.fft.rfftn(h.astype(np.float64)), 10 * TOL[dtype])
+                z = dfft.irfft(y, distribution=Slab.X,
+                               options={"last_axis_parity": "odd" if shape[-1] % 2 else "even"})
+                check(name + " C2R", z / h.size, h, 10 * TOL[dtype])
+        except Exception as exc:  # noqa: BLE001 - reported, counted, and the run goes on
+            print(f"FAIL {name}: {type(exc).__name__}: {exc}", flush=True)
+            failures += 1
+finally:
+    _engine.native_slabs = _native
+
 # error paths on a GPU run
 for bad, words in (((lambda: dist.allocate_symmetric_memory((4,), "numpy")), "cupy or torch on GPU runs"),
                    ((lambda: dist.free_symmetric_memory(cupy.zeros(3))), "not allocated by")):

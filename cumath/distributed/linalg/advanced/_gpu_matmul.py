@@ -7,6 +7,13 @@ product without an epilog that ``cublasMpMatmul`` does not take (its status NOT_
 ``cublasMpGemm`` instead, on a copy of C.
 Epilogs: cuBLASMp's DEFAULT, ALLREDUCE, RELU, GELU, BIAS, RELU_BIAS and GELU_BIAS (the bias is this rank's
 rows of the bias vector, as D's rows are distributed, in the result's dtype).
+
+ALLREDUCE is cuBLASMp's GEMM+AllReduce, which its documentation (tensor parallelism) gives in the TN form only
+(added in 0.4.0; AllGather+GEMM and GEMM+ReduceScatter took NN, NT and TT later, GEMM+AllReduce did not): op(A)
+= A^T, op(B) = B, A stored k x m and B k x n, each rank holding a slice of the k axis, D the sum of the ranks'
+products. Any other form is refused with a ValueError before the library is called (cuBLASMp 0.10 answers
+NOT_SUPPORTED at the workspace query, seen for an NN 10x9x7 product on one rank), and a NOT_SUPPORTED that still
+comes back for a TN product is turned into a ValueError that says what the library takes.
 """
 
 from __future__ import annotations
@@ -120,6 +127,21 @@ def _check_blocks(flags, blocks_a, blocks_b, blocks_d) -> None:
                          "block_sizes accordingly")
 
 
+_ALLREDUCE_FORM = ("cuBLASMp runs epilog ALLREDUCE (GEMM+AllReduce) in the TN form only: a stored as its "
+                   "transpose (shape (k, m), qualifiers[0]['is_transpose'] = True, not conjugated) and b as is "
+                   "(shape (k, n), not transposed), each rank holding its slice of the k axis")
+
+
+def _check_allreduce(flags, complex_dtype: bool) -> None:
+    """Refuse an ALLREDUCE product that is not TN (op(A) = A^T without conjugation, op(B) = B)."""
+    (ta, ca), (tb, cb) = flags[:2]
+    if not ta or tb or (complex_dtype and (ca or cb)):
+        form = "".join(("C" if c and complex_dtype else "T") if t else ("N*" if c and complex_dtype else "N")
+                       for t, c in ((ta, ca), (tb, cb)))
+        raise ValueError(f"{_ALLREDUCE_FORM}; this product is {form}. Store a transposed with that qualifier, or "
+                         "use epilog DEFAULT (the same product, without the fused all-reduce)")
+
+
 class CuBLASMpMatmul:
     """The plan of one distributed product on cuBLASMp (made by ``Matmul.plan`` on GPU runs)."""
 
@@ -131,6 +153,8 @@ class CuBLASMpMatmul:
         if epilog.name not in GPU_EPILOGS:
             raise NotImplementedError(f"epilog {epilog.name} is not supported by the GPU engine (cuBLASMp); the "
                                       f"supported epilogs are {list(GPU_EPILOGS)}")
+        if epilog.name == "ALLREDUCE":
+            _check_allreduce(mm._flags, mm.dtype.kind == "c")
         group = ctx.process_group
         dist_d = mm._dist_c
         blocks_d = block_sizes(dist_d, (m, n))
@@ -245,6 +269,10 @@ class CuBLASMpMatmul:
                 dsize, hsize = cublasmp.cublasMpMatmul_bufferSize(self.handle, self.matmul_desc, m, n, k, alpha,
                                                                   mats[0], mats[1], beta, mats[2], mats[3])
             except CUBLASMpError as exc:
+                if exc.status == cublasmp.Status.CUBLASMP_STATUS_NOT_SUPPORTED and self.epilog == "ALLREDUCE":
+                    raise ValueError(f"{_ALLREDUCE_FORM}; cuBLASMp refused this TN {m}x{n}x{k} {self.dtype} product "
+                                     f"on a {'x'.join(map(str, mm._a.dist.process_grid.shape))} grid ({exc}); use "
+                                     "epilog DEFAULT (the same product, without the fused all-reduce)") from exc
                 if exc.status != cublasmp.Status.CUBLASMP_STATUS_NOT_SUPPORTED or self.epilog != "DEFAULT":
                     raise
                 self.gemm = True  # the product without an epilog is cublasMpGemm's too
