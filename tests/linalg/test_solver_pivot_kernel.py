@@ -1,6 +1,6 @@
 """The CUDA source of the dense solver's pivot kernels (cumath/linalg/_solver/_backends/_pivots.py), compiled as
 C++ for the CPU and run there: a small shim gives each block of the launch real threads (``__syncthreads`` a
-barrier, warp shuffles an exchange through memory, ``__shared__`` one static array per block, ``atomicAdd`` an
+barrier, warp shuffles an exchange through memory (every thread of the block at once), ``__shared__`` one static array per block, ``atomicAdd`` an
 atomic), so the kernels' own code, reductions across threads included, is checked against NumPy without a GPU:
 the smallest and largest pivot magnitudes, NaN and inf anywhere they are read (on thread 0, on the last thread,
 past the 256 threads of the wide kernel's block, off the diagonal for the scan of the single-system engine), the
@@ -21,6 +21,7 @@ SHIM = r"""
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <math.h>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -40,19 +41,25 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 // a shuffle: every thread of the block publishes its value, waits, reads its partner's, waits (every thread of
 // a block that is still running calls it together, as every lane of a warp does)
 static double cumath_xd[1024];
+static float cumath_xf[1024];
 static int cumath_xi[1024];
 inline double* cumath_slots(double) { return cumath_xd; }
+inline float* cumath_slots(float) { return cumath_xf; }
 inline int* cumath_slots(int) { return cumath_xi; }
-template <class T> T __shfl_xor_sync(unsigned, T v, int m)
+// (lane l of the warp that starts at thread w reads thread w + src: __shfl_sync; w + (l ^ m): __shfl_xor_sync)
+template <class T> T cumath_exchange(T v, unsigned from)
 {
     T* s = cumath_slots(v);
-    const unsigned t = threadIdx.x;
-    s[t] = v;
+    s[threadIdx.x] = v;
     __syncthreads();
-    const T r = s[t ^ (unsigned)m];
+    const T r = s[from];
     __syncthreads();
     return r;
 }
+template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return cumath_exchange(v, threadIdx.x ^ (unsigned)m); }
+template <class T> T __shfl_sync(unsigned, T v, int src)
+{ return cumath_exchange(v, (threadIdx.x & ~31u) + ((unsigned)src & 31u)); }
+inline void __syncwarp() { __syncthreads(); }
 """
 
 LAUNCHER = r"""

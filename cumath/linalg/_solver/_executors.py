@@ -28,9 +28,9 @@ from ..._core.layout import dense_strides
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, adapter
 from ..._core.recycle import Recycler
-from ._backends import Problems, create_engine
-from ._traits import (IllConditionedWarning, batch_offsets, check_infos, choose_batch_method, dense_offsets,
-                      factor_layout, ill_conditioned, rhs_layout, staging_perm, x_perm)
+from ._backends import Problems, create_engine, kernel_enabled
+from ._traits import (KERNEL_UP_TO, IllConditionedWarning, batch_offsets, check_infos, choose_batch_method,
+                      dense_offsets, factor_layout, ill_conditioned, rhs_layout, staging_perm, x_perm)
 
 __all__ = ["FACTORIES", "HostExecutor", "DeviceExecutor", "HostToDeviceExecutor", "DeviceToHostExecutor"]
 
@@ -241,7 +241,11 @@ class DeviceExecutor(_SameSpace):
                  problem=None, method=None):
         self._stream = stream
         if method is None:
-            method = choose_batch_method(geom.kind, geom.n, geom.count, options.batch_method)
+            method = choose_batch_method(geom.kind, geom.n, geom.count, options.batch_method, kernel_enabled())
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("solver batch method: %s (asked %r; kernels for LU up to order %d%s)", method,
+                          options.batch_method, KERNEL_UP_TO["lu"], "" if kernel_enabled() else ", off by "
+                          "CUMATH_SOLVER_KERNEL")
         super().__init__(geom, ops, options, placement, log, allocator, stream, scratch=scratch, problem=problem,
                          method=method)
 

@@ -1,0 +1,242 @@
+"""The CUDA source of cumath's own LU kernels for batches of small systems (order up to ``MAX_ORDER``), used by
+the ``small_lu`` engine, and the pure arithmetic of their launches.
+
+One warp per system, row i of the matrix in the registers of lane i (``N`` of them: the order rounded up to 4,
+8, 16 or 32, every loop unrolled so that each entry stays in a register):
+
+- ``cumath_small_lu<T, N>`` loads the matrix (element strides ``rs``, ``cs``: column-major or the row-major
+  transpose, read as a), factorizes it with partial pivoting (LU of ``P a = L U``), stores the factors back in
+  place and the permutation in ``perm``, judges the system in the same pass (``info``: the first exactly zero
+  pivot, 1-based, as getrf reports it; the smallest and largest magnitude of U's diagonal; NaN or inf anywhere
+  in a or its factor) and, with ``solve``, solves the right-hand sides in x in place. Rows are not moved between
+  lanes: a row stays in its lane and remembers the step at which it became the pivot (``pos``), so a step costs
+  one shuffle per column to its right (the pivot row's entry) instead of three for a swap; the factor's row
+  ``pos`` is written by that lane. The pivot of a step is the largest ``|re| + |im|`` (LAPACK's i?amax measure)
+  among the rows not yet pivots, ties going to the first row in LAPACK's order (the positions its swaps give:
+  ``cur``), a NaN counting as the largest; a zero pivot is not divided by (getrf's rule), and the factorization
+  goes on.
+- ``cumath_small_lus<T, N>``: the solve alone, from the factors and ``perm`` of an earlier factorization.
+
+The solve, per right-hand side column, is forward substitution with the unit lower L and back substitution with
+U, each a shuffle of the current unknown per step. Every lane reads its entries of the column before any lane
+writes (the shuffles order them), so x is solved in place even though the rows are permuted.
+
+The verdict is the pivot kernels' (``_pivots.SCALARS_SOURCE``: ``cumath_verdict``): the host reads one 8-byte
+word; the kernel stores ``FLAG`` there when a system needs the host's attention, and the host clears it again
+only then.
+"""
+
+from __future__ import annotations
+
+from ._pivots import SCALARS_SOURCE
+
+__all__ = ["SMALL_SOURCE", "MAX_ORDER", "ORDERS", "C_TYPES", "FUSED_ARGS", "SOLVE_ARGS", "FLAG", "WARPS",
+           "padded_order", "kernel_names", "grid"]
+
+MAX_ORDER = 32  # one lane per row of a warp
+ORDERS = (4, 8, 16, 32)  # the orders the kernels are compiled for (a system of order n runs the first >= n)
+C_TYPES = {"float32": "float", "float64": "double", "complex64": "cumath_c32", "complex128": "cumath_c64"}
+FUSED_ARGS = "PPqqqiiPPPPqqiidQPP"  # a, a_off, a_step, rs, cs, n, count, perm, info, x, x_off, x_step, ldx, nrhs,
+#                                     solve, eps, flag, out, flagged
+SOLVE_ARGS = "PPqqqiiPPPqqi"  # a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, nrhs
+FLAG = 1  # what a flagged check stores in the verdict word (cleared by the host after it read a flag)
+WARPS = 4  # systems per block of 128 threads
+
+SMALL_SOURCE = SCALARS_SOURCE + r"""
+#define CUMATH_FULL 0xffffffffu
+template <typename T> struct cumath_real { typedef T type; };
+template <> struct cumath_real<cumath_c32> { typedef float type; };
+template <> struct cumath_real<cumath_c64> { typedef double type; };
+
+__device__ __forceinline__ float cumath_fabs(float v) { return fabsf(v); }
+__device__ __forceinline__ double cumath_fabs(double v) { return fabs(v); }
+
+#define CUMATH_REAL_OPS(T) \
+    __device__ __forceinline__ T cumath_fms(T c, T a, T b) { return c - a * b; } \
+    __device__ __forceinline__ T cumath_div(T a, T b) { return a / b; } \
+    __device__ __forceinline__ T cumath_abs1(T v) { return cumath_fabs(v); } \
+    __device__ __forceinline__ bool cumath_is_zero(T v) { return v == (T)0; } \
+    __device__ __forceinline__ T cumath_shfl(T v, int src) { return __shfl_sync(CUMATH_FULL, v, src); }
+CUMATH_REAL_OPS(float)
+CUMATH_REAL_OPS(double)
+
+// c - a b; a / b by Smith's scaling (no overflow of |b|^2); |re| + |im| (LAPACK's pivot measure)
+#define CUMATH_COMPLEX_OPS(C, R) \
+    __device__ __forceinline__ C cumath_fms(C c, C a, C b) \
+    { return C{c.x - (a.x * b.x - a.y * b.y), c.y - (a.x * b.y + a.y * b.x)}; } \
+    __device__ __forceinline__ C cumath_div(C a, C b) \
+    { \
+        if (cumath_fabs(b.x) >= cumath_fabs(b.y)) { \
+            const R r = b.y / b.x, d = b.x + b.y * r; \
+            return C{(a.x + a.y * r) / d, (a.y - a.x * r) / d}; \
+        } \
+        const R r = b.x / b.y, d = b.y + b.x * r; \
+        return C{(a.x * r + a.y) / d, (a.y * r - a.x) / d}; \
+    } \
+    __device__ __forceinline__ R cumath_abs1(C v) { return cumath_fabs(v.x) + cumath_fabs(v.y); } \
+    __device__ __forceinline__ bool cumath_is_zero(C v) { return v.x == (R)0 && v.y == (R)0; } \
+    __device__ __forceinline__ C cumath_shfl(C v, int src) \
+    { return C{__shfl_sync(CUMATH_FULL, v.x, src), __shfl_sync(CUMATH_FULL, v.y, src)}; }
+CUMATH_COMPLEX_OPS(cumath_c32, float)
+CUMATH_COMPLEX_OPS(cumath_c64, double)
+
+// The solve of the right-hand sides of one system in x (column-major, leading dimension ldx), in place: lane i
+// holds row i of the factors (r: logical row pos of P a = L U), reads its right-hand side entry from row src and
+// writes the solution's entry pos; lane k's piv names the lane that holds logical row k.
+template <typename T, int N>
+__device__ __forceinline__ void cumath_small_rhs(const T (&r)[N], int lane, int n, int pos, int piv, long long src,
+                                                 T* x, long long ldx, int nrhs)
+{
+    const bool row = lane < n;
+    for (int c = 0; c < nrhs; ++c) {
+        T* col = x + (long long)c * ldx;
+        T v = T{};
+        if (row) v = col[src];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < N; ++k) {  // L y = P b (L's diagonal is 1)
+            if (k >= n) break;
+            const int pk = __shfl_sync(CUMATH_FULL, piv, k);
+            const T y = cumath_shfl(v, pk);
+            if (row && pos > k) v = cumath_fms(v, r[k], y);
+        }
+#pragma unroll
+        for (int k = N - 1; k >= 0; --k) {  // U x = y
+            if (k >= n) continue;
+            const int pk = __shfl_sync(CUMATH_FULL, piv, k);
+            if (lane == pk) v = cumath_div(v, r[k]);
+            const T y = cumath_shfl(v, pk);
+            if (row && pos < k) v = cumath_fms(v, r[k], y);
+        }
+        if (row) col[pos] = v;
+    }
+}
+
+template <typename T, int N>
+__global__ void cumath_small_lu(char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n,
+                                int count, int* perm, int* info, char* x, const long long* x_off, long long x_step,
+                                long long ldx, int nrhs, int solve, double eps, unsigned long long flag, double* out,
+                                unsigned long long* flagged)
+{
+    typedef typename cumath_real<T>::type R;
+    const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (p >= count) return;  // (the whole warp)
+    T* m = (T*)(a + (a_off ? a_off[p] : p * a_step));
+    const bool row = lane < n;
+    T r[N];
+    int bad = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        r[j] = T{};
+        if (row && j < n) {
+            r[j] = m[lane * rs + j * cs];
+            bad |= !cumath_finite(r[j]);
+        }
+    }
+    int cur = lane;   // the row's position in LAPACK's order (after its swaps so far)
+    int pos = N;      // the step at which the row became the pivot (N: not yet)
+    int piv = lane;   // lane k: the lane of step k's pivot
+    int zero_at = 0;  // the first zero pivot, 1-based (getrf's info)
+    double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
+    const R inf = (R)__longlong_as_double(0x7ff0000000000000LL);
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        if (k >= n) break;
+        R key = (R)-1;
+        if (row && pos == N) {
+            key = cumath_abs1(r[k]);
+            if (key != key) key = inf;  // (NaN: the largest, so that every lane reduces to the same pivot)
+        }
+        int who = cur * 32 + lane;  // ties: the first in LAPACK's order
+        for (int s = 16; s > 0; s >>= 1) {
+            const R ok = __shfl_xor_sync(CUMATH_FULL, key, s);
+            const int ow = __shfl_xor_sync(CUMATH_FULL, who, s);
+            if (ok > key || (ok == key && ow < who)) {
+                key = ok;
+                who = ow;
+            }
+        }
+        const int pl = who & 31, pc = who >> 5;
+        const T u = cumath_shfl(r[k], pl);
+        if (lane == k) piv = pl;
+        if (cur == k) cur = pc;  // LAPACK swaps the row at position k into the pivot's place
+        if (lane == pl) {
+            pos = k;
+            cur = k;
+        }
+        const double g = cumath_mag(u);
+        lo = fmin(lo, g);
+        hi = fmax(hi, g);
+        const bool zero = cumath_is_zero(u);
+        if (zero && zero_at == 0) zero_at = k + 1;
+        const bool below = row && pos == N;
+        T l = r[k];
+        if (below && !zero) l = cumath_div(l, u);
+        if (below) r[k] = l;
+#pragma unroll
+        for (int j = k + 1; j < N; ++j) {
+            if (j >= n) break;
+            const T uj = cumath_shfl(r[j], pl);
+            if (below) r[j] = cumath_fms(r[j], l, uj);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (row && j < n) bad |= !cumath_finite(r[j]);
+    for (int s = 16; s > 0; s >>= 1) bad |= __shfl_xor_sync(CUMATH_FULL, bad, s);
+    __syncwarp();  // (every lane has read its row before any writes one)
+    if (row) {
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+            if (j < n) m[pos * rs + j * cs] = r[j];
+        perm[(long long)p * n + pos] = lane;
+    }
+    if (lane == 0) {
+        info[p] = zero_at;
+        cumath_verdict(p, lo, hi, bad != 0, info, 1, eps, flag, out, flagged);
+    }
+    if (solve) {
+        T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
+        cumath_small_rhs<T, N>(r, lane, n, pos, piv, lane, xp, ldx, nrhs);
+    }
+}
+
+template <typename T, int N>
+__global__ void cumath_small_lus(const char* a, const long long* a_off, long long a_step, long long rs,
+                                 long long cs, int n, int count, const int* perm, char* x, const long long* x_off,
+                                 long long x_step, long long ldx, int nrhs)
+{
+    const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (p >= count) return;
+    const T* m = (const T*)(a + (a_off ? a_off[p] : p * a_step));
+    const bool row = lane < n;
+    T r[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        r[j] = T{};
+        if (row && j < n) r[j] = m[lane * rs + j * cs];
+    }
+    const long long src = row ? perm[(long long)p * n + lane] : 0;
+    T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
+    cumath_small_rhs<T, N>(r, lane, n, lane, lane, src, xp, ldx, nrhs);
+}
+"""
+
+
+def padded_order(n: int) -> int:
+    """The order the kernels are compiled for that holds systems of order ``n`` (at most MAX_ORDER)."""
+    for order in ORDERS:
+        if n <= order:
+            return order
+    raise ValueError(f"the small-system LU kernels take orders up to {MAX_ORDER}, not {n}")
+
+
+def kernel_names(dtype: str, n: int) -> tuple:
+    """The name expressions of the factorization (fused with the solve) and the solve kernels for ``dtype``."""
+    args = f"<{C_TYPES[dtype]}, {padded_order(n)}>"
+    return "cumath_small_lu" + args, "cumath_small_lus" + args
+
+
+def grid(count: int) -> int:
+    """Blocks of ``32 * WARPS`` threads for ``count`` systems (a warp each)."""
+    return -(-count // WARPS)

@@ -1,0 +1,180 @@
+"""The GPU engine of the dense direct solver for LU of small systems (order up to 32, one system or a batch):
+cumath's own kernels (``_small_kernels``: a warp per system, the matrix in registers), compiled by NVRTC through
+``_core/jit`` and cached on disk.
+
+- factorize: one launch factorizes every system in place in the factor storage, writes its permutation and
+  judges it (the zero pivot of getrf's ``info``, the pivots' spread, NaN or inf anywhere in a or its factor)
+  into an 8-byte verdict word; ``read_back`` copies that word into page-locked memory and waits once, and fetches
+  the ``info`` array and the pivot magnitudes only when it is set.
+- factorize + solve (the stateless call): the same launch solves the right-hand sides too, before the wait.
+- solve: one launch of the solve kernel on the kept factors and permutations.
+
+The systems' addresses are a base plus a fixed offset per system (uploaded once at planning, or a constant step
+for evenly spaced batches), so a new operand address costs nothing. ``create`` falls back to the library
+engines (logged) when the kernels cannot be built and the plan did not ask for them by name.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ...._core import cuda
+from ...._core.kernels import get_kernel
+from ....errors import CumathError, LAPACKError
+from . import ProgramCache
+from ._pivots import _pinned_word
+from ._small_kernels import FLAG, FUSED_ARGS, MAX_ORDER, SMALL_SOURCE, SOLVE_ARGS, WARPS, grid, kernel_names
+from .cusolver import _Buffers
+
+__all__ = ["SmallLuEngine", "check_fits", "create"]
+
+logger = logging.getLogger(__name__)
+
+_unavailable: list = []  # why the kernels could not be built (logged once; 'auto' plans then use the libraries)
+
+
+def check_fits(geom) -> None:
+    """ValueError unless the kernels take ``geom`` (LU, order at most MAX_ORDER, sizes of 32-bit ints)."""
+    if geom.kind != "lu" or geom.n > MAX_ORDER:
+        what = "Cholesky (matrix_type 'spd' or 'hpd')" if geom.kind != "lu" else f"order {geom.n}"
+        raise ValueError(f"batch_method='kernel' runs LU (matrix_type='general') of systems of order at most "
+                         f"{MAX_ORDER}, not {what}; use batch_method='auto', 'batched' or 'loop'")
+    if geom.count > (1 << 31) - 1 - WARPS * 32 or geom.nrhs > (1 << 31) - 1:
+        raise ValueError(f"batch_method='kernel' takes batches below 2^31 systems, not {geom.count}; use 'loop'")
+
+
+def _offsets(mem, offsets, stream) -> tuple:
+    """(device array of the byte offsets or 0, step): evenly spaced systems need no array."""
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    step = int(offsets[1] - offsets[0]) if offsets.size > 1 else 0
+    if offsets.size < 2 or (offsets[0] == 0 and np.array_equal(offsets, np.arange(offsets.size) * step)):
+        return 0, step
+    ptr = mem.get(offsets.nbytes)
+    cuda.copy(ptr, offsets.ctypes.data, offsets.nbytes, cuda.H2D, stream, "solver system offsets")
+    cuda.synchronize(stream)  # (the host array is a temporary)
+    return ptr, 0
+
+
+class SmallLuEngine(ProgramCache):
+    """Kernel programs for one problem set (see the module's docstring)."""
+
+    space = "cuda"
+    threads = 1
+    direct = True
+    error_class = LAPACKError  # (info < 0, a refused argument, never comes from the kernels)
+
+    def __init__(self, problems, device_id: int, stream: int, allocator):
+        g, f, r = problems.geom, problems.factor, problems.rhs
+        check_fits(g)
+        self.geom, self.problems, self.device_id = g, problems, device_id
+        fused_name, solve_name = kernel_names(g.dtype, g.n)
+        self._fused_kernel = get_kernel(SMALL_SOURCE, fused_name, FUSED_ARGS, device_id=device_id)
+        self._solve_kernel = get_kernel(SMALL_SOURCE, solve_name, SOLVE_ARGS, device_id=device_id)
+        self.routines = (fused_name, solve_name)
+        self.factor_routine = "cumath_small_lu"
+        self.description = f"cumath's LU kernels for small systems (a warp per system, order {g.n})"
+        self._stream = stream
+        self._mem = mem = _Buffers(allocator, stream)
+        try:
+            self._info = mem.get(4 * g.count)
+            self._perm = mem.get(4 * g.count * g.n)
+            self._out = mem.get(16 * g.count)
+            self._flagged = mem.get(8)
+            cuda.memset(self._flagged, 0, 8, stream)
+            self._a_off, self._a_step = _offsets(mem, problems.a_offsets, stream)
+            self._x_off, self._x_step = _offsets(mem, problems.b_offsets, stream)
+        except BaseException:
+            self.free()
+            raise
+        self._host_flagged = _pinned_word(self)
+        self._host_infos = np.zeros(g.count, np.int32)
+        self.host_pivots = np.zeros((g.count, 2), np.float64)
+        # a(i, j) at rs * i + cs * j: the factor storage holds a column-major, or a^T ('C': a row-major a)
+        self._rs, self._cs = (1, f.ld) if f.order == "F" else (f.ld, 1)
+        self._ldx = r.ld
+        self._eps = float(np.finfo(g.dtype).eps)
+        self.nbytes = mem.nbytes
+
+    # ------------------------------------------------------------------------------------------ programs
+    def _launch_args(self, kernel, a_base: int):
+        return (grid(self.geom.count), 32 * WARPS, 0, self._stream, a_base, self._a_off, self._a_step, self._rs,
+                self._cs, self.geom.n, self.geom.count, self._perm)
+
+    def _factor_launch(self, a_base: int, x_base: int, solve: int) -> list:
+        g = self.geom
+        args = self._launch_args(self._fused_kernel, a_base) + (
+            self._info, x_base, self._x_off, self._x_step, self._ldx, g.nrhs, solve, self._eps, FLAG, self._out,
+            self._flagged)
+        return [(self._fused_kernel.launch, args)]
+
+    def _factor_calls(self, a_base: int) -> list:
+        return self._factor_launch(a_base, 0, 0)
+
+    def _fused_calls(self, a_base: int, b_base: int) -> list:
+        return self._factor_launch(a_base, b_base, 1)
+
+    def _solve_calls(self, a_base: int, b_base: int) -> list:
+        args = self._launch_args(self._solve_kernel, a_base) + (b_base, self._x_off, self._x_step, self._ldx,
+                                                                self.geom.nrhs)
+        return [(self._solve_kernel.launch, args)]
+
+    # ------------------------------------------------------------------------------------------ status
+    def read_back(self, a_base: int, pivots: bool = True) -> tuple:
+        """(None, None) when the verdict word is clear (one 8-byte copy, one wait); else the ``info`` array and
+        the pivot magnitudes (a second wait), and the word is cleared for the next check."""
+        stream = self._stream
+        cuda.copy(self._host_flagged.ctypes.data, self._flagged, 8, cuda.D2H, stream, "solver check")
+        cuda.synchronize(stream)
+        if int(self._host_flagged[0]) != FLAG:
+            return None, None
+        cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream, "solver info")
+        cuda.copy(self.host_pivots.ctypes.data, self._out, self.host_pivots.nbytes, cuda.D2H, stream,
+                  "solver pivots")
+        cuda.memset(self._flagged, 0, 8, stream)
+        cuda.synchronize(stream)
+        return self._host_infos, self.host_pivots
+
+    def failed(self, status: int, fn) -> None:  # pragma: no cover - a launch reports errors by raising
+        raise CumathError(f"{getattr(fn, '__name__', fn)} returned {status}")
+
+    def set_stream(self, stream: int) -> None:
+        if stream != self._stream:
+            self._stream = stream
+            self._clear_programs()
+
+    def free(self) -> None:
+        mem = self.__dict__.pop("_mem", None)
+        if mem is not None:
+            mem.free()
+        self._clear_programs()
+
+
+def create(problems, placement, options, log, allocator=None, stream=None):
+    """The kernel engine, or (batch_method 'auto' and the kernels cannot be built) the library engine 'auto'
+    would pick without them."""
+    g = problems.geom
+    if not _unavailable:
+        try:
+            engine = SmallLuEngine(problems, placement.device, stream, allocator)
+        except ValueError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - no NVRTC, no driver: the libraries can still solve
+            if options.batch_method == "kernel":
+                raise
+            _unavailable.append(exc)
+            log.warning("the small-system LU kernels could not be built (%s); dense GPU solves use the libraries", exc)
+        else:
+            if log.isEnabledFor(logging.INFO):
+                log.info("solver engine: %s, %d systems of order %d in one launch, on GPU %d", engine.description,
+                         g.count, g.n, placement.device)
+            return engine
+    elif options.batch_method == "kernel":
+        raise _unavailable[0]
+    from . import create_engine
+    from .._traits import choose_batch_method
+
+    method = choose_batch_method(g.kind, g.n, g.count, "auto", kernel=False)
+    log.debug("solver engine: the library path (%s) instead of the kernels", method)
+    return create_engine(method, problems, placement, options, log, allocator, stream)
