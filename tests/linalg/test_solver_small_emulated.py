@@ -1,0 +1,250 @@
+"""The small-system LU engine (cumath/linalg/_solver/_backends/small_lu.py) through the public API on the CPU:
+the dense solver's CUDA emulation (test_solver_emulated_gpu: "device" operands are NumPy arrays tagged with GPU
+0, copies are memmove) with the engine's kernels compiled from their CUDA source as C++
+(test_solver_small_kernel) and launched on the host, so the executors' layouts, offsets, the verdict word's
+read-back, the error semantics and the choice of the engine are checked end to end without a GPU. The GPU
+tests (test_solver_gpu.py) run the same through NVRTC on the device."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+import scipy.linalg.lapack as sl  # noqa: E402
+
+from cumath.config import plan_cache  # noqa: E402
+from cumath.linalg._solver import DirectSolver, IllConditionedWarning, SingularMatrixError, direct_solver  # noqa: E402
+from cumath.linalg._solver._backends import small_lu  # noqa: E402
+from helpers.matrix import random_array, with_layout  # noqa: E402
+from test_generic_emulated_gpu import HostAllocator, device  # noqa: E402
+from test_solver_cpu import assert_solves, near_singular, system  # noqa: E402
+from test_solver_emulated_gpu import emulation  # noqa: E402
+from test_solver_small_kernel import _SUFFIX, _Args, lib  # noqa: E402,F401 - lib: the compiled kernels (fixture)
+
+_TYPES = {"float": "float32", "double": "float64", "cumath_c32": "complex64", "cumath_c64": "complex128"}
+
+
+class HostKernel:
+    """A kernel of the engine, run by its host-compiled twin (the arguments in the order of FUSED_ARGS or
+    SOLVE_ARGS); records its name in the fake library's calls and checks that the plan's buffers are "device"
+    memory."""
+
+    def __init__(self, lib, fake, name):
+        kind, ctype, order = re.fullmatch(r"cumath_small_(lus?)<(\w+), (\d+)>", name).groups()
+        self.fn = getattr(lib, f"cumath_host_{kind}_{_SUFFIX[_TYPES[ctype]]}{order}")
+        self.fused, self.name, self.fake = kind == "lu", name, fake
+
+    def launch(self, grid, block, shared, stream, *args):
+        self.fake.calls.append(self.name)
+        if self.fused:
+            (a, a_off, a_step, rs, cs, n, count, perm, info, x, x_off, x_step, ldx, nrhs, solve, eps, flag, out,
+             flagged) = args
+            for ptr, nbytes in ((perm, 4 * n * count), (info, 4 * count), (out, 16 * count), (flagged, 8)):
+                assert self.fake.is_device(ptr, nbytes), "the kernel's outputs live in device memory"
+        else:
+            a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, nrhs = args
+            info = solve = eps = flag = out = flagged = 0
+        assert block % 32 == 0 and grid * block // 32 >= count
+        st = _Args(a, a_off or None, a_step, rs, cs, n, count, perm, info or None, x or None, x_off or None, x_step,
+                   ldx, nrhs, solve, eps, flag, out or None, flagged or None)
+        self.fn(grid, block, ctypes.byref(st))
+
+
+@pytest.fixture
+def emulated(monkeypatch, lib):
+    plan_cache.clear()
+    gen = emulation(monkeypatch)
+    fake = next(gen)
+    monkeypatch.setattr(small_lu, "get_kernel", lambda src, name, args, device_id=None: HostKernel(lib, fake, name))
+    monkeypatch.setattr(small_lu, "_unavailable", [])
+    monkeypatch.delenv("CUMATH_SOLVER_KERNEL", raising=False)
+    yield fake
+    next(gen, None)
+    plan_cache.clear()
+
+
+def _opts(method="auto", **more):
+    return {"allocator": HostAllocator(), "batch_method": method, **more}
+
+
+def _kernels_only(calls):
+    assert calls and all(n.startswith("cumath_small_") for n in calls), calls
+
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_device_operands(emulated, dtype, layout, vector):
+    a0, b0, ref = system((3,), 7, 2, dtype, "lu", vector)
+    a, b = with_layout(a0, layout), with_layout(b0, layout)
+    keep_a, keep_b = a.copy(), b.copy()
+    with DirectSolver(device(a), device(b), options=_opts()) as s:
+        s.plan()
+        s.factorize()
+        assert_solves(ref, s.solve(), b0, dtype)
+        b1 = random_array(b0.shape, dtype)
+        s.reset_operands(b=device(with_layout(b1, layout)))
+        assert_solves(ref, s.solve(), b1, dtype)
+    np.testing.assert_array_equal(a, keep_a)  # the caller's memory is never written
+    np.testing.assert_array_equal(b, keep_b)
+    _kernels_only(emulated.calls)
+    assert emulated.calls.count(emulated.calls[0]) == 1  # one factorization launch, then solve launches
+
+
+@pytest.mark.parametrize("n", [1, 2, 16, 31, 32])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_stateless_calls_one_launch_each(emulated, dtype, n):
+    """direct_solver: one fused launch per call (factorization, check and solve), served by one cached plan."""
+    hits = plan_cache.stats()["hits"]
+    for seed in range(3):
+        a0, b0, ref = system((4,), n, 3, dtype, "lu")
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts()), b0, dtype)
+    assert emulated.calls == [emulated.calls[0]] * 3 and emulated.calls[0].startswith("cumath_small_lu<")
+    assert plan_cache.stats()["hits"] - hits == 2
+
+
+def test_single_system_and_uneven_batches(emulated):
+    """One system (no batch); a batch view whose systems are not evenly spaced (an offsets array)."""
+    a0, b0, ref = system((), 9, 1, "float64", "lu")
+    assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts()), b0, "float64")
+    big = random_array((3, 5, 6, 6), "float64") + 6 * np.eye(6)
+    a = big[::2, 1:4]  # batch (2, 3): strides that no single step covers
+    b = random_array((2, 3, 6), "float64")
+    x = direct_solver(device(a), device(b), options=_opts("kernel"))
+    np.testing.assert_allclose(np.einsum("...ij,...j->...i", a, x), b, rtol=1e-10, atol=1e-10)
+    _kernels_only(emulated.calls)
+
+
+@pytest.mark.parametrize("method,layout", [("auto", "F"), ("batched", "F"), ("auto", "C")])
+def test_singular_systems_raise_as_the_library_path_does(emulated, method, layout):
+    """The same exception, batch index, info and count from the kernels and from cuBLAS's batched LU (column-major
+    a; for a row-major a the library path factorizes a^T, whose info differs, while the kernels report getrf's
+    info of a itself in every layout)."""
+    a0, b0, _ = system((2, 3), 6, 1, "float64", "lu")
+    a0[1, 2, :, 3] = 0  # a zero column: getrf's info 4
+    a0[0, 1, :, 0] = 0
+    a0 = with_layout(a0, layout)
+    with pytest.raises(SingularMatrixError, match=r"a\[0, 1\] is singular: U\[0, 0\].*info 1.*\(2 of the 6") as e:
+        direct_solver(device(a0), device(b0), options=_opts(method))
+    assert (e.value.problem, e.value.info, e.value.pivot, e.value.count) == ((0, 1), 1, 0, 2)
+    a0[0, 1] = np.eye(6)
+    with DirectSolver(device(a0), device(b0), options=_opts(method)) as s:
+        s.plan()
+        with pytest.raises(SingularMatrixError, match=r"a\[1, 2\] is singular: U\[3, 3\]") as e:
+            s.factorize()
+        assert (e.value.problem, e.value.info) == ((1, 2), 4)
+        with pytest.raises(Exception, match="factorize"):
+            s.solve()
+    if method == "auto":
+        _kernels_only(emulated.calls)
+
+
+def test_warnings_and_the_verdict_is_cleared(emulated):
+    """A NaN and a numerically singular system warn (as on the library path); a sound call after them does not."""
+    n = 8
+    ones = np.ones((2, n))
+    rng = np.random.default_rng(8)
+    good = rng.standard_normal((2, n, n)) + n * np.eye(n)
+    bad = good.copy()
+    bad[1, 5, 2] = np.nan
+    sing = good.copy()
+    sing[0] = near_singular(n)
+    with pytest.warns(IllConditionedWarning, match=r"a\[1\] has non-finite pivots"):
+        direct_solver(device(bad), device(ones.copy()), options=_opts())
+    with pytest.warns(IllConditionedWarning, match=r"a\[0\] is numerically singular"):
+        direct_solver(device(sing), device(ones.copy()), options=_opts())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllConditionedWarning)
+        x = direct_solver(device(good), device(ones.copy()), options=_opts())
+    np.testing.assert_allclose(np.einsum("...ij,...j->...i", good, x), ones, rtol=1e-10, atol=1e-10)
+    bad[1, 5, 2] = np.inf  # a NaN system with a zero pivot too: non-finite, not singular (as check_infos rules)
+    bad[1, :, 0] = 0
+    with pytest.warns(IllConditionedWarning, match="non-finite"):
+        direct_solver(device(bad), device(ones.copy()), options=_opts())
+
+
+@pytest.mark.parametrize("layout", ["F", "C"])
+def test_inplace(emulated, layout):
+    """inplace_a: a holds getrf's LU factors of a itself in its own layout; inplace_b: x is b."""
+    a0, b0, ref = system((2,), 6, 2, "float64", "lu")
+    a, b = with_layout(a0, layout), with_layout(b0, layout)
+    with DirectSolver(device(a), device(b), options=_opts(inplace_a=True, inplace_b=True)) as s:
+        s.plan()
+        s.factorize()
+        x = s.solve()
+    assert x is b
+    assert_solves(ref, b, b0, "float64")
+    for i in range(2):
+        np.testing.assert_allclose(a[i], sl.dgetrf(a0[i])[0], rtol=1e-12, atol=1e-12)
+    _kernels_only(emulated.calls)
+
+
+def test_host_operands_staged_to_the_gpu(emulated):
+    a0, b0, ref = system((4,), 5, 3, "complex64", "lu")
+    x = direct_solver(with_layout(a0, "C"), b0, options=_opts(), execution="cuda")
+    assert type(x) is np.ndarray
+    assert_solves(ref, x, b0, "complex64")
+    _kernels_only(emulated.calls)
+
+
+def test_the_choice_and_how_to_force_the_library(emulated, monkeypatch, caplog):
+    a0, b0, ref = system((3,), 32, 1, "float32", "lu")
+    with caplog.at_level(logging.DEBUG, logger="cumath"):
+        direct_solver(device(a0), device(b0), options=_opts())
+    assert "solver batch method: kernel" in caplog.text
+    assert "cumath's LU kernels for small systems" in caplog.text
+    _kernels_only(emulated.calls)
+    for forced in ({"env": "0"}, {"method": "batched"}):
+        emulated.calls.clear()
+        plan_cache.clear()
+        if "env" in forced:
+            monkeypatch.setenv("CUMATH_SOLVER_KERNEL", forced["env"])
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts(forced.get("method", "auto"))), b0,
+                      "float32")
+        assert emulated.calls and all("Batched" in n or n.startswith("cumath_solver_pivots_")
+                                      for n in emulated.calls), emulated.calls
+    monkeypatch.delenv("CUMATH_SOLVER_KERNEL")
+    emulated.calls.clear()
+    a1, b1, ref1 = system((3,), 33, 1, "float32", "lu")  # past the kernels' order: the batched routines
+    assert_solves(ref1, direct_solver(device(a1), device(b1), options=_opts()), b1, "float32")
+    assert not any(n.startswith("cumath_small_") for n in emulated.calls)
+    emulated.calls.clear()
+    a2, b2, ref2 = system((3,), 5, 1, "float64", "cholesky")  # Cholesky: the libraries
+    assert_solves(ref2, direct_solver(device(a2), device(b2), options=_opts(matrix_type="spd")), b2, "float64")
+    assert not any(n.startswith("cumath_small_") for n in emulated.calls)
+
+
+@pytest.mark.parametrize("n,kind,match", [
+    (33, "lu", r"batch_method='kernel' runs LU \(matrix_type='general'\) of systems of order at most 32, not "
+               r"order 33; use batch_method='auto', 'batched' or 'loop'"),
+    (4, "cholesky", r"not Cholesky \(matrix_type 'spd' or 'hpd'\)"),
+])
+def test_kernel_asked_for_what_it_does_not_take(emulated, n, kind, match):
+    a0, b0, _ = system((2,), n, 1, "float64", kind)
+    opts = _opts("kernel", matrix_type="general" if kind == "lu" else "spd")
+    with pytest.raises(ValueError, match=match):
+        direct_solver(device(a0), device(b0), options=opts)
+
+
+def test_without_the_kernels_auto_falls_back_and_kernel_raises(emulated, monkeypatch, caplog):
+    def broken(*args, **kw):
+        raise RuntimeError("NVRTC is not installed")
+
+    monkeypatch.setattr(small_lu, "get_kernel", broken)
+    a0, b0, ref = system((3,), 8, 1, "float64", "lu")
+    with caplog.at_level(logging.WARNING, logger="cumath"):
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts()), b0, "float64")
+    assert "small-system LU kernels could not be built (NVRTC is not installed)" in caplog.text
+    assert any("Batched" in n for n in emulated.calls)
+    plan_cache.clear()
+    with pytest.raises(RuntimeError, match="NVRTC is not installed"):
+        direct_solver(device(a0), device(b0), options=_opts("kernel"))
