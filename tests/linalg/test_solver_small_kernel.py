@@ -25,6 +25,7 @@ DTYPES = tuple(_SUFFIX)
 
 LAUNCHER = r"""
 struct cumath_small_args {
+    const char* s; const long long* s_off; long long s_step, srs, scs;
     char* a; const long long* a_off; long long a_step, rs, cs; int n, count; int* perm; int* info; char* x;
     const long long* x_off; long long x_step, ldx; int nrhs, solve; double eps; unsigned long long flag;
     double* out; unsigned long long* flagged;
@@ -51,7 +52,7 @@ template <class F> void cumath_run(F f, int gx, int block)
 }
 #define CUMATH_HOST(T, suffix, N) \
     extern "C" void cumath_host_lu_##suffix##N(int gx, int block, const cumath_small_args* x) \
-    { cumath_run([x] { cumath_small_lu<T, N>(x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
+    { cumath_run([x] { cumath_small_lu<T, N>(x->s, x->s_off, x->s_step, x->srs, x->scs, x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
                                              x->info, x->x, x->x_off, x->x_step, x->ldx, x->nrhs, x->solve, x->eps, \
                                              x->flag, x->out, x->flagged); }, gx, block); } \
     extern "C" void cumath_host_lus_##suffix##N(int gx, int block, const cumath_small_args* x) \
@@ -67,7 +68,8 @@ CUMATH_HOST_ORDERS(cumath_c64, z)
 
 
 class _Args(ctypes.Structure):
-    _fields_ = [("a", ctypes.c_void_p), ("a_off", ctypes.c_void_p), ("a_step", ctypes.c_longlong),
+    _fields_ = [("s", ctypes.c_void_p), ("s_off", ctypes.c_void_p), ("s_step", ctypes.c_longlong),
+                ("srs", ctypes.c_longlong), ("scs", ctypes.c_longlong), ("a", ctypes.c_void_p), ("a_off", ctypes.c_void_p), ("a_step", ctypes.c_longlong),
                 ("rs", ctypes.c_longlong), ("cs", ctypes.c_longlong), ("n", ctypes.c_int), ("count", ctypes.c_int),
                 ("perm", ctypes.c_void_p), ("info", ctypes.c_void_p), ("x", ctypes.c_void_p),
                 ("x_off", ctypes.c_void_p), ("x_step", ctypes.c_longlong), ("ldx", ctypes.c_longlong),
@@ -98,7 +100,8 @@ class Run:
     transpose's storage as a) with leading dimension ``ld``, and right-hand sides ``b`` (count, n, k) in x
     (column-major, leading dimension ``ldx``): the kernels' outputs as NumPy arrays."""
 
-    def __init__(self, lib, mats, b=None, *, order="F", ld=None, ldx=None, solve=True, block=128, spread=False):
+    def __init__(self, lib, mats, b=None, *, order="F", ld=None, ldx=None, solve=True, block=128, spread=False,
+                 source=None):
         count, n = mats.shape[0], mats.shape[1]
         dtype = mats.dtype
         self.lib, self.n, self.count, self.dtype, self.order, self.block = lib, n, count, dtype, order, block
@@ -119,6 +122,11 @@ class Run:
         self.out = np.full((count, 2), -1.0)
         self.flagged = np.zeros(1, np.uint64)
         self._keep = []
+        # source: a separate array (count, n, n) of any strides that the kernel reads a from (else the storage)
+        self.source = source
+        if source is not None:
+            self.store[:] = np.nan  # every entry of the factors must be written
+
         args = self.args(solve)
         fn = getattr(lib, f"cumath_host_lu_{_SUFFIX[str(dtype)]}{K.padded_order(n)}")
         fn(self.grid, block, ctypes.byref(args))
@@ -132,7 +140,14 @@ class Run:
         if not np.array_equal(self.a_offsets, np.arange(self.count) * self.n * self.ld * self.dtype.itemsize):
             a_off = self.a_offsets.ctypes.data
         step = self.n * self.ld * self.dtype.itemsize if not a_off else 0
-        args = _Args(self.store.ctypes.data, a_off, step, self.rs, self.cs, self.n, self.count, self.perm.ctypes.data,
+        src = (self.store.ctypes.data, a_off, step, self.rs, self.cs)
+        if self.source is not None:
+            item = self.dtype.itemsize
+            st = [v // item for v in self.source.strides]
+            offs = np.arange(self.count, dtype=np.int64) * self.source.strides[0]
+            self._keep.append(offs)
+            src = (self.source.ctypes.data, offs.ctypes.data, 0, st[1], st[2])
+        args = _Args(*src, self.store.ctypes.data, a_off, step, self.rs, self.cs, self.n, self.count, self.perm.ctypes.data,
                      self.info.ctypes.data, self.xs.ctypes.data, 0, self.xs[0].nbytes, self.ldx, self.xs.shape[1],
                      int(solve), float(np.finfo(self.dtype).eps), K.FLAG, self.out.ctypes.data,
                      self.flagged.ctypes.data)
@@ -337,3 +352,21 @@ def test_orders_the_kernels_take():
         K.padded_order(33)
     assert K.kernel_names("complex128", 20) == ("cumath_small_lu<cumath_c64, 32>", "cumath_small_lus<cumath_c64, 32>")
     assert K.grid(1) == 1 and K.grid(4) == 1 and K.grid(5) == 2
+
+
+@pytest.mark.parametrize("order", ["F", "C"])
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_factorize_from_the_callers_matrix(lib, dtype, order):
+    """a read from a separate array of its own strides (row-major, column-major, a strided view) and the factors
+    written into the plan's storage: every entry of the storage written, the source untouched."""
+    rng = np.random.default_rng(21)
+    n, count = 11, 3
+    a, b = random_system(rng, count, n, dtype, 2)
+    for source in (a.copy(), np.swapaxes(np.swapaxes(a, 1, 2).copy(), 1, 2),
+                   np.pad(a, ((0, 0), (0, 2), (0, 5)))[:, :n, :n]):
+        keep = source.copy()
+        run = Run(lib, a, b, order=order, ld=n + 1, source=source)
+        np.testing.assert_array_equal(source, keep)
+        assert np.isfinite(run.store[:, :, :n]).all()
+        check_factors(run, a)
+        assert_solved(a, b, run.x)

@@ -66,6 +66,7 @@ class _SameSpace:
         self.recycler = None
         self.engine = None
         self.base = None  # the address of the factors of the last factorization
+        self._reads_a = False  # the engine copies a into the factor buffer itself, as it factorizes
         try:
             if f.in_place:
                 a_offsets = batch_offsets(geom.batch_shape, a.strides[:nb]) * item
@@ -86,8 +87,11 @@ class _SameSpace:
                     self.recycler = Recycler(a.package, new, self.adapter.pointer, nbytes, device=self.on_gpu)
             if not geom.empty:
                 hint = a.ptr if f.in_place else self._ptr(self.fbuf)
-                problems = Problems(geom, f, r, a_offsets, b_offsets, hint)
+                source = None if f.in_place else (batch_offsets(geom.batch_shape, a.strides[:nb]) * item,
+                                                  a.strides[-2], a.strides[-1])
+                problems = Problems(geom, f, r, a_offsets, b_offsets, hint, source)
                 self.engine = create_engine(method, problems, placement, options, log, allocator, stream)
+                self._reads_a = getattr(self.engine, "reads_a", False)
         except BaseException:
             self.free()
             raise
@@ -105,7 +109,10 @@ class _SameSpace:
         """The address of the factor storage, with a copied in when the factorization runs in a buffer."""
         if self.factor.in_place:
             return a.ptr
-        self._fill(self.fbuf, a, self.factor.conj_in)
+        if self._reads_a:
+            self.engine.source = a.ptr
+        else:
+            self._fill(self.fbuf, a, self.factor.conj_in)
         return self._ptr(self.fbuf)
 
     def _x(self, b: Operand):

@@ -50,6 +50,9 @@ class Problems:
     a_offsets: np.ndarray
     b_offsets: np.ndarray
     a_base: int = 0  # an address of the factor storage at planning (workspace queries take one)
+    # where the plan copies a into its factor buffer: (byte offsets of a's systems from its address, a's row and
+    # column strides in elements), for an engine that reads a itself while it factorizes (``reads_a``)
+    a_source: tuple | None = None
 
 
 class ProgramCache:

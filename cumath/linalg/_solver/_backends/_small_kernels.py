@@ -4,9 +4,10 @@ the ``small_lu`` engine, and the pure arithmetic of their launches.
 One warp per system, row i of the matrix in the registers of lane i (``N`` of them: the order rounded up to 4,
 8, 16 or 32, every loop unrolled so that each entry stays in a register):
 
-- ``cumath_small_lu<T, N>`` loads the matrix (element strides ``rs``, ``cs``: column-major or the row-major
-  transpose, read as a), factorizes it with partial pivoting (LU of ``P a = L U``), stores the factors back in
-  place and the permutation in ``perm``, judges the system in the same pass (``info``: the first exactly zero
+- ``cumath_small_lu<T, N>`` loads the matrix from ``s`` (the caller's a, any strides ``srs``, ``scs``, or the
+  factor storage itself), factorizes it with partial pivoting (LU of ``P a = L U``), stores the factors in the
+  factor storage ``a`` (element strides ``rs``, ``cs``: column-major, or the row-major transpose read as a) and
+  the permutation in ``perm``, judges the system in the same pass (``info``: the first exactly zero
   pivot, 1-based, as getrf reports it; the smallest and largest magnitude of U's diagonal; NaN or inf anywhere
   in a or its factor) and, with ``solve``, solves the right-hand sides in x in place. Rows are not moved between
   lanes: a row stays in its lane and remembers the step at which it became the pivot (``pos``), so a step costs
@@ -36,8 +37,8 @@ __all__ = ["SMALL_SOURCE", "MAX_ORDER", "ORDERS", "C_TYPES", "FUSED_ARGS", "SOLV
 MAX_ORDER = 32  # one lane per row of a warp
 ORDERS = (4, 8, 16, 32)  # the orders the kernels are compiled for (a system of order n runs the first >= n)
 C_TYPES = {"float32": "float", "float64": "double", "complex64": "cumath_c32", "complex128": "cumath_c64"}
-FUSED_ARGS = "PPqqqiiPPPPqqiidQPP"  # a, a_off, a_step, rs, cs, n, count, perm, info, x, x_off, x_step, ldx, nrhs,
-#                                     solve, eps, flag, out, flagged
+FUSED_ARGS = "PPqqqPPqqqiiPPPPqqiidQPP"  # s, s_off, s_step, srs, scs, a, a_off, a_step, rs, cs, n, count, perm,
+#                                          info, x, x_off, x_step, ldx, nrhs, solve, eps, flag, out, flagged
 SOLVE_ARGS = "PPqqqiiPPPqqi"  # a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, nrhs
 FLAG = 1  # what a flagged check stores in the verdict word (cleared by the host after it read a flag)
 WARPS = 4  # systems per block of 128 threads
@@ -113,7 +114,8 @@ __device__ __forceinline__ void cumath_small_rhs(const T (&r)[N], int lane, int 
 }
 
 template <typename T, int N>
-__global__ void cumath_small_lu(char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n,
+__global__ void cumath_small_lu(const char* s, const long long* s_off, long long s_step, long long srs, long long scs,
+                                char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n,
                                 int count, int* perm, int* info, char* x, const long long* x_off, long long x_step,
                                 long long ldx, int nrhs, int solve, double eps, unsigned long long flag, double* out,
                                 unsigned long long* flagged)
@@ -121,6 +123,7 @@ __global__ void cumath_small_lu(char* a, const long long* a_off, long long a_ste
     typedef typename cumath_real<T>::type R;
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;  // (the whole warp)
+    const T* src = (const T*)(s + (s_off ? s_off[p] : p * s_step));
     T* m = (T*)(a + (a_off ? a_off[p] : p * a_step));
     const bool row = lane < n;
     T r[N];
@@ -129,7 +132,7 @@ __global__ void cumath_small_lu(char* a, const long long* a_off, long long a_ste
     for (int j = 0; j < N; ++j) {
         r[j] = T{};
         if (row && j < n) {
-            r[j] = m[lane * rs + j * cs];
+            r[j] = src[lane * srs + j * scs];
             bad |= !cumath_finite(r[j]);
         }
     }

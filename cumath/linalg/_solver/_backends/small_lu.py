@@ -2,7 +2,8 @@
 cumath's own kernels (``_small_kernels``: a warp per system, the matrix in registers), compiled by NVRTC through
 ``_core/jit`` and cached on disk.
 
-- factorize: one launch factorizes every system in place in the factor storage, writes its permutation and
+- factorize: one launch factorizes every system into the factor storage (reading a where the caller keeps it
+  when the plan factorizes in a buffer of its own: no copy of a before it), writes its permutation and
   judges it (the zero pivot of getrf's ``info``, the pivots' spread, NaN or inf anywhere in a or its factor)
   into an 8-byte verdict word; ``read_back`` copies that word into page-locked memory and waits once, and fetches
   the ``info`` array and the pivot magnitudes only when it is set.
@@ -85,6 +86,10 @@ class SmallLuEngine(ProgramCache):
             cuda.memset(self._flagged, 0, 8, stream)
             self._a_off, self._a_step = _offsets(mem, problems.a_offsets, stream)
             self._x_off, self._x_step = _offsets(mem, problems.b_offsets, stream)
+            src = problems.a_source
+            if src is not None:  # a is read where the caller keeps it, the factors written into the plan's buffer
+                self._s_off, self._s_step = _offsets(mem, src[0], stream)
+                self._srs, self._scs = int(src[1]), int(src[2])
         except BaseException:
             self.free()
             raise
@@ -93,18 +98,30 @@ class SmallLuEngine(ProgramCache):
         self.host_pivots = np.zeros((g.count, 2), np.float64)
         # a(i, j) at rs * i + cs * j: the factor storage holds a column-major, or a^T ('C': a row-major a)
         self._rs, self._cs = (1, f.ld) if f.order == "F" else (f.ld, 1)
+        self.reads_a = problems.a_source is not None
+        self.source = 0  # the caller's a of the next factorization (reads_a), set by the executor
         self._ldx = r.ld
         self._eps = float(np.finfo(g.dtype).eps)
         self.nbytes = mem.nbytes
 
     # ------------------------------------------------------------------------------------------ programs
-    def _launch_args(self, kernel, a_base: int):
-        return (grid(self.geom.count), 32 * WARPS, 0, self._stream, a_base, self._a_off, self._a_step, self._rs,
-                self._cs, self.geom.n, self.geom.count, self._perm)
+    def _launch_args(self, a_base: int, src: tuple = ()):
+        return (grid(self.geom.count), 32 * WARPS, 0, self._stream, *src, a_base, self._a_off, self._a_step,
+                self._rs, self._cs, self.geom.n, self.geom.count, self._perm)
+
+    def factor_program(self, a_base: int) -> list:
+        return self._program(("f", a_base, self.source), lambda: self._factor_calls(a_base))
+
+    def fused_program(self, a_base: int, b_base: int) -> list:
+        return self._program(("fs", a_base, b_base, self.source), lambda: self._fused_calls(a_base, b_base))
 
     def _factor_launch(self, a_base: int, x_base: int, solve: int) -> list:
         g = self.geom
-        args = self._launch_args(self._fused_kernel, a_base) + (
+        if self.reads_a:
+            src = (self.source, self._s_off, self._s_step, self._srs, self._scs)
+        else:
+            src = (a_base, self._a_off, self._a_step, self._rs, self._cs)
+        args = self._launch_args(a_base, src) + (
             self._info, x_base, self._x_off, self._x_step, self._ldx, g.nrhs, solve, self._eps, FLAG, self._out,
             self._flagged)
         return [(self._fused_kernel.launch, args)]
@@ -116,7 +133,7 @@ class SmallLuEngine(ProgramCache):
         return self._factor_launch(a_base, b_base, 1)
 
     def _solve_calls(self, a_base: int, b_base: int) -> list:
-        args = self._launch_args(self._solve_kernel, a_base) + (b_base, self._x_off, self._x_step, self._ldx,
+        args = self._launch_args(a_base) + (b_base, self._x_off, self._x_step, self._ldx,
                                                                 self.geom.nrhs)
         return [(self._solve_kernel.launch, args)]
 
