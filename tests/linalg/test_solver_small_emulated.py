@@ -43,16 +43,17 @@ class HostKernel:
     def launch(self, grid, block, shared, stream, *args):
         self.fake.calls.append(self.name)
         if self.fused:
-            (s, s_off, s_step, srs, scs, a, a_off, a_step, rs, cs, n, count, perm, info, x, x_off, x_step, ldx, nrhs,
-             solve, eps, flag, out, flagged) = args
+            (s, s_off, s_step, srs, scs, a, a_off, a_step, rs, cs, n, count, perm, info, x, x_off, x_step, ldx, b,
+             b_off, b_step, brs, bcs, nrhs, solve, eps, flag, out, flagged) = args
             for ptr, nbytes in ((perm, 4 * n * count), (info, 4 * count), (out, 16 * count), (flagged, 8)):
                 assert self.fake.is_device(ptr, nbytes), "the kernel's outputs live in device memory"
         else:
-            a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, nrhs = args
+            a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, b, b_off, b_step, brs, bcs, nrhs = args
             info = solve = eps = flag = out = flagged = s = s_off = s_step = srs = scs = 0
         assert block % 32 == 0 and grid * block // 32 >= count
-        st = _Args(s or None, s_off or None, s_step, srs, scs, a, a_off or None, a_step, rs, cs, n, count, perm, info or None, x or None, x_off or None, x_step,
-                   ldx, nrhs, solve, eps, flag, out or None, flagged or None)
+        st = _Args(s or None, s_off or None, s_step, srs, scs, a, a_off or None, a_step, rs, cs, n, count, perm,
+                   info or None, x or None, x_off or None, x_step, ldx, b or None, b_off or None, b_step, brs, bcs,
+                   nrhs, solve, eps, flag, out or None, flagged or None)
         self.fn(grid, block, ctypes.byref(st))
 
 

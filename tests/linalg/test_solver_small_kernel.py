@@ -27,7 +27,8 @@ LAUNCHER = r"""
 struct cumath_small_args {
     const char* s; const long long* s_off; long long s_step, srs, scs;
     char* a; const long long* a_off; long long a_step, rs, cs; int n, count; int* perm; int* info; char* x;
-    const long long* x_off; long long x_step, ldx; int nrhs, solve; double eps; unsigned long long flag;
+    const long long* x_off; long long x_step, ldx; const char* b; const long long* b_off; long long b_step, brs, bcs;
+    int nrhs, solve; double eps; unsigned long long flag;
     double* out; unsigned long long* flagged;
 };
 // every block of the grid in turn, each with its threads running at once
@@ -53,11 +54,13 @@ template <class F> void cumath_run(F f, int gx, int block)
 #define CUMATH_HOST(T, suffix, N) \
     extern "C" void cumath_host_lu_##suffix##N(int gx, int block, const cumath_small_args* x) \
     { cumath_run([x] { cumath_small_lu<T, N>(x->s, x->s_off, x->s_step, x->srs, x->scs, x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
-                                             x->info, x->x, x->x_off, x->x_step, x->ldx, x->nrhs, x->solve, x->eps, \
+                                             x->info, x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, \
+                                             x->brs, x->bcs, x->nrhs, x->solve, x->eps, \
                                              x->flag, x->out, x->flagged); }, gx, block); } \
     extern "C" void cumath_host_lus_##suffix##N(int gx, int block, const cumath_small_args* x) \
     { cumath_run([x] { cumath_small_lus<T, N>(x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
-                                              x->x, x->x_off, x->x_step, x->ldx, x->nrhs); }, gx, block); }
+                                              x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, x->brs, \
+                                              x->bcs, x->nrhs); }, gx, block); }
 #define CUMATH_HOST_ORDERS(T, suffix) \
     CUMATH_HOST(T, suffix, 4) CUMATH_HOST(T, suffix, 8) CUMATH_HOST(T, suffix, 16) CUMATH_HOST(T, suffix, 32)
 CUMATH_HOST_ORDERS(float, s)
@@ -73,7 +76,8 @@ class _Args(ctypes.Structure):
                 ("rs", ctypes.c_longlong), ("cs", ctypes.c_longlong), ("n", ctypes.c_int), ("count", ctypes.c_int),
                 ("perm", ctypes.c_void_p), ("info", ctypes.c_void_p), ("x", ctypes.c_void_p),
                 ("x_off", ctypes.c_void_p), ("x_step", ctypes.c_longlong), ("ldx", ctypes.c_longlong),
-                ("nrhs", ctypes.c_int), ("solve", ctypes.c_int), ("eps", ctypes.c_double),
+                ("b", ctypes.c_void_p), ("b_off", ctypes.c_void_p), ("b_step", ctypes.c_longlong),
+                ("brs", ctypes.c_longlong), ("bcs", ctypes.c_longlong), ("nrhs", ctypes.c_int), ("solve", ctypes.c_int), ("eps", ctypes.c_double),
                 ("flag", ctypes.c_ulonglong), ("out", ctypes.c_void_p), ("flagged", ctypes.c_void_p)]
 
 
@@ -101,7 +105,7 @@ class Run:
     (column-major, leading dimension ``ldx``): the kernels' outputs as NumPy arrays."""
 
     def __init__(self, lib, mats, b=None, *, order="F", ld=None, ldx=None, solve=True, block=128, spread=False,
-                 source=None):
+                 source=None, b_source=None):
         count, n = mats.shape[0], mats.shape[1]
         dtype = mats.dtype
         self.lib, self.n, self.count, self.dtype, self.order, self.block = lib, n, count, dtype, order, block
@@ -123,7 +127,9 @@ class Run:
         self.flagged = np.zeros(1, np.uint64)
         self._keep = []
         # source: a separate array (count, n, n) of any strides that the kernel reads a from (else the storage)
-        self.source = source
+        self.source, self.b_source = source, b_source
+        if b_source is not None:
+            self.xs[:] = np.nan  # every entry of x must be written
         if source is not None:
             self.store[:] = np.nan  # every entry of the factors must be written
 
@@ -148,16 +154,31 @@ class Run:
             self._keep.append(offs)
             src = (self.source.ctypes.data, offs.ctypes.data, 0, st[1], st[2])
         args = _Args(*src, self.store.ctypes.data, a_off, step, self.rs, self.cs, self.n, self.count, self.perm.ctypes.data,
-                     self.info.ctypes.data, self.xs.ctypes.data, 0, self.xs[0].nbytes, self.ldx, self.xs.shape[1],
-                     int(solve), float(np.finfo(self.dtype).eps), K.FLAG, self.out.ctypes.data,
+                     self.info.ctypes.data, self.xs.ctypes.data, 0, self.xs[0].nbytes, self.ldx, *self.b_args(),
+                     self.xs.shape[1], int(solve), float(np.finfo(self.dtype).eps), K.FLAG, self.out.ctypes.data,
                      self.flagged.ctypes.data)
         self._keep.append(args)
         return args
 
-    def solve_again(self, b):
-        """The separate solve kernel on the kept factors, for new right-hand sides ``b`` (count, n, k)."""
+    def b_args(self):
+        """(b, b_off, b_step, brs, bcs): x itself, or the separate array ``b_source`` of its own strides."""
+        if self.b_source is None:
+            return self.xs.ctypes.data, 0, self.xs[0].nbytes, 1, self.ldx
+        st = [v // self.dtype.itemsize for v in self.b_source.strides]
+        offs = np.arange(self.count, dtype=np.int64) * self.b_source.strides[0]
+        self._keep.append(offs)
+        return self.b_source.ctypes.data, offs.ctypes.data, 0, st[1], st[2] if len(st) > 2 else 0
+
+    def solve_again(self, b, separate=False):
+        """The separate solve kernel on the kept factors, for new right-hand sides ``b`` (count, n, k): copied
+        into x, or (``separate``) read where they are."""
         assert b.shape[2] == self.xs.shape[1]
-        self.xs[:, :, :self.n] = np.swapaxes(b, 1, 2)
+        if separate:
+            self.b_source = b
+            self.xs[:] = np.nan
+        else:
+            self.b_source = None
+            self.xs[:, :, :self.n] = np.swapaxes(b, 1, 2)
         fn = getattr(self.lib, f"cumath_host_lus_{_SUFFIX[str(self.dtype)]}{K.padded_order(self.n)}")
         fn(self.grid, self.block, ctypes.byref(self.args(False)))
         return self.x
@@ -370,3 +391,22 @@ def test_factorize_from_the_callers_matrix(lib, dtype, order):
         assert np.isfinite(run.store[:, :, :n]).all()
         check_factors(run, a)
         assert_solved(a, b, run.x)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_right_hand_sides_read_where_they_are(lib, dtype):
+    """b read from separate arrays of their own strides (row-major, a vector per system: column stride 0 with one
+    column, a strided view) by the fused and the solve kernels; x written in full, b untouched."""
+    rng = np.random.default_rng(31)
+    n, count = 9, 3
+    a, b = random_system(rng, count, n, dtype, 2)
+    for source in (b.copy(), np.pad(b, ((0, 0), (0, 3), (0, 1)))[:, :n, :2], np.swapaxes(np.swapaxes(b, 1, 2).copy(),
+                                                                                           1, 2)):
+        keep = source.copy()
+        run = Run(lib, a, b, b_source=source, ldx=n + 1)
+        np.testing.assert_array_equal(source, keep)
+        assert_solved(a, b, run.x)
+        assert_solved(a, b, run.solve_again(source, separate=True))
+    vec = rng.standard_normal((count, n)).astype(dtype)
+    run = Run(lib, a, vec[:, :, None], b_source=vec[:, :, None])
+    assert_solved(a, vec[:, :, None], run.x)

@@ -67,6 +67,7 @@ class _SameSpace:
         self.engine = None
         self.base = None  # the address of the factors of the last factorization
         self._reads_a = False  # the engine copies a into the factor buffer itself, as it factorizes
+        self._reads_b = False  # the engine reads b where it is and writes x, as it solves
         try:
             if f.in_place:
                 a_offsets = batch_offsets(geom.batch_shape, a.strides[:nb]) * item
@@ -89,9 +90,13 @@ class _SameSpace:
                 hint = a.ptr if f.in_place else self._ptr(self.fbuf)
                 source = None if f.in_place else (batch_offsets(geom.batch_shape, a.strides[:nb]) * item,
                                                   a.strides[-2], a.strides[-1])
-                problems = Problems(geom, f, r, a_offsets, b_offsets, hint, source)
+                b_source = None if r.in_place else (batch_offsets(geom.batch_shape, b.strides[:nb]) * item,
+                                                    b.strides[-1] if geom.vector else b.strides[-2],
+                                                    0 if geom.vector else b.strides[-1])
+                problems = Problems(geom, f, r, a_offsets, b_offsets, hint, source, b_source)
                 self.engine = create_engine(method, problems, placement, options, log, allocator, stream)
                 self._reads_a = getattr(self.engine, "reads_a", False)
+                self._reads_b = getattr(self.engine, "reads_b", False)
         except BaseException:
             self.free()
             raise
@@ -122,11 +127,15 @@ class _SameSpace:
             if conj:
                 self._conj(b.obj)
             return b.obj, b.obj, b.ptr
+        if self._reads_b:
+            self.engine.b_source = b.ptr
         if self.xbuf is not None:  # the result (b with inplace_b, else a new array) is made by _finish
-            self._fill(self.xbuf, b, conj)
+            if not self._reads_b:
+                self._fill(self.xbuf, b, conj)
             return None, self.xbuf, self._ptr(self.xbuf)
         x, ptr = self.recycler.take(self._stream)
-        self._fill(x, b, conj, ptr)
+        if not self._reads_b:
+            self._fill(x, b, conj, ptr)
         return x, x, ptr
 
     def _after_factor(self, a: Operand, base: int) -> None:

@@ -53,6 +53,8 @@ class Problems:
     # where the plan copies a into its factor buffer: (byte offsets of a's systems from its address, a's row and
     # column strides in elements), for an engine that reads a itself while it factorizes (``reads_a``)
     a_source: tuple | None = None
+    # likewise where the plan copies b into x: (byte offsets, b's row stride, column stride) for ``reads_b``
+    b_source: tuple | None = None
 
 
 class ProgramCache:

@@ -18,9 +18,10 @@ One warp per system, row i of the matrix in the registers of lane i (``N`` of th
   goes on.
 - ``cumath_small_lus<T, N>``: the solve alone, from the factors and ``perm`` of an earlier factorization.
 
-The solve, per right-hand side column, is forward substitution with the unit lower L and back substitution with
-U, each a shuffle of the current unknown per step. Every lane reads its entries of the column before any lane
-writes (the shuffles order them), so x is solved in place even though the rows are permuted.
+The solve, per right-hand side column, reads b where the caller keeps it (or x itself), then forward substitution
+with the unit lower L and back substitution with U, each a shuffle of the current unknown per step, and writes x.
+Every lane reads its entries of the column before any lane writes (the shuffles order them), so x may be b
+itself even though the rows are permuted.
 
 The verdict is the pivot kernels' (``_pivots.SCALARS_SOURCE``: ``cumath_verdict``): the host reads one 8-byte
 word; the kernel stores ``FLAG`` there when a system needs the host's attention, and the host clears it again
@@ -37,9 +38,11 @@ __all__ = ["SMALL_SOURCE", "MAX_ORDER", "ORDERS", "C_TYPES", "FUSED_ARGS", "SOLV
 MAX_ORDER = 32  # one lane per row of a warp
 ORDERS = (4, 8, 16, 32)  # the orders the kernels are compiled for (a system of order n runs the first >= n)
 C_TYPES = {"float32": "float", "float64": "double", "complex64": "cumath_c32", "complex128": "cumath_c64"}
-FUSED_ARGS = "PPqqqPPqqqiiPPPPqqiidQPP"  # s, s_off, s_step, srs, scs, a, a_off, a_step, rs, cs, n, count, perm,
-#                                          info, x, x_off, x_step, ldx, nrhs, solve, eps, flag, out, flagged
-SOLVE_ARGS = "PPqqqiiPPPqqi"  # a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, nrhs
+FUSED_ARGS = "PPqqqPPqqqiiPPPPqqPPqqqiidQPP"  # s, s_off, s_step, srs, scs, a, a_off, a_step, rs, cs, n, count,
+#                                               perm, info, x, x_off, x_step, ldx, b, b_off, b_step, brs, bcs,
+#                                               nrhs, solve, eps, flag, out, flagged
+SOLVE_ARGS = "PPqqqiiPPPqqPPqqqi"  # a, a_off, a_step, rs, cs, n, count, perm, x, x_off, x_step, ldx, b, b_off,
+#                                    b_step, brs, bcs, nrhs
 FLAG = 1  # what a flagged check stores in the verdict word (cleared by the host after it read a flag)
 WARPS = 4  # systems per block of 128 threads
 
@@ -81,18 +84,20 @@ CUMATH_REAL_OPS(double)
 CUMATH_COMPLEX_OPS(cumath_c32, float)
 CUMATH_COMPLEX_OPS(cumath_c64, double)
 
-// The solve of the right-hand sides of one system in x (column-major, leading dimension ldx), in place: lane i
-// holds row i of the factors (r: logical row pos of P a = L U), reads its right-hand side entry from row src and
-// writes the solution's entry pos; lane k's piv names the lane that holds logical row k.
+// The solve of the right-hand sides of one system into x (column-major, leading dimension ldx) from b (element
+// strides brs, bcs: the caller's b, or x itself): lane i holds row i of the factors (r: logical row pos of
+// P a = L U), reads its right-hand side entry from row src of b and writes the solution's entry pos; lane k's piv
+// names the lane that holds logical row k.
 template <typename T, int N>
 __device__ __forceinline__ void cumath_small_rhs(const T (&r)[N], int lane, int n, int pos, int piv, long long src,
-                                                 T* x, long long ldx, int nrhs)
+                                                 const T* b, long long brs, long long bcs, T* x, long long ldx,
+                                                 int nrhs)
 {
     const bool row = lane < n;
     for (int c = 0; c < nrhs; ++c) {
         T* col = x + (long long)c * ldx;
         T v = T{};
-        if (row) v = col[src];
+        if (row) v = b[src * brs + c * bcs];
         __syncwarp();
 #pragma unroll
         for (int k = 0; k < N; ++k) {  // L y = P b (L's diagonal is 1)
@@ -117,7 +122,8 @@ template <typename T, int N>
 __global__ void cumath_small_lu(const char* s, const long long* s_off, long long s_step, long long srs, long long scs,
                                 char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n,
                                 int count, int* perm, int* info, char* x, const long long* x_off, long long x_step,
-                                long long ldx, int nrhs, int solve, double eps, unsigned long long flag, double* out,
+                                long long ldx, const char* b, const long long* b_off, long long b_step, long long brs,
+                                long long bcs, int nrhs, int solve, double eps, unsigned long long flag, double* out,
                                 unsigned long long* flagged)
 {
     typedef typename cumath_real<T>::type R;
@@ -200,14 +206,16 @@ __global__ void cumath_small_lu(const char* s, const long long* s_off, long long
     }
     if (solve) {
         T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-        cumath_small_rhs<T, N>(r, lane, n, pos, piv, lane, xp, ldx, nrhs);
+        const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+        cumath_small_rhs<T, N>(r, lane, n, pos, piv, lane, bp, brs, bcs, xp, ldx, nrhs);
     }
 }
 
 template <typename T, int N>
 __global__ void cumath_small_lus(const char* a, const long long* a_off, long long a_step, long long rs,
                                  long long cs, int n, int count, const int* perm, char* x, const long long* x_off,
-                                 long long x_step, long long ldx, int nrhs)
+                                 long long x_step, long long ldx, const char* b, const long long* b_off,
+                                 long long b_step, long long brs, long long bcs, int nrhs)
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
@@ -221,7 +229,8 @@ __global__ void cumath_small_lus(const char* a, const long long* a_off, long lon
     }
     const long long src = row ? perm[(long long)p * n + lane] : 0;
     T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-    cumath_small_rhs<T, N>(r, lane, n, lane, lane, src, xp, ldx, nrhs);
+    const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+    cumath_small_rhs<T, N>(r, lane, n, lane, lane, src, bp, brs, bcs, xp, ldx, nrhs);
 }
 """
 

@@ -90,6 +90,10 @@ class SmallLuEngine(ProgramCache):
             if src is not None:  # a is read where the caller keeps it, the factors written into the plan's buffer
                 self._s_off, self._s_step = _offsets(mem, src[0], stream)
                 self._srs, self._scs = int(src[1]), int(src[2])
+            bsrc = problems.b_source
+            if bsrc is not None:  # b is read where the caller keeps it, x written by the solve
+                self._b_off, self._b_step = _offsets(mem, bsrc[0], stream)
+                self._brs, self._bcs = int(bsrc[1]), int(bsrc[2])
         except BaseException:
             self.free()
             raise
@@ -100,6 +104,8 @@ class SmallLuEngine(ProgramCache):
         self._rs, self._cs = (1, f.ld) if f.order == "F" else (f.ld, 1)
         self.reads_a = problems.a_source is not None
         self.source = 0  # the caller's a of the next factorization (reads_a), set by the executor
+        self.reads_b = problems.b_source is not None
+        self.b_source = 0  # the caller's b of the next solve (reads_b), set by the executor
         self._ldx = r.ld
         self._eps = float(np.finfo(g.dtype).eps)
         self.nbytes = mem.nbytes
@@ -113,7 +119,19 @@ class SmallLuEngine(ProgramCache):
         return self._program(("f", a_base, self.source), lambda: self._factor_calls(a_base))
 
     def fused_program(self, a_base: int, b_base: int) -> list:
-        return self._program(("fs", a_base, b_base, self.source), lambda: self._fused_calls(a_base, b_base))
+        key = ("fs", a_base, b_base, self.source, self.b_source)
+        return self._program(key, lambda: self._fused_calls(a_base, b_base))
+
+    def solve_program(self, a_base: int, b_base: int) -> list:
+        return self._program(("s", a_base, b_base, self.b_source), lambda: self._solve_calls(a_base, b_base))
+
+    def _rhs_args(self, x_base: int) -> tuple:
+        """x and where the right-hand sides are read from (the caller's b, or x itself) as the kernels take them."""
+        if self.reads_b:
+            b = (self.b_source, self._b_off, self._b_step, self._brs, self._bcs)
+        else:
+            b = (x_base, self._x_off, self._x_step, 1, self._ldx)
+        return (x_base, self._x_off, self._x_step, self._ldx) + b + (self.geom.nrhs,)
 
     def _factor_launch(self, a_base: int, x_base: int, solve: int) -> list:
         g = self.geom
@@ -121,9 +139,8 @@ class SmallLuEngine(ProgramCache):
             src = (self.source, self._s_off, self._s_step, self._srs, self._scs)
         else:
             src = (a_base, self._a_off, self._a_step, self._rs, self._cs)
-        args = self._launch_args(a_base, src) + (
-            self._info, x_base, self._x_off, self._x_step, self._ldx, g.nrhs, solve, self._eps, FLAG, self._out,
-            self._flagged)
+        args = self._launch_args(a_base, src) + (self._info,) + self._rhs_args(x_base) + (
+            solve, self._eps, FLAG, self._out, self._flagged)
         return [(self._fused_kernel.launch, args)]
 
     def _factor_calls(self, a_base: int) -> list:
@@ -133,8 +150,7 @@ class SmallLuEngine(ProgramCache):
         return self._factor_launch(a_base, b_base, 1)
 
     def _solve_calls(self, a_base: int, b_base: int) -> list:
-        args = self._launch_args(a_base) + (b_base, self._x_off, self._x_step, self._ldx,
-                                                                self.geom.nrhs)
+        args = self._launch_args(a_base) + self._rhs_args(b_base)
         return [(self._solve_kernel.launch, args)]
 
     # ------------------------------------------------------------------------------------------ status
