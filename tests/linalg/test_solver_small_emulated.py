@@ -249,3 +249,41 @@ def test_without_the_kernels_auto_falls_back_and_kernel_raises(emulated, monkeyp
     plan_cache.clear()
     with pytest.raises(RuntimeError, match="NVRTC is not installed"):
         direct_solver(device(a0), device(b0), options=_opts("kernel"))
+
+
+def test_cached_call_reaches_the_kernel_within_four_frames(emulated, monkeypatch):
+    """The stateless call's hot path: the launch is at most four Python frames below direct_solver."""
+    import sys
+
+    import cumath.linalg._solver._functions as F
+    from test_solver_cpu import frames_to
+
+    seen = []
+    launch = HostKernel.launch
+
+    def traced(self, *args):
+        seen.append(frames_to(F.direct_solver, sys._getframe(1)))
+        return launch(self, *args)
+
+    monkeypatch.setattr(HostKernel, "launch", traced)
+    a0, b0, ref = system((3,), 6, 1, "float64", "lu")
+    for _ in range(3):
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts()), b0, "float64")
+    assert len(seen) == 3
+    for frames in seen[1:]:
+        assert len(frames) <= 4, frames
+
+
+@pytest.mark.parametrize("dtype,n", [("float32", 32), ("complex64", 5)])
+def test_the_kernels_compile_with_nvrtc(dtype, n):
+    """The CUDA source compiles with NVRTC for the H200 (sm_90) on this machine, the template names lowered."""
+    from cumath._core import jit
+    from cumath.linalg._solver._backends import _small_kernels as K
+
+    for name in K.kernel_names(dtype, n):
+        try:
+            art = jit.compile_source(K.SMALL_SOURCE, cc=90, names=(name,), name="cumath_kernel.cu", what=name)
+        except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment
+            pytest.skip(f"NVRTC is not usable here: {exc}")
+        assert art.kind in ("cubin", "ptx") and len(art.data) > 1000
+        assert art.lowered[name].startswith("_Z")
