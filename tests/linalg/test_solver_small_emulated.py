@@ -287,3 +287,70 @@ def test_the_kernels_compile_with_nvrtc(dtype, n):
             pytest.skip(f"NVRTC is not usable here: {exc}")
         assert art.kind in ("cubin", "ptx") and len(art.data) > 1000
         assert art.lowered[name].startswith("_Z")
+
+
+# ------------------------------------------------------------------------------------------- properties
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from test_solver_properties import EPS, _layout, _residual, systems  # noqa: E402
+
+_PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_PROPERTY
+@given(systems())
+def test_kernel_solves_any_system(emulated, problem):
+    """Any order, batch shape, right-hand sides, dtype and layout (the LU cases of the CPU property test) on the
+    kernel path: x of b's shape, a small residual, the operands untouched, the stateful object agreeing."""
+    dtype, a0, b0, spd, la, lb = problem
+    if spd:  # (Cholesky runs on the libraries)
+        return
+    a, b = _layout(a0, la), _layout(b0, lb)
+    emulated.calls.clear()
+    x = direct_solver(device(a), device(b), options=_opts())
+    assert x.shape == b0.shape and x.dtype == a0.dtype
+    assert _residual(a0, x, b0) < EPS[dtype]
+    np.testing.assert_array_equal(a, a0)
+    np.testing.assert_array_equal(b, b0)
+    with DirectSolver(device(a), device(b), options=_opts()) as s:
+        s.plan()
+        s.factorize()
+        y = s.solve()
+    np.testing.assert_allclose(y, x, rtol=0, atol=10 * EPS[dtype] * max(1.0, np.abs(x).max()))
+    _kernels_only(emulated.calls)
+
+
+@_PROPERTY
+@given(st.integers(2, 32), st.integers(1, 5), st.data())
+def test_singular_systems_always_raise_on_the_kernel_path(emulated, n, count, data):
+    g = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a = g.standard_normal((count, n, n)) + 3 * np.sqrt(n) * np.eye(n)
+    bad = data.draw(st.integers(0, count - 1))
+    row = data.draw(st.integers(0, n - 1))
+    a[bad, row, :] = 0  # a zero row: exactly singular, whatever the pivoting
+    with pytest.raises(SingularMatrixError) as err:
+        direct_solver(device(a), device(g.standard_normal((count, n))), options=_opts())
+    assert err.value.problem == (bad,) and err.value.count == 1
+    assert isinstance(err.value, np.linalg.LinAlgError)
+
+
+@_PROPERTY
+@given(st.sampled_from(DTYPES), st.integers(1, 32), st.integers(1, 4), st.data(),
+       st.sampled_from([np.nan, np.inf, -np.inf]))
+def test_a_non_finite_entry_anywhere_is_reported_on_the_kernel_path(emulated, dtype, n, count, data, value):
+    """One NaN or inf anywhere in one system: exactly one IllConditionedWarning naming it; the others solved."""
+    g = np.random.default_rng(n * 31 + count)
+    a = (g.standard_normal((count, n, n)) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    b = g.standard_normal((count, n)).astype(dtype)
+    p, i, j = (data.draw(st.integers(0, k - 1)) for k in (count, n, n))
+    a[p, i, j] = value
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        x = direct_solver(device(a), device(b), options=_opts())
+    messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+    assert len(messages) == 1 and messages[0].startswith(f"a[{p}] has non-finite pivots"), messages
+    others = [q for q in range(count) if q != p]
+    if others:
+        assert _residual(a[others], x[others], b[others]) < EPS[dtype]
