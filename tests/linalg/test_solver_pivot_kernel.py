@@ -60,20 +60,8 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return cumath_excha
 template <class T> T __shfl_sync(unsigned, T v, int src)
 { return cumath_exchange(v, (threadIdx.x & ~31u) + ((unsigned)src & 31u)); }
 inline void __syncwarp() { __syncthreads(); }
-"""
-
-LAUNCHER = r"""
-typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
-                                 int, double, unsigned long long, double*, unsigned long long*, int);
-typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
-                               unsigned long long*);
-struct cumath_args {
-    const void* const* a; long long lda; int n, count; const int* info; const unsigned long long* bad; int power;
-    double eps; unsigned long long epoch; double* out; unsigned long long* flagged; int part;
-    unsigned long long* scan_bad;
-};
-// every block of the grid in turn, each with its threads running at once
-extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
+// every block of a (gx, gy) grid in turn, each with its threads running f() at once
+template <class F> void cumath_run(F f, int gx, int gy, int block)
 {
     blockDim.x = block;
     gridDim.x = gx;
@@ -88,15 +76,33 @@ extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, con
                     threadIdx.x = t;
                     blockIdx.x = bx;
                     blockIdx.y = by;
-                    if (scan)
-                        ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
-                    else
-                        ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps,
-                                               x->epoch, x->out, x->flagged, x->part);
+                    f();
                     bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
                 });
             for (auto& th : threads) th.join();
         }
+}
+"""
+
+LAUNCHER = r"""
+typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
+                                 int, double, unsigned long long, double*, unsigned long long*, int);
+typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
+                               unsigned long long*);
+struct cumath_args {
+    const void* const* a; long long lda; int n, count; const int* info; const unsigned long long* bad; int power;
+    double eps; unsigned long long epoch; double* out; unsigned long long* flagged; int part;
+    unsigned long long* scan_bad;
+};
+extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
+{
+    cumath_run([=] {
+        if (scan)
+            ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
+        else
+            ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps, x->epoch, x->out,
+                                   x->flagged, x->part);
+    }, gx, gy, block);
 }
 """
 
@@ -111,21 +117,26 @@ class _Args(ctypes.Structure):
 _DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def compile_on_host(tmp_path_factory, stem: str, source: str, what: str, opt: str = "-O2"):
+    """``SHIM + source`` compiled as C++ into a shared library (skips without a C++20 compiler)."""
     cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no C++ compiler here")
-    folder = tmp_path_factory.mktemp("pivots")
-    src, so = folder / "pivots.cpp", folder / "pivots.so"
-    src.write_text(SHIM + _pivots.PIVOTS_SOURCE + LAUNCHER)
-    done = subprocess.run([cxx, "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", str(src), "-o", str(so)],
+    folder = tmp_path_factory.mktemp(stem)
+    src, so = folder / f"{stem}.cpp", folder / f"{stem}.so"
+    src.write_text(SHIM + source)
+    done = subprocess.run([cxx, "-std=c++20", opt, "-shared", "-fPIC", "-pthread", str(src), "-o", str(so)],
                           capture_output=True, text=True)
     if done.returncode:
         if "barrier" in done.stderr and "No such file" in done.stderr:
             pytest.skip("the C++ compiler has no C++20 <barrier>")
-        pytest.fail(f"the pivot kernels' source does not compile as C++:\n{done.stderr[-4000:]}")
+        pytest.fail(f"{what} does not compile as C++:\n{done.stderr[-4000:]}")
     return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return compile_on_host(tmp_path_factory, "pivots", _pivots.PIVOTS_SOURCE + LAUNCHER, "the pivot kernels' source")
 
 
 class State:

@@ -24,7 +24,7 @@ from cumath.linalg._solver._backends import small_lu  # noqa: E402
 from helpers.matrix import random_array, with_layout  # noqa: E402
 from test_generic_emulated_gpu import HostAllocator, device  # noqa: E402
 from test_solver_cpu import assert_solves, near_singular, system  # noqa: E402
-from test_solver_emulated_gpu import emulation  # noqa: E402
+from test_solver_emulated_gpu import emulation, solve_device_operands  # noqa: E402
 from test_solver_small_kernel import _SUFFIX, _Args, lib  # noqa: E402,F401 - lib: the compiled kernels (fixture)
 
 _TYPES = {"float": "float32", "double": "float64", "cumath_c32": "complex64", "cumath_c64": "complex128"}
@@ -85,18 +85,7 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 @pytest.mark.parametrize("layout", ["C", "F", "step"])
 @pytest.mark.parametrize("vector", [False, True])
 def test_device_operands(emulated, dtype, layout, vector):
-    a0, b0, ref = system((3,), 7, 2, dtype, "lu", vector)
-    a, b = with_layout(a0, layout), with_layout(b0, layout)
-    keep_a, keep_b = a.copy(), b.copy()
-    with DirectSolver(device(a), device(b), options=_opts()) as s:
-        s.plan()
-        s.factorize()
-        assert_solves(ref, s.solve(), b0, dtype)
-        b1 = random_array(b0.shape, dtype)
-        s.reset_operands(b=device(with_layout(b1, layout)))
-        assert_solves(ref, s.solve(), b1, dtype)
-    np.testing.assert_array_equal(a, keep_a)  # the caller's memory is never written
-    np.testing.assert_array_equal(b, keep_b)
+    solve_device_operands(_opts(), dtype, "lu", layout, vector)
     _kernels_only(emulated.calls)
     assert emulated.calls.count(emulated.calls[0]) == 1  # one factorization launch, then solve launches
 
@@ -294,7 +283,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_solver_properties import EPS, _layout, _residual, systems  # noqa: E402
+from test_solver_properties import EPS, _layout, _residual, check_singular_raises, systems  # noqa: E402
 
 _PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -325,15 +314,7 @@ def test_kernel_solves_any_system(emulated, problem):
 @_PROPERTY
 @given(st.integers(2, 32), st.integers(1, 5), st.data())
 def test_singular_systems_always_raise_on_the_kernel_path(emulated, n, count, data):
-    g = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    a = g.standard_normal((count, n, n)) + 3 * np.sqrt(n) * np.eye(n)
-    bad = data.draw(st.integers(0, count - 1))
-    row = data.draw(st.integers(0, n - 1))
-    a[bad, row, :] = 0  # a zero row: exactly singular, whatever the pivoting
-    with pytest.raises(SingularMatrixError) as err:
-        direct_solver(device(a), device(g.standard_normal((count, n))), options=_opts())
-    assert err.value.problem == (bad,) and err.value.count == 1
-    assert isinstance(err.value, np.linalg.LinAlgError)
+    check_singular_raises(lambda a, b: direct_solver(device(a), device(b), options=_opts()), n, count, data)
 
 
 @_PROPERTY

@@ -1,5 +1,5 @@
 """The CUDA source of the small-system LU kernels (cumath/linalg/_solver/_backends/_small_kernels.py), compiled as
-C++ for the CPU with the pivot kernels' shim (test_solver_pivot_kernel.SHIM: each block's threads run at once,
+C++ for the CPU with the pivot kernels' shim (test_solver_pivot_kernel.SHIM and compile_on_host: each block's threads run at once,
 shuffles are exchanges through memory) and run there against NumPy/SciPy in float64: the factors (P a = L U),
 the pivot order (LAPACK's getrf's, ties included), getrf's ``info``, the verdict word and the pivot magnitudes,
 NaN and inf, the fused and the separate solve, column- and row-major storage, leading dimensions above n,
@@ -8,9 +8,6 @@ batches of one and batches whose last warps have no system. Skipped without a C+
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,7 +15,7 @@ import pytest
 scipy_linalg = pytest.importorskip("scipy.linalg")
 
 from cumath.linalg._solver._backends import _small_kernels as K  # noqa: E402
-from test_solver_pivot_kernel import SHIM  # noqa: E402
+from test_solver_pivot_kernel import compile_on_host  # noqa: E402
 
 _SUFFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 DTYPES = tuple(_SUFFIX)
@@ -31,36 +28,17 @@ struct cumath_small_args {
     int nrhs, solve; double eps; unsigned long long flag;
     double* out; unsigned long long* flagged;
 };
-// every block of the grid in turn, each with its threads running at once
-template <class F> void cumath_run(F f, int gx, int block)
-{
-    blockDim.x = block;
-    gridDim.x = gx;
-    gridDim.y = 1;
-    for (int bx = 0; bx < gx; ++bx) {
-        std::barrier<> bar(block);
-        cumath_bar = &bar;
-        std::vector<std::thread> threads;
-        for (int t = 0; t < block; ++t)
-            threads.emplace_back([=, &bar] {
-                threadIdx.x = t;
-                blockIdx.x = bx;
-                f();
-                bar.arrive_and_drop();
-            });
-        for (auto& th : threads) th.join();
-    }
-}
 #define CUMATH_HOST(T, suffix, N) \
     extern "C" void cumath_host_lu_##suffix##N(int gx, int block, const cumath_small_args* x) \
-    { cumath_run([x] { cumath_small_lu<T, N>(x->s, x->s_off, x->s_step, x->srs, x->scs, x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
+    { cumath_run([x] { cumath_small_lu<T, N>(x->s, x->s_off, x->s_step, x->srs, x->scs, x->a, x->a_off, \
+                                             x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
                                              x->info, x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, \
                                              x->brs, x->bcs, x->nrhs, x->solve, x->eps, \
-                                             x->flag, x->out, x->flagged); }, gx, block); } \
+                                             x->flag, x->out, x->flagged); }, gx, 1, block); } \
     extern "C" void cumath_host_lus_##suffix##N(int gx, int block, const cumath_small_args* x) \
     { cumath_run([x] { cumath_small_lus<T, N>(x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
                                               x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, x->brs, \
-                                              x->bcs, x->nrhs); }, gx, block); }
+                                              x->bcs, x->nrhs); }, gx, 1, block); }
 #define CUMATH_HOST_ORDERS(T, suffix) \
     CUMATH_HOST(T, suffix, 4) CUMATH_HOST(T, suffix, 8) CUMATH_HOST(T, suffix, 16) CUMATH_HOST(T, suffix, 32)
 CUMATH_HOST_ORDERS(float, s)
@@ -83,20 +61,8 @@ class _Args(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler here")
-    text = SHIM + K.SMALL_SOURCE + LAUNCHER
-    folder = tmp_path_factory.mktemp("small_lu")
-    src, so = folder / "small_lu.cpp", folder / f"small_lu_{hashlib.sha256(text.encode()).hexdigest()[:12]}.so"
-    src.write_text(text)
-    done = subprocess.run([cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(src), "-o", str(so)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        if "barrier" in done.stderr and "No such file" in done.stderr:
-            pytest.skip("the C++ compiler has no C++20 <barrier>")
-        pytest.fail(f"the small-system kernels' source does not compile as C++:\n{done.stderr[-4000:]}")
-    return ctypes.CDLL(str(so))
+    return compile_on_host(tmp_path_factory, "small_lu", K.SMALL_SOURCE + LAUNCHER, "the small-system kernels' source",
+                           "-O1")
 
 
 class Run:
