@@ -66,14 +66,11 @@ class SmallLuEngine(ProgramCache):
     direct = True
     error_class = LAPACKError  # (info < 0, a refused argument, never comes from the kernels)
 
-    def __init__(self, problems, device_id: int, stream: int, allocator):
+    def __init__(self, problems, device_id: int, stream: int, allocator, kernels):
         g, f, r = problems.geom, problems.factor, problems.rhs
-        check_fits(g)
         self.geom, self.problems, self.device_id = g, problems, device_id
-        fused_name, solve_name = kernel_names(g.dtype, g.n)
-        self._fused_kernel = get_kernel(SMALL_SOURCE, fused_name, FUSED_ARGS, device_id=device_id)
-        self._solve_kernel = get_kernel(SMALL_SOURCE, solve_name, SOLVE_ARGS, device_id=device_id)
-        self.routines = (fused_name, solve_name)
+        self._fused_kernel, self._solve_kernel = kernels
+        self.routines = kernel_names(g.dtype, g.n)
         self.factor_routine = "cumath_small_lu"
         self.description = f"cumath's LU kernels for small systems (a warp per system, order {g.n})"
         self._stream = stream
@@ -188,23 +185,25 @@ def create(problems, placement, options, log, allocator=None, stream=None):
     """The kernel engine, or (batch_method 'auto' and the kernels cannot be built) the library engine 'auto'
     would pick without them."""
     g = problems.geom
+    check_fits(g)
+    kernels = None
     if not _unavailable:
         try:
-            engine = SmallLuEngine(problems, placement.device, stream, allocator)
-        except ValueError:
-            raise
+            kernels = tuple(get_kernel(SMALL_SOURCE, name, args, device_id=placement.device)
+                            for name, args in zip(kernel_names(g.dtype, g.n), (FUSED_ARGS, SOLVE_ARGS)))
         except Exception as exc:  # noqa: BLE001 - no NVRTC, no driver: the libraries can still solve
             if options.batch_method == "kernel":
                 raise
             _unavailable.append(exc)
             log.warning("the small-system LU kernels could not be built (%s); dense GPU solves use the libraries", exc)
-        else:
-            if log.isEnabledFor(logging.INFO):
-                log.info("solver engine: %s, %d systems of order %d in one launch, on GPU %d", engine.description,
-                         g.count, g.n, placement.device)
-            return engine
     elif options.batch_method == "kernel":
         raise _unavailable[0]
+    if kernels is not None:
+        engine = SmallLuEngine(problems, placement.device, stream, allocator, kernels)
+        if log.isEnabledFor(logging.INFO):
+            log.info("solver engine: %s, %d systems of order %d in one launch, on GPU %d", engine.description,
+                     g.count, g.n, placement.device)
+        return engine
     from . import create_engine
     from .._traits import choose_batch_method
 
