@@ -39,8 +39,21 @@ struct cumath_small_args {
     { cumath_run([x] { cumath_small_lus<T, N>(x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
                                               x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, x->brs, \
                                               x->bcs, x->nrhs); }, gx, 1, block); }
+#define CUMATH_HOST_CHOL(T, suffix, N) \
+    extern "C" void cumath_host_chol_##suffix##N(int gx, int block, const cumath_small_args* x) \
+    { cumath_run([x] { cumath_small_chol<T, N>(x->s, x->s_off, x->s_step, x->srs, x->scs, x->a, x->a_off, \
+                                             x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
+                                             x->info, x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, \
+                                             x->brs, x->bcs, x->nrhs, x->solve, x->eps, \
+                                             x->flag, x->out, x->flagged); }, gx, 1, block); } \
+    extern "C" void cumath_host_chols_##suffix##N(int gx, int block, const cumath_small_args* x) \
+    { cumath_run([x] { cumath_small_chols<T, N>(x->a, x->a_off, x->a_step, x->rs, x->cs, x->n, x->count, x->perm, \
+                                              x->x, x->x_off, x->x_step, x->ldx, x->b, x->b_off, x->b_step, x->brs, \
+                                              x->bcs, x->nrhs); }, gx, 1, block); }
 #define CUMATH_HOST_ORDERS(T, suffix) \
-    CUMATH_HOST(T, suffix, 4) CUMATH_HOST(T, suffix, 8) CUMATH_HOST(T, suffix, 16) CUMATH_HOST(T, suffix, 32)
+    CUMATH_HOST(T, suffix, 4) CUMATH_HOST(T, suffix, 8) CUMATH_HOST(T, suffix, 16) CUMATH_HOST(T, suffix, 32) \
+    CUMATH_HOST_CHOL(T, suffix, 4) CUMATH_HOST_CHOL(T, suffix, 8) CUMATH_HOST_CHOL(T, suffix, 16) \
+    CUMATH_HOST_CHOL(T, suffix, 32)
 CUMATH_HOST_ORDERS(float, s)
 CUMATH_HOST_ORDERS(double, d)
 CUMATH_HOST_ORDERS(cumath_c32, c)
@@ -71,10 +84,11 @@ class Run:
     (column-major, leading dimension ``ldx``): the kernels' outputs as NumPy arrays."""
 
     def __init__(self, lib, mats, b=None, *, order="F", ld=None, ldx=None, solve=True, block=128, spread=False,
-                 source=None, b_source=None):
+                 source=None, b_source=None, kind="lu"):
         count, n = mats.shape[0], mats.shape[1]
         dtype = mats.dtype
         self.lib, self.n, self.count, self.dtype, self.order, self.block = lib, n, count, dtype, order, block
+        self.stem = "lu" if kind == "lu" else "chol"
         self.ld = ld = n if ld is None else ld
         # spread: system p at slot count - p (an offsets array) rather than at slot p (a step)
         slots = np.arange(count, 0, -1) if spread else np.arange(count)
@@ -100,7 +114,7 @@ class Run:
             self.store[:] = np.nan  # every entry of the factors must be written
 
         args = self.args(solve)
-        fn = getattr(lib, f"cumath_host_lu_{_SUFFIX[str(dtype)]}{K.padded_order(n)}")
+        fn = getattr(lib, f"cumath_host_{self.stem}_{_SUFFIX[str(dtype)]}{K.padded_order(n)}")
         fn(self.grid, block, ctypes.byref(args))
 
     @property
@@ -145,7 +159,7 @@ class Run:
         else:
             self.b_source = None
             self.xs[:, :, :self.n] = np.swapaxes(b, 1, 2)
-        fn = getattr(self.lib, f"cumath_host_lus_{_SUFFIX[str(self.dtype)]}{K.padded_order(self.n)}")
+        fn = getattr(self.lib, f"cumath_host_{self.stem}s_{_SUFFIX[str(self.dtype)]}{K.padded_order(self.n)}")
         fn(self.grid, self.block, ctypes.byref(self.args(False)))
         return self.x
 
@@ -338,6 +352,7 @@ def test_orders_the_kernels_take():
     with pytest.raises(ValueError, match="orders up to 32, not 33"):
         K.padded_order(33)
     assert K.kernel_names("complex128", 20) == ("cumath_small_lu<cumath_c64, 32>", "cumath_small_lus<cumath_c64, 32>")
+    assert K.kernel_names("float32", 3, "cholesky") == ("cumath_small_chol<float, 4>", "cumath_small_chols<float, 4>")
     assert K.grid(1) == 1 and K.grid(4) == 1 and K.grid(5) == 2
 
 
@@ -376,3 +391,75 @@ def test_right_hand_sides_read_where_they_are(lib, dtype):
     vec = rng.standard_normal((count, n)).astype(dtype)
     run = Run(lib, a, vec[:, :, None], b_source=vec[:, :, None])
     assert_solved(a, vec[:, :, None], run.x)
+
+
+# ------------------------------------------------------------------------------------------------ Cholesky
+def spd_system(rng, count, n, dtype, k=1):
+    m, b = random_system(rng, count, n, dtype, k)
+    a = m @ np.conj(np.swapaxes(m, 1, 2)) + n * np.eye(n)
+    return a.astype(dtype), b
+
+
+def lower_factor(run, p):
+    base = int(run.a_offsets[p]) // (run.n * run.ld * run.dtype.itemsize)
+    m = run.store[base][:, :run.n]
+    return np.tril(m.T if run.order == "F" else m)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 31, 32])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky(lib, dtype, n):
+    """Positive definite systems: L L^H = a, x, L's diagonal magnitudes, a clear verdict; the upper triangle of
+    a is never read (NaN there changes nothing)."""
+    rng = np.random.default_rng(n * 7 + DTYPES.index(dtype))
+    a, b = spd_system(rng, 3, n, dtype, 2)
+    poisoned = a.copy()
+    poisoned[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = np.nan
+    run = Run(lib, poisoned, b, kind="cholesky", ld=n + 1)
+    eps = np.finfo(dtype).eps
+    for p in range(3):
+        low = lower_factor(run, p)
+        a64 = a[p].astype(np.complex128)
+        assert np.linalg.norm(low @ np.conj(low.T) - a64) / np.linalg.norm(a64) <= 10 * n * eps
+        d = np.abs(np.diagonal(low))
+        np.testing.assert_allclose(run.out[p], [d.min(), d.max()], rtol=1e-6)
+    assert list(run.info) == [0, 0, 0] and int(run.flagged[0]) == 0
+    assert_solved(a, b, run.x)
+    b2 = random_system(np.random.default_rng(1), 3, n, dtype, 2)[1]
+    assert_solved(a, b2, run.solve_again(b2))
+
+
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_cholesky_layouts_and_sources(lib, order):
+    rng = np.random.default_rng(3)
+    n = 10
+    a, b = spd_system(rng, 2, n, "complex64", 3)
+    run = Run(lib, a, b, kind="cholesky", order=order, source=np.swapaxes(np.swapaxes(a, 1, 2).copy(), 1, 2),
+              b_source=b.copy())
+    assert_solved(a, b, run.x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("n,k", [(1, 0), (5, 0), (5, 3), (32, 31)])
+def test_cholesky_not_positive_definite(lib, dtype, n, k):
+    """A leading minor of order k + 1 that is not positive: potrf's info k + 1, the verdict set."""
+    rng = np.random.default_rng(n + k)
+    a, b = spd_system(rng, 3, n, dtype)
+    sub = a[1, :k, :k].astype(np.complex128)
+    v = a[1, k, :k].astype(np.complex128)
+    schur = np.real(v @ np.linalg.solve(sub, v.conj())) if k else 0.0
+    a[1, k, k] = schur - 1.0  # the pivot of step k becomes -1
+    run = Run(lib, a, b, kind="cholesky")
+    assert list(run.info) == [0, k + 1, 0]
+    assert int(run.flagged[0]) == K.FLAG
+    assert_solved(a[[0, 2]], b[[0, 2]], run.x[[0, 2]])
+
+
+@pytest.mark.parametrize("place", [(4, 4), (6, 2), (0, 0)])
+def test_cholesky_non_finite(lib, place):
+    rng = np.random.default_rng(9)
+    a, b = spd_system(rng, 2, 7, "float64")
+    a[0][place] = np.nan
+    run = Run(lib, a, b, kind="cholesky")
+    assert int(run.flagged[0]) == K.FLAG and np.isnan(run.out[0]).all()
+    assert run.info[0] > 0  # (potrf stops at a NaN pivot; the host reports it as non-finite)

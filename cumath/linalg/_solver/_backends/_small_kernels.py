@@ -232,6 +232,152 @@ __global__ void cumath_small_lus(const char* a, const long long* a_off, long lon
     const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
     cumath_small_rhs<T, N>(r, lane, n, lane, lane, src, bp, brs, bcs, xp, ldx, nrhs);
 }
+
+// Cholesky's: conj, the real part, a value divided by a real, a real as T (for real types: the value itself)
+__device__ __forceinline__ float cumath_conj(float v) { return v; }
+__device__ __forceinline__ double cumath_conj(double v) { return v; }
+__device__ __forceinline__ cumath_c32 cumath_conj(cumath_c32 v) { return cumath_c32{v.x, -v.y}; }
+__device__ __forceinline__ cumath_c64 cumath_conj(cumath_c64 v) { return cumath_c64{v.x, -v.y}; }
+__device__ __forceinline__ float cumath_re(float v) { return v; }
+__device__ __forceinline__ double cumath_re(double v) { return v; }
+__device__ __forceinline__ float cumath_re(cumath_c32 v) { return v.x; }
+__device__ __forceinline__ double cumath_re(cumath_c64 v) { return v.x; }
+__device__ __forceinline__ float cumath_scale(float v, float s) { return v / s; }
+__device__ __forceinline__ double cumath_scale(double v, double s) { return v / s; }
+__device__ __forceinline__ cumath_c32 cumath_scale(cumath_c32 v, float s) { return cumath_c32{v.x / s, v.y / s}; }
+__device__ __forceinline__ cumath_c64 cumath_scale(cumath_c64 v, double s) { return cumath_c64{v.x / s, v.y / s}; }
+__device__ __forceinline__ float cumath_of_real(float s, float) { return s; }
+__device__ __forceinline__ double cumath_of_real(double s, double) { return s; }
+__device__ __forceinline__ cumath_c32 cumath_of_real(float s, cumath_c32) { return cumath_c32{s, 0.0f}; }
+__device__ __forceinline__ cumath_c64 cumath_of_real(double s, cumath_c64) { return cumath_c64{s, 0.0}; }
+
+// Cholesky (a = L L^H, lower): the solve of one system's right-hand sides into x from b, as cumath_small_rhs does
+// for LU; lane i holds row i of L. The back substitution with L^H needs L's column k in the lanes above k: lane k
+// hands out its row entry by entry (k shuffles at step k).
+template <typename T, int N>
+__device__ __forceinline__ void cumath_small_chol_rhs(const T (&r)[N], int lane, int n, const T* b, long long brs,
+                                                      long long bcs, T* x, long long ldx, int nrhs)
+{
+    typedef typename cumath_real<T>::type R;
+    const bool row = lane < n;
+    for (int c = 0; c < nrhs; ++c) {
+        T* col = x + (long long)c * ldx;
+        T v = T{};
+        if (row) v = b[lane * brs + c * bcs];
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < N; ++k) {  // L y = b
+            if (k >= n) break;
+            if (lane == k) v = cumath_scale(v, (R)cumath_re(r[k]));
+            const T y = cumath_shfl(v, k);
+            if (row && lane > k) v = cumath_fms(v, r[k], y);
+        }
+#pragma unroll
+        for (int k = N - 1; k >= 0; --k) {  // L^H x = y
+            if (k >= n) continue;
+            if (lane == k) v = cumath_scale(v, (R)cumath_re(r[k]));
+            const T y = cumath_shfl(v, k);
+#pragma unroll
+            for (int i = 0; i < k; ++i) {
+                const T lki = cumath_shfl(r[i], k);
+                if (lane == i) v = cumath_fms(v, cumath_conj(lki), y);
+            }
+        }
+        if (row) col[lane] = v;
+    }
+}
+
+// Cholesky of small systems: the arguments of cumath_small_lu (perm unused). Lane i loads row i of a's lower
+// triangle (the part potrf reads); the factorization stops at the first pivot that is not positive (or NaN), as
+// potrf does, info its 1-based step; L is written over the lower triangle (element strides rs, cs).
+template <typename T, int N>
+__global__ void cumath_small_chol(const char* s, const long long* s_off, long long s_step, long long srs,
+                                  long long scs, char* a, const long long* a_off, long long a_step, long long rs,
+                                  long long cs, int n, int count, int* perm, int* info, char* x,
+                                  const long long* x_off, long long x_step, long long ldx, const char* b,
+                                  const long long* b_off, long long b_step, long long brs, long long bcs, int nrhs,
+                                  int solve, double eps, unsigned long long flag, double* out,
+                                  unsigned long long* flagged)
+{
+    typedef typename cumath_real<T>::type R;
+    const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (p >= count) return;
+    const T* src = (const T*)(s + (s_off ? s_off[p] : p * s_step));
+    T* m = (T*)(a + (a_off ? a_off[p] : p * a_step));
+    const bool row = lane < n;
+    T r[N];
+    int bad = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        r[j] = T{};
+        if (row && j <= lane && j < n) {
+            r[j] = src[lane * srs + j * scs];
+            bad |= !cumath_finite(r[j]);
+        }
+    }
+    int failed = 0;
+    double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        if (k >= n) break;
+        const R d = cumath_re(cumath_shfl(r[k], k));
+        if (!(d > (R)0)) {  // (NaN too)
+            failed = k + 1;
+            break;
+        }
+        const R q = sqrt(d);
+        lo = fmin(lo, (double)q);
+        hi = fmax(hi, (double)q);
+        if (lane == k) r[k] = cumath_of_real(q, r[k]);
+        if (row && lane > k) r[k] = cumath_scale(r[k], q);
+#pragma unroll
+        for (int j = k + 1; j < N; ++j) {
+            if (j >= n) break;
+            const T ljk = cumath_shfl(r[k], j);
+            if (row && lane >= j) r[j] = cumath_fms(r[j], r[k], cumath_conj(ljk));
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (row && j <= lane && j < n) bad |= !cumath_finite(r[j]);
+    for (int sh = 16; sh > 0; sh >>= 1) bad |= __shfl_xor_sync(CUMATH_FULL, bad, sh);
+    __syncwarp();
+    if (row) {
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+            if (j <= lane && j < n) m[lane * rs + j * cs] = r[j];
+    }
+    if (lane == 0) {
+        info[p] = failed;
+        cumath_verdict(p, lo, hi, bad != 0, info, 2, eps, flag, out, flagged);
+    }
+    if (solve && !failed) {
+        T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
+        const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+        cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
+    }
+}
+
+template <typename T, int N>
+__global__ void cumath_small_chols(const char* a, const long long* a_off, long long a_step, long long rs,
+                                   long long cs, int n, int count, const int* perm, char* x, const long long* x_off,
+                                   long long x_step, long long ldx, const char* b, const long long* b_off,
+                                   long long b_step, long long brs, long long bcs, int nrhs)
+{
+    const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (p >= count) return;
+    const T* m = (const T*)(a + (a_off ? a_off[p] : p * a_step));
+    const bool row = lane < n;
+    T r[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        r[j] = T{};
+        if (row && j <= lane && j < n) r[j] = m[lane * rs + j * cs];
+    }
+    T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
+    const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+    cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
+}
 """
 
 
@@ -243,10 +389,12 @@ def padded_order(n: int) -> int:
     raise ValueError(f"the small-system LU kernels take orders up to {MAX_ORDER}, not {n}")
 
 
-def kernel_names(dtype: str, n: int) -> tuple:
-    """The name expressions of the factorization (fused with the solve) and the solve kernels for ``dtype``."""
+def kernel_names(dtype: str, n: int, kind: str = "lu") -> tuple:
+    """The name expressions of the factorization (fused with the solve) and the solve kernels for ``dtype`` and
+    ``kind`` ('lu' or 'cholesky')."""
     args = f"<{C_TYPES[dtype]}, {padded_order(n)}>"
-    return "cumath_small_lu" + args, "cumath_small_lus" + args
+    stem = "cumath_small_lu" if kind == "lu" else "cumath_small_chol"
+    return stem + args, stem + "s" + args
 
 
 def grid(count: int) -> int:
