@@ -36,9 +36,9 @@ class HostKernel:
     memory."""
 
     def __init__(self, lib, fake, name):
-        kind, ctype, order = re.fullmatch(r"cumath_small_(lus?)<(\w+), (\d+)>", name).groups()
+        kind, ctype, order = re.fullmatch(r"cumath_small_(lus?|chols?)<(\w+), (\d+)>", name).groups()
         self.fn = getattr(lib, f"cumath_host_{kind}_{_SUFFIX[_TYPES[ctype]]}{order}")
-        self.fused, self.name, self.fake = kind == "lu", name, fake
+        self.fused, self.name, self.fake = kind in ("lu", "chol"), name, fake
 
     def launch(self, grid, block, shared, stream, *args):
         self.fake.calls.append(self.name)
@@ -88,6 +88,52 @@ def test_device_operands(emulated, dtype, layout, vector):
     solve_device_operands(_opts(), dtype, "lu", layout, vector)
     _kernels_only(emulated.calls)
     assert emulated.calls.count(emulated.calls[0]) == 1  # one factorization launch, then solve launches
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_device_operands_cholesky(emulated, dtype, layout, vector):
+    solve_device_operands(_opts(matrix_type="hpd"), dtype, "cholesky", layout, vector)
+    _kernels_only(emulated.calls)
+    assert emulated.calls[0].startswith("cumath_small_chol<")
+
+
+@pytest.mark.parametrize("method", ["auto", "batched"])
+def test_not_positive_definite_raises_as_the_library_path_does(emulated, method):
+    a0, b0, _ = system((2, 3), 6, 1, "float64", "cholesky")
+    a0[1, 0, 3, 3] = -50.0
+    a0 = with_layout(a0, "F")
+    with pytest.raises(SingularMatrixError, match=r"a\[1, 0\] is not positive definite: its leading minor of order "
+                                                  r"4 is not positive") as e:
+        direct_solver(device(a0), device(b0), options=_opts(method, matrix_type="spd"))
+    assert (e.value.problem, e.value.info, e.value.count) == ((1, 0), 4, 1)
+
+
+@pytest.mark.parametrize("n", [5, 32])
+def test_non_finite_entries_warn_as_on_the_cpu(emulated, n):
+    """The CPU engine's cases (NaN and inf on, below and above the diagonal; a Cholesky NaN where potrf stops;
+    the triangle a Cholesky factor never reads) on the kernels: the same warnings."""
+    from test_solver_cpu import check_nonfinite
+
+    check_nonfinite(lambda a, b, kind: direct_solver(device(a), device(b), options=_opts(
+        matrix_type="general" if kind == "lu" else "hpd")), n)
+    _kernels_only(emulated.calls)
+
+
+def test_inplace_cholesky(emulated):
+    """inplace_a: L in a's lower triangle (its upper triangle as it was)."""
+    for layout in ("F", "C"):
+        a0, b0, ref = system((2,), 6, 2, "float64", "cholesky")
+        a = with_layout(a0, layout)
+        with DirectSolver(device(a), device(b0.copy()), options=_opts(inplace_a=True, matrix_type="spd")) as s:
+            s.plan()
+            s.factorize()
+            assert_solves(ref, s.solve(), b0, "float64")
+        for i in range(2):
+            low = np.tril(a[i])
+            np.testing.assert_allclose(low @ low.T, ref[i], rtol=1e-12, atol=1e-10)
+            np.testing.assert_array_equal(np.triu(a[i], 1), np.triu(a0[i], 1))
 
 
 @pytest.mark.parametrize("n", [1, 2, 16, 31, 32])
@@ -208,17 +254,15 @@ def test_the_choice_and_how_to_force_the_library(emulated, monkeypatch, caplog):
     assert_solves(ref1, direct_solver(device(a1), device(b1), options=_opts()), b1, "float32")
     assert not any(n.startswith("cumath_small_") for n in emulated.calls)
     emulated.calls.clear()
-    a2, b2, ref2 = system((3,), 5, 1, "float64", "cholesky")  # Cholesky: the libraries
+    a2, b2, ref2 = system((3,), 5, 1, "float64", "cholesky")  # Cholesky: its kernels
     assert_solves(ref2, direct_solver(device(a2), device(b2), options=_opts(matrix_type="spd")), b2, "float64")
-    assert not any(n.startswith("cumath_small_") for n in emulated.calls)
+    assert emulated.calls == ["cumath_small_chol<double, 8>"]
 
 
-@pytest.mark.parametrize("n,kind,match", [
-    (33, "lu", r"batch_method='kernel' runs LU \(matrix_type='general'\) of systems of order at most 32, not "
-               r"order 33; use batch_method='auto', 'batched' or 'loop'"),
-    (4, "cholesky", r"not Cholesky \(matrix_type 'spd' or 'hpd'\)"),
-])
-def test_kernel_asked_for_what_it_does_not_take(emulated, n, kind, match):
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_kernel_asked_for_what_it_does_not_take(emulated, kind):
+    n, match = 33, (r"batch_method='kernel' runs systems of order at most 32, not order 33; use "
+                    r"batch_method='auto', 'batched' or 'loop'")
     a0, b0, _ = system((2,), n, 1, "float64", kind)
     opts = _opts("kernel", matrix_type="general" if kind == "lu" else "spd")
     with pytest.raises(ValueError, match=match):
@@ -291,19 +335,18 @@ _PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[Heal
 @_PROPERTY
 @given(systems())
 def test_kernel_solves_any_system(emulated, problem):
-    """Any order, batch shape, right-hand sides, dtype and layout (the LU cases of the CPU property test) on the
-    kernel path: x of b's shape, a small residual, the operands untouched, the stateful object agreeing."""
+    """Any order, batch shape, right-hand sides, dtype, layout and matrix type (the CPU property test's cases) on
+    the kernel path: x of b's shape, a small residual, the operands untouched, the stateful object agreeing."""
     dtype, a0, b0, spd, la, lb = problem
-    if spd:  # (Cholesky runs on the libraries)
-        return
     a, b = _layout(a0, la), _layout(b0, lb)
     emulated.calls.clear()
-    x = direct_solver(device(a), device(b), options=_opts())
+    opts = _opts(matrix_type=("hpd" if dtype.startswith("complex") else "spd") if spd else "general")
+    x = direct_solver(device(a), device(b), options=opts)
     assert x.shape == b0.shape and x.dtype == a0.dtype
     assert _residual(a0, x, b0) < EPS[dtype]
     np.testing.assert_array_equal(a, a0)
     np.testing.assert_array_equal(b, b0)
-    with DirectSolver(device(a), device(b), options=_opts()) as s:
+    with DirectSolver(device(a), device(b), options=opts) as s:
         s.plan()
         s.factorize()
         y = s.solve()

@@ -136,7 +136,8 @@ def test_batch_method_and_threads_tables(monkeypatch):
     assert T.choose_batch_method("lu", 32, 1000, kernel=True) == "kernel"
     assert T.choose_batch_method("lu", 1, 1, kernel=True) == "kernel"
     assert T.choose_batch_method("lu", 33, 1000, kernel=True) == "batched"
-    assert T.choose_batch_method("cholesky", 8, 1000, kernel=True) == "batched"
+    assert T.choose_batch_method("cholesky", 8, 1000, kernel=True) == "kernel"
+    assert T.choose_batch_method("cholesky", 40, 1000, kernel=True) == "batched"
     assert T.choose_batch_method("lu", 8, 1000, "batched", kernel=True) == "batched"
     assert T.choose_batch_method("lu", 8, 1000, "kernel") == "kernel"
     assert T.cpu_threads(32, 1, 2) == 1

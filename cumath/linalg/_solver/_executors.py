@@ -88,8 +88,11 @@ class _SameSpace:
                     self.recycler = Recycler(a.package, new, self.adapter.pointer, nbytes, device=self.on_gpu)
             if not geom.empty:
                 hint = a.ptr if f.in_place else self._ptr(self.fbuf)
-                source = None if f.in_place else (batch_offsets(geom.batch_shape, a.strides[:nb]) * item,
-                                                  a.strides[-2], a.strides[-1])
+                # (a Cholesky factor copied back into a for inplace_a must carry a's other triangle too: the
+                # buffer is filled from a then, not by an engine that writes the factor's triangle alone)
+                own_fill = f.in_place or (f.copy_back and geom.kind != "lu")
+                source = None if own_fill else (batch_offsets(geom.batch_shape, a.strides[:nb]) * item,
+                                                a.strides[-2], a.strides[-1])
                 b_source = None if r.in_place else (batch_offsets(geom.batch_shape, b.strides[:nb]) * item,
                                                     b.strides[-1] if geom.vector else b.strides[-2],
                                                     0 if geom.vector else b.strides[-1])

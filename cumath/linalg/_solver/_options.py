@@ -76,9 +76,9 @@ class DirectSolverOptions:
             system's, MKL), 'openblas', 'mkl' or 'nvpl' (Arm only, untested on Arm hardware). The environment variable CUMATH_BLAS sets the default for 'auto' (as for the matmul's BLAS).
         batch_method: how a GPU batch of problems runs: 'loop' (one cuSOLVER 64-bit call per problem), 'batched'
             (one call for all: cuBLAS getrfBatched/getrsBatched for LU, cuSOLVER potrfBatched/potrsBatched for
-            Cholesky; sizes below 2^31), 'kernel' (cumath's own LU kernels for systems of order at most 32: one
-            launch factorizes, checks and solves every system, a warp each), or 'auto' (the default): the kernels
-            for LU of order at most 32 (``_traits.KERNEL_UP_TO``; the environment variable
+            Cholesky; sizes below 2^31), 'kernel' (cumath's own kernels for systems of order at most 32, LU or
+            Cholesky: one launch factorizes, checks and solves every system, a warp each), or 'auto' (the
+            default): the kernels for order at most 32 (``_traits.KERNEL_UP_TO``; the environment variable
             ``CUMATH_SOLVER_KERNEL=0`` turns them off), else chosen per problem size from a table of measurements
             (``cumath.linalg._solver._traits.BATCHED_UP_TO``). The choice is logged (INFO, 'solver engine').
     """

@@ -243,12 +243,12 @@ BATCHED_UP_TO = {"lu": 128, "cholesky": 128}
 
 
 #: GPU: the largest order n for which 'auto' runs cumath's own kernels (``_backends/small_lu.py``: a warp per system,
-#: a row per lane, so 32 at most), for one system or a batch. Expected on the H200 for 16,384 systems of order 32
+#: a row per lane, so 32 at most; LU and Cholesky), for one system or a batch. Expected on the H200 for 16,384 systems of order 32
 #: in float32: one read and one write of the factors (~35 us at ~4 TB/s, plus the copy of a into the plan's
 #: buffer) and ~900 shuffles per system (~50 us on 132 SMs), against ~480 us for cuBLAS's batched routines and the
 #: separate check pass; orders 33-64 would need two rows per lane (128-512 registers for complex128) or shared
 #: memory, and stay on the libraries until measured.
-KERNEL_UP_TO = {"lu": 32, "cholesky": 0}
+KERNEL_UP_TO = {"lu": 32, "cholesky": 32}
 
 
 def choose_batch_method(kind: str, n: int, count: int, requested: str = "auto", kernel: bool = False) -> str:

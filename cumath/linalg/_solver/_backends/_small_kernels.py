@@ -351,10 +351,15 @@ __global__ void cumath_small_chol(const char* s, const long long* s_off, long lo
         info[p] = failed;
         cumath_verdict(p, lo, hi, bad != 0, info, 2, eps, flag, out, flagged);
     }
-    if (solve && !failed) {
+    if (solve) {
         T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
         const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
-        cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
+        if (!failed) {
+            cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
+        } else if (row) {  // (no solution: NaN rather than whatever the memory held)
+            const R nan = (R)__longlong_as_double(0x7ff8000000000000LL);
+            for (int c = 0; c < nrhs; ++c) xp[(long long)c * ldx + lane] = cumath_of_real(nan, T{});
+        }
     }
 }
 

@@ -1,8 +1,9 @@
-"""The GPU engine of the dense direct solver for LU of small systems (order up to 32, one system or a batch):
-cumath's own kernels (``_small_kernels``: a warp per system, the matrix in registers), compiled by NVRTC through
+"""The GPU engine of the dense direct solver for small systems (LU or Cholesky, order up to 32, one system or a
+batch): cumath's own kernels (``_small_kernels``: a warp per system, the matrix in registers), compiled by NVRTC through
 ``_core/jit`` and cached on disk.
 
-- factorize: one launch factorizes every system into the factor storage (reading a where the caller keeps it
+- factorize: one launch factorizes every system (LU with partial pivoting, or Cholesky of a's lower triangle)
+  into the factor storage (reading a where the caller keeps it
   when the plan factorizes in a buffer of its own: no copy of a before it), writes its permutation and
   judges it (the zero pivot of getrf's ``info``, the pivots' spread, NaN or inf anywhere in a or its factor)
   into an 8-byte verdict word; ``read_back`` copies that word into page-locked memory and waits once, and fetches
@@ -37,11 +38,10 @@ _unavailable: list = []  # why the kernels could not be built (logged once; 'aut
 
 
 def check_fits(geom) -> None:
-    """ValueError unless the kernels take ``geom`` (LU, order at most MAX_ORDER, sizes of 32-bit ints)."""
-    if geom.kind != "lu" or geom.n > MAX_ORDER:
-        what = "Cholesky (matrix_type 'spd' or 'hpd')" if geom.kind != "lu" else f"order {geom.n}"
-        raise ValueError(f"batch_method='kernel' runs LU (matrix_type='general') of systems of order at most "
-                         f"{MAX_ORDER}, not {what}; use batch_method='auto', 'batched' or 'loop'")
+    """ValueError unless the kernels take ``geom`` (order at most MAX_ORDER, sizes of 32-bit ints)."""
+    if geom.n > MAX_ORDER:
+        raise ValueError(f"batch_method='kernel' runs systems of order at most {MAX_ORDER}, not order {geom.n}; "
+                         f"use batch_method='auto', 'batched' or 'loop'")
     if geom.count > (1 << 31) - 1 - WARPS * 32 or geom.nrhs > (1 << 31) - 1:
         raise ValueError(f"batch_method='kernel' takes batches below 2^31 systems, not {geom.count}; use 'loop'")
 
@@ -70,9 +70,10 @@ class SmallLuEngine(ProgramCache):
         g, f, r = problems.geom, problems.factor, problems.rhs
         self.geom, self.problems, self.device_id = g, problems, device_id
         self._fused_kernel, self._solve_kernel = kernels
-        self.routines = kernel_names(g.dtype, g.n)
-        self.factor_routine = "cumath_small_lu"
-        self.description = f"cumath's LU kernels for small systems (a warp per system, order {g.n})"
+        self.routines = kernel_names(g.dtype, g.n, g.kind)
+        self.factor_routine = self.routines[0].split("<")[0]
+        what = "LU" if g.kind == "lu" else "Cholesky"
+        self.description = f"cumath's {what} kernels for small systems (a warp per system, order {g.n})"
         self._stream = stream
         self._mem = mem = _Buffers(allocator, stream)
         try:
@@ -190,12 +191,12 @@ def create(problems, placement, options, log, allocator=None, stream=None):
     if not _unavailable:
         try:
             kernels = tuple(get_kernel(SMALL_SOURCE, name, args, device_id=placement.device)
-                            for name, args in zip(kernel_names(g.dtype, g.n), (FUSED_ARGS, SOLVE_ARGS)))
+                            for name, args in zip(kernel_names(g.dtype, g.n, g.kind), (FUSED_ARGS, SOLVE_ARGS)))
         except Exception as exc:  # noqa: BLE001 - no NVRTC, no driver: the libraries can still solve
             if options.batch_method == "kernel":
                 raise
             _unavailable.append(exc)
-            log.warning("the small-system LU kernels could not be built (%s); dense GPU solves use the libraries", exc)
+            log.warning("the small-system kernels could not be built (%s); dense GPU solves use the libraries", exc)
     elif options.batch_method == "kernel":
         raise _unavailable[0]
     if kernels is not None:
