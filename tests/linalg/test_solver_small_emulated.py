@@ -307,13 +307,13 @@ def test_cached_call_reaches_the_kernel_within_four_frames(emulated, monkeypatch
         assert len(frames) <= 4, frames
 
 
-@pytest.mark.parametrize("dtype,n", [("float32", 32), ("complex64", 5)])
-def test_the_kernels_compile_with_nvrtc(dtype, n):
+@pytest.mark.parametrize("dtype,n,kind", [("float32", 32, "lu"), ("complex64", 5, "lu"), ("float64", 9, "cholesky")])
+def test_the_kernels_compile_with_nvrtc(dtype, n, kind):
     """The CUDA source compiles with NVRTC for the H200 (sm_90) on this machine, the template names lowered."""
     from cumath._core import jit
     from cumath.linalg._solver._backends import _small_kernels as K
 
-    for name in K.kernel_names(dtype, n):
+    for name in K.kernel_names(dtype, n, kind):
         try:
             art = jit.compile_source(K.SMALL_SOURCE, cc=90, names=(name,), name="cumath_kernel.cu", what=name)
         except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment

@@ -144,3 +144,35 @@ def test_choice_is_logged_and_can_be_forced(monkeypatch, caplog):
         assert "cuBLAS" in _engine(s)
         s.factorize()
         assert_solves(ref, s.solve(), b0, "float32")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("n", [1, 3, 16, 32])
+def test_cholesky_kernel_solves(package, dtype, layout, n):
+    _need(package)
+    mt = "hpd" if dtype.startswith("complex") else "spd"
+    for batch, rhs in (((), 2), ((6,), 1), ((2, 3), "vector")):
+        vector = rhs == "vector"
+        a0, b0, ref = system(batch, n, 1 if vector else rhs, dtype, "cholesky", vector)
+        a, b = on_gpu(package, a0, layout), on_gpu(package, b0, layout)
+        with DirectSolver(a, b, options={"matrix_type": mt}) as s:
+            s.plan()
+            assert "cumath's Cholesky kernels" in _engine(s)
+            s.factorize()
+            assert_solves(ref, s.solve(), b0, dtype)
+        assert_solves(ref, direct_solver(a, b, options={"matrix_type": mt}), b0, dtype)
+        np.testing.assert_array_equal(to_host(a), a0)
+
+
+@pytest.mark.parametrize("method", ["auto", "batched"])
+def test_not_positive_definite_raises_as_the_library_path_does(method):
+    cp = _cupy()
+    a0, b0, _ = system((2, 3), 6, 1, "float64", "cholesky")
+    a0[1, 0, 3, 3] = -50.0
+    a = cp.asarray(np.swapaxes(np.swapaxes(a0, -1, -2).copy(), -1, -2))  # column-major matrices
+    with pytest.raises(SingularMatrixError, match=r"a\[1, 0\] is not positive definite: its leading minor of order "
+                                                  r"4 is not positive") as e:
+        direct_solver(a, cp.asarray(b0), options={"batch_method": method, "matrix_type": "spd"})
+    assert (e.value.problem, e.value.info) == ((1, 0), 4)

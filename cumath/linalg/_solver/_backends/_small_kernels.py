@@ -1,5 +1,5 @@
-"""The CUDA source of cumath's own LU kernels for batches of small systems (order up to ``MAX_ORDER``), used by
-the ``small_lu`` engine, and the pure arithmetic of their launches.
+"""The CUDA source of cumath's own LU and Cholesky kernels for batches of small systems (order up to
+``MAX_ORDER``), used by the ``small_lu`` engine, and the pure arithmetic of their launches.
 
 One warp per system, row i of the matrix in the registers of lane i (``N`` of them: the order rounded up to 4,
 8, 16 or 32, every loop unrolled so that each entry stays in a register):
@@ -17,6 +17,9 @@ One warp per system, row i of the matrix in the registers of lane i (``N`` of th
   ``cur``), a NaN counting as the largest; a zero pivot is not divided by (getrf's rule), and the factorization
   goes on.
 - ``cumath_small_lus<T, N>``: the solve alone, from the factors and ``perm`` of an earlier factorization.
+- ``cumath_small_chol<T, N>`` / ``cumath_small_chols<T, N>``: the same for Cholesky (``a = L L^H``) of a's lower
+  triangle, the part potrf reads: it stops at the first pivot that is not positive (or NaN), ``info`` that step
+  (1-based), and a system that failed gets NaN for x rather than whatever its memory held.
 
 The solve, per right-hand side column, reads b where the caller keeps it (or x itself), then forward substitution
 with the unit lower L and back substitution with U, each a shuffle of the current unknown per step, and writes x.
