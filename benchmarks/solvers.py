@@ -4,8 +4,10 @@ against its peers, in one process, on the same data.
 Groups (``--list`` shows every case):
   dense     CPU: one float64 system of order 2048 against scipy.linalg.solve and numpy.linalg.solve; a batch of
             4096 float64 systems of order 32 against numpy.linalg.solve. GPU: one float64 system of order 8192
-            and a batch of 16,384 float32 systems of order 32, against torch.linalg.solve, cupy.linalg.solve and
-            nvmath-python where installed; the batch-method table (one cuSOLVER call per system against the
+            and a batch of 16,384 float32 systems of order 32 (b of shape (batch, 32, 1), (batch, 32) and
+            (batch, 32, 8); positive definite ones by Cholesky), against torch.linalg.solve, cupy.linalg.solve and
+            nvmath-python where installed, cumath's small-system kernels beside its library path forced
+            (batch_method='batched'); the batch-method table (one cuSOLVER call per system against the
             batched routines, per order) behind ``DirectSolverOptions(batch_method='auto')``; optional: the CPU
             thread table (``--case dense/cpu-threads``).
   sparse    the sparse direct solver's cases, from benchmarks/solvers_sparse.py when that script is present (it
@@ -282,9 +284,43 @@ def gpu_batched_nrhs(case):
              library=True)
 
 
+@bench.case("dense/gpu-batched-16384x32-float32-spd", "GPU, 16,384 float32 positive definite systems of order "
+                                                       "32 (Cholesky), one right-hand side each", gpu=True)
+def gpu_batched_spd(case):
+    torch = optional("torch")
+    if torch is None or not torch.cuda.is_available():
+        raise Skip("needs a CUDA PyTorch")
+    count, n = 16384, 32
+    m = RNG.standard_normal((count, n, n)).astype(np.float32)
+    a = m @ np.swapaxes(m, 1, 2) + n * np.eye(n, dtype=np.float32)
+    b = RNG.standard_normal((count, n, 1)).astype(np.float32)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    spd = {"matrix_type": "spd"}
+    lib = {**spd, **LIBRARY}
+    fns, plans = {}, []
+    for label, opts in (("", spd), (", library path", lib)):
+        s, run = stateful(ta, tb, options=opts)
+        plans.append(s)
+        fns[f"cumath DirectSolver factorize+solve (torch{label})"] = run
+        fns[f"cumath direct_solver (stateless, torch{label})"] = (
+            lambda o: lambda: direct_solver(ta, tb, options=o))(opts)
+    fns["torch.linalg.cholesky + torch.cholesky_solve"] = lambda: torch.cholesky_solve(tb, torch.linalg.cholesky(ta))
+    fns["torch.linalg.solve"] = lambda: torch.linalg.solve(ta, tb)
+    err = rel_residual(a, direct_solver(ta, tb, options=spd).cpu().numpy(), b)
+    first = "cumath DirectSolver factorize+solve (torch)"
+    case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.2, extra={first: {"rel_residual": err}})
+    for mine in [k for k in fns if k.startswith("cumath")]:
+        case.ratio(mine, "torch.linalg.cholesky + torch.cholesky_solve")
+    case.ratio(first, "cumath DirectSolver factorize+solve (torch, library path)", "kernels / library path (stateful)")
+    case.note(f"cumath's engine for this case: {plans[0]._executor.engine.description}")
+    for p in plans:
+        p.free()
+
+
 def _small_kernel_alone(case, a, b) -> None:
-    """cumath's small-system kernel on its own: the fused launch (factorize, check, solve) on a copy of a and b
-    already in the plan's layouts, timed with CUDA events over 50 launches, against the factorize+solve row."""
+    """cumath's small-system kernel on its own: the fused launch (factorize, check, solve: a and b read where they
+    are, the factors and x written into buffers of the plan's layouts), timed with CUDA events over 50 launches,
+    against the factorize+solve row."""
     cp = optional("cupy")
     if cp is None:
         case.note("the small-system kernel alone: needs CuPy")
@@ -297,10 +333,11 @@ def _small_kernel_alone(case, a, b) -> None:
         case.note(f"the small-system kernel alone: the plan runs {getattr(engine, 'description', '?')}")
         s.free()
         return
-    f = ca.copy()  # C order: the layout the plan factorizes a row-major a in (read through its transpose)
-    x = cp.ascontiguousarray(cb.transpose(0, 2, 1)) if cb.ndim == 3 else cb.copy()  # column-major matrices
+    f = cp.empty_like(ca)  # the factors, in the plan's layout (a row-major a: factorized through its transpose)
+    x = cp.empty((cb.shape[0], cb.shape[2], cb.shape[1]), cb.dtype) if cb.ndim == 3 else cp.empty_like(cb)
     stream = cp.cuda.get_current_stream()
     engine.set_stream(stream.ptr)
+    engine.source, engine.b_source = ca.data.ptr, cb.data.ptr  # (what the executor sets before each call)
     [(launch, args)] = engine._fused_calls(f.data.ptr, x.data.ptr)
     launch(*args)
     start, end = cp.cuda.Event(), cp.cuda.Event()
@@ -311,7 +348,7 @@ def _small_kernel_alone(case, a, b) -> None:
     end.synchronize()
     us = cp.cuda.get_elapsed_time(start, end) * 1e3 / 50
     case.value("small-system kernel alone (factorize + check + solve, 16,384 systems)", us, "us",
-               bytes_moved=int(2 * f.nbytes + 2 * x.nbytes))
+               bytes_moved=int(2 * f.nbytes + 2 * x.nbytes))  # (a read, the factors written; b read, x written)
     mine = case.stats("cumath DirectSolver factorize+solve (torch)") or case.stats(
         "cumath DirectSolver factorize+solve (cupy)")
     if mine is not None:
