@@ -87,6 +87,29 @@ CUMATH_REAL_OPS(double)
 CUMATH_COMPLEX_OPS(cumath_c32, float)
 CUMATH_COMPLEX_OPS(cumath_c64, double)
 
+// A system's address: the base plus its offset (from the array off, else p * step).
+__device__ __forceinline__ long long cumath_offset(const long long* off, long long step, int p)
+{ return off ? off[p] : p * step; }
+
+// Row `lane` of a system (element strides rs, cs; lower: the lower triangle only) into r, zeros elsewhere; whether an
+// entry read is NaN or inf.
+template <typename T, int N>
+__device__ __forceinline__ int cumath_load_row(T (&r)[N], const char* base, long long off, long long rs,
+                                               long long cs, int lane, int n, bool lower)
+{
+    const T* m = (const T*)(base + off);
+    int bad = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        r[j] = T{};
+        if (lane < n && j < n && (!lower || j <= lane)) {
+            r[j] = m[lane * rs + j * cs];
+            bad |= !cumath_finite(r[j]);
+        }
+    }
+    return bad;
+}
+
 // The solve of the right-hand sides of one system into x (column-major, leading dimension ldx) from b (element
 // strides brs, bcs: the caller's b, or x itself): lane i holds row i of the factors (r: logical row pos of
 // P a = L U), reads its right-hand side entry from row src of b and writes the solution's entry pos; lane k's piv
@@ -132,19 +155,10 @@ __global__ void cumath_small_lu(const char* s, const long long* s_off, long long
     typedef typename cumath_real<T>::type R;
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;  // (the whole warp)
-    const T* src = (const T*)(s + (s_off ? s_off[p] : p * s_step));
-    T* m = (T*)(a + (a_off ? a_off[p] : p * a_step));
+    T* m = (T*)(a + cumath_offset(a_off, a_step, p));
     const bool row = lane < n;
     T r[N];
-    int bad = 0;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        r[j] = T{};
-        if (row && j < n) {
-            r[j] = src[lane * srs + j * scs];
-            bad |= !cumath_finite(r[j]);
-        }
-    }
+    int bad = cumath_load_row<T, N>(r, s, cumath_offset(s_off, s_step, p), srs, scs, lane, n, false);
     int cur = lane;   // the row's position in LAPACK's order (after its swaps so far)
     int pos = N;      // the step at which the row became the pivot (N: not yet)
     int piv = lane;   // lane k: the lane of step k's pivot
@@ -208,8 +222,8 @@ __global__ void cumath_small_lu(const char* s, const long long* s_off, long long
         cumath_verdict(p, lo, hi, bad != 0, info, 1, eps, flag, out, flagged);
     }
     if (solve) {
-        T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-        const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+        T* xp = (T*)(x + cumath_offset(x_off, x_step, p));
+        const T* bp = (const T*)(b + cumath_offset(b_off, b_step, p));
         cumath_small_rhs<T, N>(r, lane, n, pos, piv, lane, bp, brs, bcs, xp, ldx, nrhs);
     }
 }
@@ -222,17 +236,11 @@ __global__ void cumath_small_lus(const char* a, const long long* a_off, long lon
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
-    const T* m = (const T*)(a + (a_off ? a_off[p] : p * a_step));
-    const bool row = lane < n;
     T r[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        r[j] = T{};
-        if (row && j < n) r[j] = m[lane * rs + j * cs];
-    }
-    const long long src = row ? perm[(long long)p * n + lane] : 0;
-    T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-    const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+    cumath_load_row<T, N>(r, a, cumath_offset(a_off, a_step, p), rs, cs, lane, n, false);
+    const long long src = lane < n ? perm[(long long)p * n + lane] : 0;
+    T* xp = (T*)(x + cumath_offset(x_off, x_step, p));
+    const T* bp = (const T*)(b + cumath_offset(b_off, b_step, p));
     cumath_small_rhs<T, N>(r, lane, n, lane, lane, src, bp, brs, bcs, xp, ldx, nrhs);
 }
 
@@ -305,19 +313,10 @@ __global__ void cumath_small_chol(const char* s, const long long* s_off, long lo
     typedef typename cumath_real<T>::type R;
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
-    const T* src = (const T*)(s + (s_off ? s_off[p] : p * s_step));
-    T* m = (T*)(a + (a_off ? a_off[p] : p * a_step));
+    T* m = (T*)(a + cumath_offset(a_off, a_step, p));
     const bool row = lane < n;
     T r[N];
-    int bad = 0;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        r[j] = T{};
-        if (row && j <= lane && j < n) {
-            r[j] = src[lane * srs + j * scs];
-            bad |= !cumath_finite(r[j]);
-        }
-    }
+    int bad = cumath_load_row<T, N>(r, s, cumath_offset(s_off, s_step, p), srs, scs, lane, n, true);
     int failed = 0;
     double lo = __longlong_as_double(0x7ff0000000000000LL), hi = 0.0;
 #pragma unroll
@@ -355,8 +354,8 @@ __global__ void cumath_small_chol(const char* s, const long long* s_off, long lo
         cumath_verdict(p, lo, hi, bad != 0, info, 2, eps, flag, out, flagged);
     }
     if (solve) {
-        T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-        const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+        T* xp = (T*)(x + cumath_offset(x_off, x_step, p));
+        const T* bp = (const T*)(b + cumath_offset(b_off, b_step, p));
         if (!failed) {
             cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
         } else if (row) {  // (no solution: NaN rather than whatever the memory held)
@@ -374,16 +373,10 @@ __global__ void cumath_small_chols(const char* a, const long long* a_off, long l
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
-    const T* m = (const T*)(a + (a_off ? a_off[p] : p * a_step));
-    const bool row = lane < n;
     T r[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        r[j] = T{};
-        if (row && j <= lane && j < n) r[j] = m[lane * rs + j * cs];
-    }
-    T* xp = (T*)(x + (x_off ? x_off[p] : p * x_step));
-    const T* bp = (const T*)(b + (b_off ? b_off[p] : p * b_step));
+    cumath_load_row<T, N>(r, a, cumath_offset(a_off, a_step, p), rs, cs, lane, n, true);
+    T* xp = (T*)(x + cumath_offset(x_off, x_step, p));
+    const T* bp = (const T*)(b + cumath_offset(b_off, b_step, p));
     cumath_small_chol_rhs<T, N>(r, lane, n, bp, brs, bcs, xp, ldx, nrhs);
 }
 """
