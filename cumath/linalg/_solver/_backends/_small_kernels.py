@@ -87,6 +87,18 @@ CUMATH_REAL_OPS(double)
 CUMATH_COMPLEX_OPS(cumath_c32, float)
 CUMATH_COMPLEX_OPS(cumath_c64, double)
 
+// The kernels' parameters (FUSED_ARGS, SOLVE_ARGS): the source of a (s: the caller's a, or the factor storage
+// itself), the factor storage a, the permutations, the verdict's outputs, x, and the source of b (the caller's b,
+// or x itself); every system's address is its base plus an offset (an array, or p times a step).
+#define CUMATH_FUSED_PARAMS const char* s, const long long* s_off, long long s_step, long long srs, long long scs, \
+    char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n, int count, int* perm, \
+    int* info, char* x, const long long* x_off, long long x_step, long long ldx, const char* b, \
+    const long long* b_off, long long b_step, long long brs, long long bcs, int nrhs, int solve, double eps, \
+    unsigned long long flag, double* out, unsigned long long* flagged
+#define CUMATH_SOLVE_PARAMS const char* a, const long long* a_off, long long a_step, long long rs, long long cs, \
+    int n, int count, const int* perm, char* x, const long long* x_off, long long x_step, long long ldx, \
+    const char* b, const long long* b_off, long long b_step, long long brs, long long bcs, int nrhs
+
 // A system's address: the base plus its offset (from the array off, else p * step).
 __device__ __forceinline__ long long cumath_offset(const long long* off, long long step, int p)
 { return off ? off[p] : p * step; }
@@ -145,12 +157,7 @@ __device__ __forceinline__ void cumath_small_rhs(const T (&r)[N], int lane, int 
 }
 
 template <typename T, int N>
-__global__ void cumath_small_lu(const char* s, const long long* s_off, long long s_step, long long srs, long long scs,
-                                char* a, const long long* a_off, long long a_step, long long rs, long long cs, int n,
-                                int count, int* perm, int* info, char* x, const long long* x_off, long long x_step,
-                                long long ldx, const char* b, const long long* b_off, long long b_step, long long brs,
-                                long long bcs, int nrhs, int solve, double eps, unsigned long long flag, double* out,
-                                unsigned long long* flagged)
+__global__ void cumath_small_lu(CUMATH_FUSED_PARAMS)
 {
     typedef typename cumath_real<T>::type R;
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
@@ -229,10 +236,7 @@ __global__ void cumath_small_lu(const char* s, const long long* s_off, long long
 }
 
 template <typename T, int N>
-__global__ void cumath_small_lus(const char* a, const long long* a_off, long long a_step, long long rs,
-                                 long long cs, int n, int count, const int* perm, char* x, const long long* x_off,
-                                 long long x_step, long long ldx, const char* b, const long long* b_off,
-                                 long long b_step, long long brs, long long bcs, int nrhs)
+__global__ void cumath_small_lus(CUMATH_SOLVE_PARAMS)
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
@@ -302,13 +306,7 @@ __device__ __forceinline__ void cumath_small_chol_rhs(const T (&r)[N], int lane,
 // triangle (the part potrf reads); the factorization stops at the first pivot that is not positive (or NaN), as
 // potrf does, info its 1-based step; L is written over the lower triangle (element strides rs, cs).
 template <typename T, int N>
-__global__ void cumath_small_chol(const char* s, const long long* s_off, long long s_step, long long srs,
-                                  long long scs, char* a, const long long* a_off, long long a_step, long long rs,
-                                  long long cs, int n, int count, int* perm, int* info, char* x,
-                                  const long long* x_off, long long x_step, long long ldx, const char* b,
-                                  const long long* b_off, long long b_step, long long brs, long long bcs, int nrhs,
-                                  int solve, double eps, unsigned long long flag, double* out,
-                                  unsigned long long* flagged)
+__global__ void cumath_small_chol(CUMATH_FUSED_PARAMS)
 {
     typedef typename cumath_real<T>::type R;
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
@@ -366,10 +364,7 @@ __global__ void cumath_small_chol(const char* s, const long long* s_off, long lo
 }
 
 template <typename T, int N>
-__global__ void cumath_small_chols(const char* a, const long long* a_off, long long a_step, long long rs,
-                                   long long cs, int n, int count, const int* perm, char* x, const long long* x_off,
-                                   long long x_step, long long ldx, const char* b, const long long* b_off,
-                                   long long b_step, long long brs, long long bcs, int nrhs)
+__global__ void cumath_small_chols(CUMATH_SOLVE_PARAMS)
 {
     const int p = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (p >= count) return;
