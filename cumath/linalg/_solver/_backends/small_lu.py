@@ -30,7 +30,7 @@ from ._pivots import _pinned_word
 from ._small_kernels import FLAG, FUSED_ARGS, MAX_ORDER, SMALL_SOURCE, SOLVE_ARGS, WARPS, grid, kernel_names
 from .cusolver import _Buffers
 
-__all__ = ["SmallLuEngine", "check_fits", "create"]
+__all__ = ["SmallSystemsEngine", "check_fits", "create"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _offsets(mem, offsets, stream) -> tuple:
     return ptr, 0
 
 
-class SmallLuEngine(ProgramCache):
+class SmallSystemsEngine(ProgramCache):
     """Kernel programs for one problem set (see the module's docstring)."""
 
     space = "cuda"
@@ -92,6 +92,7 @@ class SmallLuEngine(ProgramCache):
             if bsrc is not None:  # b is read where the caller keeps it, x written by the solve
                 self._b_off, self._b_step = _offsets(mem, bsrc[0], stream)
                 self._brs, self._bcs = int(bsrc[1]), int(bsrc[2])
+            cuda.synchronize(stream)  # (the cleared verdict word, before a check on another stream)
         except BaseException:
             self.free()
             raise
@@ -200,7 +201,7 @@ def create(problems, placement, options, log, allocator=None, stream=None):
     elif options.batch_method == "kernel":
         raise _unavailable[0]
     if kernels is not None:
-        engine = SmallLuEngine(problems, placement.device, stream, allocator, kernels)
+        engine = SmallSystemsEngine(problems, placement.device, stream, allocator, kernels)
         if log.isEnabledFor(logging.INFO):
             log.info("solver engine: %s, %d systems of order %d in one launch, on GPU %d", engine.description,
                      g.count, g.n, placement.device)
