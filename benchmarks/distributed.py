@@ -11,12 +11,18 @@ Cases (``--list``):
   cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
                       single-process cumath.linalg.direct_solver
   gpu/fft-512cube     one rank, one GPU: 3-D C2C FFT of 512^3 complex64 by cuFFTMp on a symmetric buffer (in
-                      place) against single-GPU cumath FFT.execute (in place, out of place); forward + inverse
+                      place) against single-GPU cumath FFT.execute (in place, out of place); forward + inverse;
+                      target: cuFFTMp at most 1.15x the in-place single-GPU call
   gpu/matmul-8192     one-rank distributed 8192^2 float32 matmul (cuBLASMp over NCCL, CuPy operands on GPU 0,
                       128 x 128 blocks, FP32 compute) against single-GPU cumath.linalg.advanced.matmul (cuBLASLt)
-                      on the same CuPy arrays; both timed to the end of the stream
+                      on the same CuPy arrays; both timed to the end of the stream; target at most 1.1x.
+                      cuBLASMp 0.10 needs NCCL >= 2.29.2: where another NCCL would load first (PyTorch's),
+                      preload the right one (LD_PRELOAD=.../nvidia/nccl/lib/libnccl.so.2); the version used
+                      is printed under the case
   gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side (cuSOLVERMp getrf +
                       getrs, 256 x 256 blocks) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
+
+GPU contenders run in turns within each round (A B C, then C B A), on data they all hold at once.
 
 The script launches itself under ``mpiexec -n RANKS`` (``--ranks``, default 2); every rank runs the same fixed
 number of calls between barriers (the harness's calibration would give ranks different counts, and collective
@@ -74,18 +80,25 @@ def _single(comm, fn, rounds, number):
     return comm.bcast(samples)
 
 
-def _timed_gpu(fn, rounds, number):
+def _interleaved_gpu(contenders: dict, rounds: int, number: int) -> dict:
+    """GPU contenders timed in turns: each round runs them in A B ... B A order (a drift of the GPU's clock or of
+    the machine falls on all alike), a sample is ``number`` calls then a device synchronization; every
+    contender is warmed up (plans, workspaces) before the first round."""
     import cupy
 
-    fn()  # warm-up: plans, workspaces
+    for fn in contenders.values():
+        fn()
     cupy.cuda.Device().synchronize()
-    samples = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        cupy.cuda.Device().synchronize()
-        samples.append((time.perf_counter() - t) / number)
+    samples = {name: [] for name in contenders}
+    order = list(contenders)
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            fn = contenders[name]
+            t = time.perf_counter()
+            for _ in range(number):
+                fn()
+            cupy.cuda.Device().synchronize()
+            samples[name].append((time.perf_counter() - t) / number)
     return samples
 
 
@@ -121,28 +134,29 @@ def _gpu_fft(comm, rounds) -> dict:
     rng = cupy.random.default_rng(0)
     x = (rng.standard_normal(shape, dtype=cupy.float32) + 1j * rng.standard_normal(shape, dtype=cupy.float32)
          ).astype(cupy.complex64)
-    rows = {}
     a = dist.allocate_symmetric_memory(shape, cupy, dtype=np.complex64)
     a[...] = x
     f = FFT(a, distribution=Slab.X)
     f.plan()
-    rows["cumath.distributed FFT (cuFFTMp, 1 rank, in place)"] = _timed_gpu(
-        lambda: (f.execute(direction="forward"), f.execute(direction="inverse")), rounds, 3)
-    f.free()
-    dist.free_symmetric_memory(a)
     y = x.copy()
     g = cumath.fft.FFT(y, options={"inplace": True})
     g.plan()
-    rows["cumath.fft FFT.execute (1 GPU, in place)"] = _timed_gpu(
-        lambda: (g.execute(direction="forward"), g.execute(direction="inverse")), rounds, 3)
-    g.free()
     h = cumath.fft.FFT(x)
     h.plan()
-    rows["cumath.fft FFT.execute (1 GPU, out of place)"] = _timed_gpu(
-        lambda: (h.execute(direction="forward"), h.execute(direction="inverse")), rounds, 3)
-    h.free()
+    dist_row = "cumath.distributed FFT (cuFFTMp, 1 rank, in place)"
+    single_row = "cumath.fft FFT.execute (1 GPU, in place)"
+    # forward + inverse per call (each contender's data grows by n^3 per call; the speed does not depend on it)
+    rows = _interleaved_gpu({
+        dist_row: lambda: (f.execute(direction="forward"), f.execute(direction="inverse")),
+        single_row: lambda: (g.execute(direction="forward"), g.execute(direction="inverse")),
+        "cumath.fft FFT.execute (1 GPU, out of place)": lambda: (h.execute(direction="forward"),
+                                                                 h.execute(direction="inverse")),
+    }, rounds, 3)
+    for op in (f, g, h):
+        op.free()
+    dist.free_symmetric_memory(a)
     dist.finalize()
-    return {"case": case, "ranks": 1, "rows": rows}
+    return {"case": case, "ranks": 1, "rows": rows, "targets": [(dist_row, single_row, 1.15)]}
 
 
 def worker(case: str, rounds: int) -> dict:
@@ -247,8 +261,10 @@ def gpu_linalg(case: str, rounds: int, comm) -> dict:
     if comm.size != 1:
         return {"case": case, "skipped": "the GPU cases run on one rank"}
     dist.initialize(0, comm, backends=("nccl",))
-    stream = cp.cuda.get_current_stream()
-    rows = {}
+    from cumath._bindings import nccl
+    from cumath._bindings._loader import find_library
+
+    notes = [f"NCCL {nccl.version_string(nccl.ncclGetVersion())} from {find_library('nccl')}"]
     n = 8192
     rng = cp.random.default_rng(0)
     if case == "gpu/matmul-8192":
@@ -259,13 +275,10 @@ def gpu_linalg(case: str, rounds: int, comm) -> dict:
         b = cp.asfortranarray(rng.standard_normal((n, n), dtype=cp.float32))
         mm = Matmul(a, b, distributions=[d] * 3)
         mm.plan()
-        rows["cumath.distributed matmul (cuBLASMp, 1 rank)"] = _timed(comm, mm.execute, rounds, 3)
-
-        def single():
-            cumath.linalg.advanced.matmul(a, b)
-            stream.synchronize()
-
-        rows["cumath.linalg.advanced.matmul (1 GPU)"] = _timed(comm, single, rounds, 3)
+        dist_row, single_row, target = ("cumath.distributed matmul (cuBLASMp, 1 rank)",
+                                        "cumath.linalg.advanced.matmul (1 GPU)", 1.1)
+        rows = _interleaved_gpu({dist_row: mm.execute,
+                                 single_row: lambda: cumath.linalg.advanced.matmul(a, b)}, rounds, 3)
         mm.free()
     else:
         from cumath.distributed.linalg import DirectSolver
@@ -280,16 +293,12 @@ def gpu_linalg(case: str, rounds: int, comm) -> dict:
             s.factorize()
             s.solve()
 
-        rows["cumath.distributed direct_solver (cuSOLVERMp, 1 rank)"] = _timed(comm, run, rounds, 1)
-
-        def single():
-            cumath.linalg.direct_solver(a, b)
-            stream.synchronize()
-
-        rows["cumath.linalg.direct_solver (1 GPU)"] = _timed(comm, single, rounds, 1)
+        dist_row, single_row, target = ("cumath.distributed direct_solver (cuSOLVERMp, 1 rank)",
+                                        "cumath.linalg.direct_solver (1 GPU)", 1.1)
+        rows = _interleaved_gpu({dist_row: run, single_row: lambda: cumath.linalg.direct_solver(a, b)}, rounds, 1)
         s.free()
     dist.finalize()
-    return {"case": case, "ranks": 1, "rows": rows}
+    return {"case": case, "ranks": 1, "rows": rows, "targets": [(dist_row, single_row, target)], "notes": notes}
 
 
 def report(result: dict) -> list:
@@ -312,6 +321,14 @@ def report(result: dict) -> list:
               f"ratio to first {s.median / base.median:5.2f}x")
         out.append({"case": result["case"], "name": name, "median_s": s.median, "spread": s.spread,
                     "samples": s.samples})
+    for num, den, target in result.get("targets", []):
+        if num in stats and den in stats:
+            ratio = stats[num].median / stats[den].median
+            print(f"   target: {num} / {den} = {ratio:.3f}x (at most {target:.2f}x: "
+                  f"{'met' if ratio <= target else 'NOT met'})")
+            out.append({"case": result["case"], "ratio": [num, den], "value": ratio, "target": target})
+    for note in result.get("notes", []):
+        print(f"   {note}")
     return out
 
 

@@ -1,10 +1,14 @@
 """FFT benchmark: cumath.fft against its peers, in one process, on the same data.
 
 Groups (``--list`` shows every case):
-  cpu        1-D 2048 and 2^20 complex128, 4096 x 1024 batched and 2048^2 2-D complex64, 2^20 float64 rfft:
-             cumath (stateless before and after measured planning, stateful FFT.execute, the MKL engine where
-             MKL is installed) against pyFFTW (FFTW_MEASURE plans, .execute()), pyfftw.interfaces, mkl_fft,
-             scipy.fft and numpy.fft; also the first call in a fresh process (no wisdom).
+  cpu        1-D 2048 and 2^20 complex128, 4096 x 1024 batched and 2048^2 2-D complex64, 2^20 float64 rfft
+             (``_fft_cpu.py``): cumath without wisdom ('auto', DFTI, FFTW_ESTIMATE: each row names the engine and
+             plan kind read back from the plan), then FFTW_MEASURE, stateless from wisdom and the MKL engines,
+             against pyFFTW (FFTW_MEASURE plans, .execute()), pyfftw.interfaces, mkl_fft, scipy.fft and
+             numpy.fft; the first call in fresh processes (no wisdom), its planning split into imports, library
+             loading and planning proper.
+  nowisdom   (optional) FFTW_ESTIMATE and DFTI against FFTW_MEASURE over 26 problems, with all threads (wall
+             time) or one (CPU time): the data behind the 'auto' engine's rule for problems without wisdom.
   percall    the cost of one call of a small transform: CPU 2048 and 16 points complex128 (stateless
              cumath.fft.fft, FFT.execute, pyFFTW's FFTW.execute); GPU 2048 complex128 and 64^3 complex64 (cumath
              with CuPy and PyTorch operands, cupy.fft, torch.fft, nvmath-python); NumPy in, GPU FFT, NumPy out.
@@ -35,7 +39,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import Bench, Skip, cpu_count, device_sync, need, optional  # noqa: E402
+from harness import Bench, Skip, device_sync, need, optional  # noqa: E402
 
 # pyFFTW before MKL's FFTW interface is first used: MKL then exports fftw_* process-wide and an FFTW extension
 # loaded later would call MKL (benchmarks/NOTES.md, "MKL symbols").
@@ -43,6 +47,7 @@ pyfftw = optional("pyfftw")
 
 import cumath  # noqa: E402
 import cumath.fft  # noqa: E402
+from _fft_cpu import CPU_CASES, cpu_case, no_wisdom_sweep  # noqa: E402
 
 bench = Bench("fft", __doc__)
 RNG = np.random.default_rng(7)
@@ -56,173 +61,15 @@ def rel_err(got, ref) -> float:
     return float(np.linalg.norm(np.asarray(got) - ref) / np.linalg.norm(ref))
 
 
-def cpu_engine() -> str:
-    try:  # what 'auto' resolves to on this machine (informational only)
-        from cumath.fft._executors import cpu_engine as resolve
-
-        return str(resolve("auto"))
-    except Exception:  # noqa: BLE001
-        return "?"
-
-
 # ------------------------------------------------------------------------------------------------ CPU
-CPU_CASES = [  # id, title, shape, dtype, axes, kind
-    ("c128-2048", "1-D 2048 complex128", (2048,), np.complex128, (-1,), "fft"),
-    ("c128-2p20", "1-D 2^20 complex128", (1 << 20,), np.complex128, (-1,), "fft"),
-    ("c64-4096x1024", "4096 x 1024 complex64, batched along the last axis", (4096, 1024), np.complex64, (-1,), "fft"),
-    ("c64-2048x2048", "2048 x 2048 complex64, 2-D", (2048, 2048), np.complex64, (-2, -1), "fft"),
-    ("f64-2p20-rfft", "1-D 2^20 float64 rfft", (1 << 20,), np.float64, (-1,), "rfft"),
-]
-
-
-# --quick: the two long transforms at smaller sizes (2^16 points: measured planning grows steeply with the length,
-# 15-25 s at 2^18 and 2^20; 1024 x 1024: 3 s). Their measured FFTW plans (cumath's, which pyFFTW's then reuse as
-# wisdom) take 14-18 s each at full size on two loaded cores, a third of a quick run; a planning time
-# limit would leave wisdom that neither a later unlimited plan nor a wisdom-only one can use, and estimated plans
-# would not show what the cases are about (measured plans against pyFFTW's).
-QUICK_SHAPES = {"c128-2p20": (1 << 16,), "c64-2048x2048": (1024, 1024)}
-
-
-def cold_first_call(shape, dtype, axes, kind):
-    """Fresh processes with an empty cache folder (no wisdom): ms to import cumath.fft, to plan the first FFT
-    (loading the libraries), to execute it; and a whole first stateless call in a second fresh process."""
-    name = np.dtype(dtype).name
-    make = (f"import time, numpy as np\nrng = np.random.default_rng(1); shape = {shape!r}; axes = {axes!r}\n"
-            f"x = rng.standard_normal(shape).astype(np.{name})\n"
-            + ("" if kind == "rfft" else f"x = (x + 1j * rng.standard_normal(shape)).astype(np.{name})\n"))
-    staged = make + ("t0 = time.perf_counter(); import cumath.fft; t1 = time.perf_counter()\n"
-                     "f = cumath.fft.FFT(x, axes=axes); f.plan(); t2 = time.perf_counter()\n"
-                     "f.execute(); t3 = time.perf_counter()\nprint(t1 - t0, t2 - t1, t3 - t2)\n")
-    whole = make + (f"import cumath\nt0 = time.perf_counter(); cumath.fft.{kind}(x, axes=axes)\n"
-                    "print(time.perf_counter() - t0)\n")
-    outs = []
-    for code in (staged, whole):
-        with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, CUMATH_CACHE_DIR=d, PYTHONPATH=os.pathsep.join(sys.path))
-            res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        outs.append([float(v) * 1e3 for v in res.stdout.split()])
-    (imp, plan, exe), (first,) = outs
-    return imp, plan, exe, first
-
-
-def cpu_case(case, shape, dtype, axes, kind, cid=""):
-    if case.quick and kind == "rfft":
-        raise Skip("measured planning takes ~20 s per plan here; run without --quick")
-    if case.quick and cid in QUICK_SHAPES:
-        case.note(f"--quick: {' x '.join(map(str, QUICK_SHAPES[cid]))} instead of {' x '.join(map(str, shape))} "
-                  f"(measured planning at full size takes 14-18 s per plan on two loaded cores); a full run uses "
-                  f"the full size")
-        shape = QUICK_SHAPES[cid]
-        case.title = f"{case.title} (--quick: {' x '.join(map(str, shape))})"
-    threads = cpu_count()
-    x = cdata(shape, dtype) if kind == "fft" else RNG.standard_normal(shape).astype(dtype)
-    wide = x.astype(np.complex128 if kind == "fft" else np.float64)
-    ref = (np.fft.fftn if kind == "fft" else np.fft.rfftn)(wide, axes=axes)
-    fn = getattr(cumath.fft, kind)
-    case.note(f"cumath CPU engine: {cpu_engine()}; {threads} cores")
-    imp, plan, exe, first = cold_first_call(shape, dtype, axes, kind)
-    case.value("fresh process: import cumath.fft", imp, "ms")
-    case.value("fresh process: first plan, no wisdom (libraries loaded)", plan, "ms")
-    case.value("fresh process: first execute", exe, "ms")
-    case.value("fresh process: whole first stateless call", first, "ms")
-    # Stateless before any measured planning (auto: DFTI where MKL is installed, else FFTW_ESTIMATE plans), alone:
-    # once this process has measured wisdom for the problem, stateless calls use it.
-    err = rel_err(fn(x, axes=axes), ref)
-    rounds = case.rounds(5, 2)
-    target = 0.02 if case.quick else 0.05
-    case.time({"cumath stateless, no wisdom yet (auto)": lambda: fn(x, axes=axes)}, rounds=rounds,
-              target=target, extra={"cumath stateless, no wisdom yet (auto)": {"rel_err": err}})
-    t0 = time.perf_counter()
-    f = cumath.fft.FFT(x, axes=axes, options={"planning_effort": "measure"})
-    f.plan()
-    case.value("cumath FFT.plan (measure)", (time.perf_counter() - t0) * 1e3, "ms")
-    fns = {"cumath FFT.execute (measure)": f.execute,
-           "cumath stateless (plan from wisdom)": lambda: fn(x, axes=axes)}
-    try:
-        mkl = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "mkl"})
-        mkl.plan()
-        fns["cumath FFT.execute (cpu_engine='mkl')"] = mkl.execute
-        dfti = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "dfti"})
-        t0 = time.perf_counter()
-        dfti.plan()
-        case.value("cumath FFT.plan (cpu_engine='dfti')", (time.perf_counter() - t0) * 1e3, "ms")
-        fns["cumath FFT.execute (cpu_engine='dfti')"] = dfti.execute
-        estimate = cumath.fft.FFT(x, axes=axes, options={"cpu_engine": "fftw", "planning_effort": "estimate"})
-        estimate.plan()
-        fns["cumath FFT.execute (fftw, estimate)"] = estimate.execute
-    except Exception as exc:  # noqa: BLE001 - MKL not installed
-        mkl = dfti = estimate = None
-        case.note(f"cumath's MKL engine not measured: {type(exc).__name__}: {str(exc).split(' (')[0]}")
-    pyfftw_rows = []
-    if pyfftw is not None:
-        case.note("pyFFTW runs the FFTW library cumath uses, so its MEASURE plans start from the wisdom cumath's "
-                  "plan left (hence their short planning times)")
-        a = pyfftw.empty_aligned(shape, dtype=x.dtype)
-        oshape = list(shape)
-        if kind == "rfft":
-            oshape[-1] = shape[-1] // 2 + 1
-        b = pyfftw.empty_aligned(oshape, dtype=x.dtype if kind == "fft" else np.complex128)
-        counts = sorted({threads, 1}, reverse=True) if not case.quick else [threads if x.size >= 1 << 15 else 1]
-        for n in counts:  # pyFFTW at its best: measured plans with all threads and with one (small sizes)
-            t0 = time.perf_counter()
-            obj = pyfftw.FFTW(a, b, axes=axes, flags=("FFTW_MEASURE",), threads=n)
-            case.value(f"pyfftw plan (measure, {n} thread{'s' if n > 1 else ''})", (time.perf_counter() - t0) * 1e3,
-                       "ms")
-            a[...] = x
-            name = f"pyfftw FFTW.execute (measure, {n} thread{'s' if n > 1 else ''})"
-            fns[name] = obj.execute
-            pyfftw_rows.append(name)
-            if n == counts[0]:
-                fns[f"pyfftw FFTW() call (measure, {n} thread{'s' if n > 1 else ''})"] = obj
-        from pyfftw.interfaces import cache as pyfftw_cache, numpy_fft as pnf
-
-        pyfftw_cache.enable()
-        nt = threads if x.size >= 1 << 15 else 1
-        pf = pnf.fftn if kind == "fft" else pnf.rfftn
-        fns[f"pyfftw.interfaces (cached, measure, {nt} thread{'s' if nt > 1 else ''})"] = (
-            lambda: pf(x, axes=axes, threads=nt, planner_effort="FFTW_MEASURE"))
-    else:
-        case.note("pyfftw not installed: no pyFFTW rows")
-    mkl_fft = optional("mkl_fft")
-    if mkl_fft is not None:
-        # mkl_fft's numpy interface; one axis through fft/rfft(axis=): its fftn over one axis of a batch takes
-        # a slow path (112 ms instead of 7 ms on the batched 4096 x 1024 case)
-        from mkl_fft.interfaces import numpy_fft as mnf
-
-        if len(axes) == 1:
-            mf = (lambda: mnf.fft(x, axis=axes[0])) if kind == "fft" else (lambda: mnf.rfft(x, axis=axes[0]))
-        else:
-            mf = (lambda: mnf.fftn(x, axes=axes)) if kind == "fft" else (lambda: mnf.rfftn(x, axes=axes))
-        fns["mkl_fft"] = mf
-    import scipy.fft as sfft
-
-    sf = sfft.fftn if kind == "fft" else sfft.rfftn
-    nf = np.fft.fftn if kind == "fft" else np.fft.rfftn
-    fns["scipy.fft (workers=-1)"] = lambda: sf(x, axes=axes, workers=-1)
-    fns["numpy.fft"] = lambda: nf(x, axes=axes)
-    # MKL's OpenMP workers spin 200 ms after a call: idle before each sample so they do not steal a core
-    case.time(fns, rounds=rounds, target=target, settle=0.25 if mkl_fft is not None else 0.0,
-              extra={"cumath FFT.execute (measure)": {"rel_err": rel_err(f.execute(), ref)}})
-    if pyfftw_rows:
-        best = min(pyfftw_rows, key=lambda k: case.stats(k).median)
-        for mine in ("cumath FFT.execute (measure)", "cumath stateless (plan from wisdom)",
-                     "cumath stateless, no wisdom yet (auto)"):
-            case.ratio(mine, best)
-    case.ratio("cumath stateless (plan from wisdom)", "cumath FFT.execute (measure)")
-    case.ratio("cumath FFT.execute (cpu_engine='mkl')", "cumath FFT.execute (measure)")
-    case.ratio("cumath FFT.execute (cpu_engine='mkl')", "mkl_fft")
-    # first calls at tuned speed: what a process without wisdom runs, against FFTW's measured plan
-    case.ratio("cumath stateless, no wisdom yet (auto)", "cumath FFT.execute (measure)")
-    case.ratio("cumath FFT.execute (cpu_engine='dfti')", "cumath FFT.execute (measure)")
-    case.ratio("cumath FFT.execute (fftw, estimate)", "cumath FFT.execute (measure)")
-    for obj in (f, mkl, dfti, estimate):
-        if obj is not None:
-            obj.free()
-
-
+# the CPU cases live in _fft_cpu.py (first calls without wisdom against FFTW's measured plans)
 for _cid, _title, *_spec in CPU_CASES:
     bench.case(f"cpu/{_cid}", _title)(functools.partial(cpu_case, shape=_spec[0], dtype=_spec[1], axes=_spec[2],
                                                          kind=_spec[3], cid=_cid))
+bench.case("nowisdom/sweep", "CPU problems without wisdom: FFTW_ESTIMATE and DFTI against FFTW_MEASURE (the data "
+           "behind the 'auto' engine's rule)", default=False)(no_wisdom_sweep)
+bench.case("nowisdom/sweep-1thread", "The same with one thread per plan, timed by the calling thread's CPU time "
+           "(robust to a loaded machine)", default=False)(functools.partial(no_wisdom_sweep, threads=1))
 
 
 # ------------------------------------------------------------------------------------------- per call

@@ -120,6 +120,10 @@ case "$phase" in
   dist)
     # Open MPI's singleton start needs no ssh/rsh, but its rsh launcher refuses to load without one (containers)
     export OMPI_MCA_plm=${OMPI_MCA_plm:-^rsh}
+    # cuBLASMp/cuSOLVERMp need NCCL >= 2.29.2; PyTorch links the machine's older libnccl.so.2 by soname, so a
+    # staged newer NCCL is preloaded (one libnccl.so.2 per process, the newer one)
+    nccl=/tmp/site/nvidia/nccl/lib/libnccl.so.2
+    [ -f "$nccl" ] && export LD_PRELOAD=$nccl${LD_PRELOAD:+:$LD_PRELOAD} && echo "preloading $nccl" | tee -a "$log"
     pytest_gpu dist-tests 200 -m gpu tests/distributed
     timeout 240 python3 benchmarks/distributed.py --case gpu/fft-512cube,gpu/matmul-8192,gpu/solve-8192 \
       --json "$OUT/distributed.json" > "$OUT/distributed.txt" 2>&1

@@ -114,14 +114,18 @@ def device_sync():
     return cp.cuda.runtime.deviceSynchronize
 
 
-def event_time(fn, number=20, package="torch") -> float:
+def event_time(fn, number=20, package="torch", queued=False) -> float:
     """GPU seconds per call of ``fn`` from CUDA events recorded on the current stream around ``number`` calls
-    (the device's time only; ``measure`` gives the host's wall time, synchronised)."""
+    (the device's time only; ``measure`` gives the host's wall time, synchronised). ``queued`` (torch): the calls
+    wait behind a sleeping kernel long enough for the host to issue them all, so the events time the GPU running
+    them back to back even where a call's host cost exceeds its GPU time."""
     fn()
     if package == "torch":
         torch = need("torch")
         torch.cuda.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if queued:
+            torch.cuda._sleep(int(7e4 * number))  # ~40 us a call at an H200's clock
         e0.record()
         for _ in range(number):
             fn()

@@ -7,7 +7,8 @@ Groups (``--list`` shows every case):
             NumPy's expression, and out of place.
   percall   the cost of one small call (64^3): CPU generic matmul (stateless, Matmul.execute, NumPy); GPU
             advanced matmul (stateless, Matmul.execute, torch.mm, CuPy, nvmath-python), GPU generic matmul, and
-            advanced matmul with NumPy operands (staged to the GPU and back).
+            advanced matmul with NumPy operands (staged to the GPU and back); the small-GEMM kernel at 32^3, 64^3
+            and 128^3 against torch.mm and the same plan on cuBLASLt (torch and CuPy operands).
   gpu       generic matmul on the GPU (cuBLAS): 4096^3 float32/float64 against CuPy and PyTorch, the
             tall-skinny product in place (1e7 x 10 x 40), an explicit batch of 1,000 64^3 products.
   advanced  cumath.linalg.advanced (cuBLASLt) on the GPU: batched RELU_BIAS 256 x 1024^3 float32 (and TF32),
@@ -211,6 +212,69 @@ def percall_gpu_advanced(case):
         case.value(f"GPU time per call, CUDA events: {name}", event_time(fn, 200) * 1e6, "us")
     for p in plans:
         p.free()
+
+
+def _cublaslt_plan(la, a, b):
+    """A Matmul of a @ b planned with the small-GEMM kernel turned off (cuBLASLt runs its default execution)."""
+    old = os.environ.get("CUMATH_SMALL_MATMUL")
+    os.environ["CUMATH_SMALL_MATMUL"] = "0"
+    try:
+        mm = la.Matmul(a, b)
+        mm.plan()
+    finally:
+        if old is None:
+            os.environ.pop("CUMATH_SMALL_MATMUL", None)
+        else:
+            os.environ["CUMATH_SMALL_MATMUL"] = old
+    return mm
+
+
+def percall_small(case, n):
+    """Per call of an n^3 float32 advanced matmul on the small-GEMM kernel against torch.mm and against the same
+    plan on cuBLASLt, torch and CuPy operands, in rounds of A B ... B A; GPU time per call from CUDA events."""
+    import cumath.linalg.advanced as la
+
+    torch = cuda_torch()
+    cp = optional("cupy")
+    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    mm, lt = la.Matmul(a, b), _cublaslt_plan(la, a, b)
+    mm.plan()
+    plans = [mm, lt]
+    engines = {"kernel plan": mm._v.engine, "forced plan": lt._v.engine}
+    case.note(f"engines: {engines}")
+    ref = torch.mm(a.double(), b.double())
+    err = {k: float(((x.execute().double() - ref).norm() / ref.norm()).item()) for k, x in (("small", mm), ("lt", lt))}
+    fns = {"torch.mm": lambda: torch.mm(a, b), "cumath matmul (stateless, torch)": lambda: la.matmul(a, b),
+           "cumath Matmul.execute (torch)": mm.execute, "cumath Matmul.execute, cuBLASLt forced (torch)": lt.execute}
+    if cp is not None:
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        cmm, clt = la.Matmul(ca, cb), _cublaslt_plan(la, ca, cb)
+        cmm.plan()
+        plans += [cmm, clt]
+        fns.update({"cupy a @ b": lambda: ca @ cb, "cumath matmul (stateless, cupy)": lambda: la.matmul(ca, cb),
+                    "cumath Matmul.execute (cupy)": cmm.execute,
+                    "cumath Matmul.execute, cuBLASLt forced (cupy)": clt.execute})
+    else:
+        case.note("CuPy not installed: no CuPy rows")
+    case.time(fns, sync=device_sync(), extra={"cumath Matmul.execute (torch)": {"rel_err_vs_f64": err["small"]},
+                                              "cumath Matmul.execute, cuBLASLt forced (torch)": {
+                                                  "rel_err_vs_f64": err["lt"]}}, **percall_target(case))
+    for name in fns:
+        if name.startswith("cumath"):
+            case.ratio(name, "torch.mm")
+    for pkg in ("torch", "cupy"):
+        case.ratio(f"cumath Matmul.execute ({pkg})", f"cumath Matmul.execute, cuBLASLt forced ({pkg})")
+    case.ratio("cumath matmul (stateless, cupy)", "cupy a @ b")
+    for name, fn in (("small-GEMM kernel", mm.execute), ("cuBLASLt (same plan, forced)", lt.execute),
+                     ("torch.mm", lambda: torch.mm(a, b))):
+        case.value(f"GPU time per call, queued, CUDA events: {name}", event_time(fn, 300, queued=True) * 1e6, "us")
+    for p in plans:
+        p.free()
+
+
+for _n in (32, 64, 128):
+    bench.case(f"percall/gpu-small-{_n}", f"GPU advanced matmul {_n}^3 float32 on the small-GEMM kernel, one call",
+               gpu=True)(functools.partial(percall_small, n=_n))
 
 
 @bench.case("percall/gpu-generic-64", "GPU generic cumath.linalg.matmul 64 x 64 x 64 float32, one call", gpu=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import LibraryNotFoundError
 
-__all__ = ["LIBRARIES", "load_library", "find_library", "loaded_libraries", "LibrarySpec", "cuda_major",
+__all__ = ["LIBRARIES", "load_library", "find_library", "locatable", "loaded_libraries", "LibrarySpec", "cuda_major",
            "install_hint", "EXTRAS_HINT", "once", "machine"]
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,11 @@ class LibrarySpec:
     before: tuple[str, ...] = ()
     # Load with RTLD_GLOBAL: another library of cumath's resolves its symbols (NVPL LAPACK calls NVPL BLAS).
     global_symbols: bool = False
+    # Use the copy already in the process when there is one (looked up by soname with RTLD_NOLOAD), before
+    # any search: NCCL preloaded (LD_PRELOAD) or loaded by another package first is the one every library
+    # linking libnccl.so.2 by soname binds to, so loading a second file of the same soname by path would leave
+    # two NCCLs in the process.
+    reuse_loaded: bool = False
 
 
 def _nv(name: str, soname: str, soname12: str | None = None, *, extra: str = "cu13",
@@ -160,7 +165,7 @@ LIBRARIES: dict[str, LibrarySpec] = {
     # the distributed GPU engines: NCCL (nvidia/nccl/lib), cuBLASMp (nvidia/cublasmp/cu13/lib), cuSOLVERMp
     # (nvidia/cu13/lib); CUDA 13 builds only
     "nccl": LibrarySpec(("libnccl.so.2",), "cu13-distributed", pathfinder="nccl",
-                        wheel_globs=("nvidia/nccl/lib/libnccl.so.2",)),
+                        wheel_globs=("nvidia/nccl/lib/libnccl.so.2",), reuse_loaded=True),
     "cublasmp": LibrarySpec(("libcublasmp.so.0",), "cu13-distributed", pathfinder="cublasmp",
                             wheel_globs=("nvidia/cublasmp/cu13/lib/libcublasmp.so.0",)),
     "cusolvermp": LibrarySpec(("libcusolverMp.so.0",), "cu13-distributed", pathfinder="cusolvermp",
@@ -350,6 +355,10 @@ def _load(name: str) -> ctypes.CDLL:
             f"the {name} library is built for {' and '.join(spec.machines)} machines only; this one is "
             f"{machine()} (not looked for)")
     errors = []
+    if spec.reuse_loaded:
+        lib = _already_loaded(name, spec)
+        if lib is not None:
+            return lib
     for path, how in _candidates(name, spec):
         if spec.before and os.path.isabs(path):
             _preload_next_to(path, spec.before)
@@ -371,6 +380,23 @@ def _load(name: str) -> ctypes.CDLL:
         f"the nvidia/*/lib folders of sys.path and the system loader); {install_hint(name)}"
         + (f". Tried: {'; '.join(dict.fromkeys(errors))}" if errors else "")
     )
+
+
+def _already_loaded(name: str, spec: LibrarySpec) -> ctypes.CDLL | None:
+    """The process's copy of ``spec`` if one of its sonames is loaded already (RTLD_NOLOAD: nothing is loaded)."""
+    noload = getattr(os, "RTLD_NOLOAD", 0)
+    if not noload:
+        return None
+    for soname in _sonames(spec):
+        try:
+            lib = ctypes.CDLL(soname, mode=noload | ctypes.RTLD_GLOBAL)
+        except OSError:
+            continue
+        _paths[name] = _resolved_path(lib, soname)
+        logger.info("using the %s already loaded in this process from %s (preloaded, or loaded by another "
+                    "package first)", soname, _paths[name])
+        return lib
+    return None
 
 
 def _preload_next_to(path: str, patterns: tuple[str, ...], mode: int = ctypes.RTLD_GLOBAL) -> None:
@@ -426,6 +452,26 @@ def hint_for_extra(extra: str) -> str:
     return f'`pip install "cumath[{extra}]"` ({EXTRAS_HINT.format(extra=extra)})'
 
 
+def locatable(name: str) -> bool:
+    """Whether library ``name`` is loaded already or has a file among its bundled copies (the wheel folders of
+    ``sys.path``, the environment's ``lib`` folder), found without loading anything and stopping at the first
+    (a library reached only through cuda-pathfinder or the system loader is not looked for: False). For choosing
+    between engines before deciding which to load."""
+    if name in _loaded:
+        return True
+    spec = LIBRARIES[name]
+    if spec.companion_of is not None or (spec.machines and machine() not in spec.machines):
+        return False
+    for base in _sys_path_dirs():
+        if any(glob.glob(os.path.join(base, pattern)) for pattern in spec.wheel_globs):
+            return True
+    if spec.prefix_lib:
+        for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", ""))):
+            if prefix and any(os.path.exists(os.path.join(prefix, "lib", soname)) for soname in spec.sonames):
+                return True
+    return False
+
+
 def loaded_libraries() -> dict[str, str]:
     """Name -> path of every library loaded so far."""
     return dict(_paths)
@@ -440,18 +486,25 @@ class LazyFunctions:
     raises AttributeError naming the library).
     """
 
-    def __init__(self, library: str, table: dict, depends: tuple = ()):
+    def __init__(self, library: str, table: dict, depends: tuple = (), check=None):
         self.__dict__["_library"] = library
         self.__dict__["_table"] = table
         # libraries loaded first, so that the dynamic loader finds them by soname when ``library`` needs them
         # and its RPATH does not lead there (wheels installed in different folders)
         self.__dict__["_depends"] = depends
+        # called (once it passes) after the dependencies load and before the library does: a requirement on
+        # them that the dynamic loader would only find at the first call (an NCCL too old for cuBLASMp: its
+        # functions bind lazily, and a missing one ends the process with a symbol lookup error)
+        self.__dict__["_check"] = check
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
         for dependency in self._depends:
             load_library(dependency)
+        if self._check is not None:
+            self._check()
+            self.__dict__["_check"] = None
         lib = load_library(self._library)
         with _lock:
             for fname, (restype, argtypes) in self._table.items():

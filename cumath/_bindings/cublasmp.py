@@ -17,6 +17,7 @@ import enum
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p, sizeof
 
 from ..errors import CUBLASMpError
+from . import nccl
 from ._loader import LazyFunctions
 
 __all__ = ["CUBLASMP_VERSION", "TABLE", "Status", "GridLayout", "MatmulDescriptorAttribute", "MatmulAlgoType",
@@ -157,7 +158,8 @@ TABLE = {
 }
 
 # libcublasmp needs cuBLAS, cuBLASLt and NCCL: loaded first (its RPATH only covers wheels in one site folder)
-_L = LazyFunctions("cublasmp", TABLE, depends=("cudart", "cublasLt", "cublas", "nccl"))
+_L = LazyFunctions("cublasmp", TABLE, depends=("cudart", "cublasLt", "cublas", "nccl"),
+                   check=lambda: nccl.require("cuBLASMp"))
 _NAMES = {int(m): m.name for m in Status}
 
 

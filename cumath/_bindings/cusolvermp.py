@@ -14,6 +14,7 @@ import enum
 from ctypes import POINTER, byref, c_int, c_int32, c_int64, c_size_t, c_uint32, c_void_p
 
 from ..errors import CUSOLVERMpError
+from . import nccl
 from ._loader import LazyFunctions
 from ._status import make_checker
 from .cusolver import cusolverStatus_t
@@ -66,7 +67,7 @@ TABLE = {
 
 # libcusolverMp needs cuBLAS(Lt), cuSOLVER, NCCL and cuBLASMp: loaded first (see cublasmp)
 _L = LazyFunctions("cusolvermp", TABLE, depends=("cudart", "cublasLt", "cublas", "cusolver", "nccl",
-                                                  "cublasmp"))
+                                                  "cublasmp"), check=lambda: nccl.require("cuSOLVERMp"))
 check = make_checker(CUSOLVERMpError, cusolverStatus_t)
 
 

@@ -171,6 +171,13 @@ _LIBS = {
     ("single", "nvpl"): ("nvpl_fftw", "nvpl_fftw"),
 }
 PROVIDERS = ("fftw", "mkl", "nvpl")
+
+
+def library_name(precision: str, provider: str) -> str:
+    """The loader's name of the main library of (precision, provider) ('fftw3', 'fftw3f', 'mkl_rt', ...)."""
+    return _LIBS[(precision, provider)][0]
+
+
 _INT_MAX = (1 << 31) - 1
 
 _HOT = ("execute", "execute_dft", "execute_dft_r2c", "execute_dft_c2r")
@@ -404,6 +411,11 @@ class FFTWLibrary:
                 f"(its {name} resolves elsewhere); the bundled one could not be loaded"
             )
         return True
+
+    @property
+    def started(self) -> bool:
+        """Whether this library has been loaded and set up (its first use happened)."""
+        return self._started
 
     def load(self) -> "FFTWLibrary":
         """Load the main library and bind the execute functions now (raises LibraryNotFoundError)."""

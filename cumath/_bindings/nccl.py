@@ -22,7 +22,8 @@ from ._loader import LazyFunctions
 __all__ = ["NCCL_UNIQUE_ID_BYTES", "TABLE", "Result", "ncclUniqueId", "check", "ncclGetVersion",
            "ncclGetUniqueId", "ncclCommInitRank", "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort",
            "ncclCommCount", "ncclCommUserRank", "ncclCommCuDevice", "ncclCommGetAsyncError", "ncclGetErrorString",
-           "ncclGetLastError", "ncclMemAlloc", "ncclMemFree", "ncclCommRegister", "ncclCommDeregister"]
+           "ncclGetLastError", "ncclMemAlloc", "ncclMemFree", "ncclCommRegister", "ncclCommDeregister",
+           "version_string", "require", "MP_NCCL_MIN", "MP_NCCL_SYMBOLS"]
 
 NCCL_UNIQUE_ID_BYTES = 128
 
@@ -99,6 +100,68 @@ def ncclGetVersion() -> int:
     v = c_int(0)
     check(_L.ncclGetVersion(byref(v)))
     return v.value
+
+
+def version_string(code: int) -> str:
+    """``"2.29.7"`` for NCCL_VERSION_CODE 22907 (``major * 10000 + minor * 100 + patch`` since NCCL 2.9; the
+    older ``major * 1000 + minor * 100 + patch`` below 10000)."""
+    major, rest = divmod(code, 10000) if code >= 10000 else divmod(code, 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def _code(version: tuple) -> int:
+    major, minor, patch = (tuple(version) + (0, 0))[:3]
+    return major * 10000 + minor * 100 + patch
+
+
+#: NCCL functions that cuBLASMp 0.10 and cuSOLVERMp 0.9 call (read from the undefined symbols of libcublasmp.so.0
+#: and libcusolverMp.so.0 of their cu13 wheels); their wheels require nvidia-nccl-cu13 >= 2.29.2
+MP_NCCL_SYMBOLS = (
+    "ncclAllGather", "ncclAllReduce", "ncclBcast", "ncclCommCount", "ncclCommDestroy", "ncclCommFinalize",
+    "ncclCommQueryProperties", "ncclCommSplit", "ncclCommUserRank", "ncclCommWindowDeregister",
+    "ncclCommWindowRegister", "ncclDevCommCreate", "ncclDevCommDestroy", "ncclGetErrorString",
+    "ncclGetLsaDevicePointer", "ncclGetLsaMultimemDevicePointer", "ncclGroupEnd", "ncclGroupStart", "ncclMemAlloc",
+    "ncclMemFree", "ncclPutSignal", "ncclRecv", "ncclReduce", "ncclReduceScatter", "ncclSend", "ncclWaitSignal")
+MP_NCCL_MIN = (2, 29, 2)
+_checked: dict = {}
+
+
+def require(user: str, min_version: tuple = MP_NCCL_MIN, symbols: tuple = MP_NCCL_SYMBOLS) -> str:
+    """Check that the NCCL of this process is new enough for ``user`` (a library linking libnccl.so.2) before that
+    library loads; returns the version (``"2.29.7"``) and logs it with the library's path once.
+
+    The libraries bind NCCL's functions lazily: with an older NCCL they load, and the first call of a missing
+    function ends the process ("symbol lookup error"). So the symbols are looked up here first, and a missing
+    one raises LibraryNotFoundError naming the loaded version, its file, the version needed and the wheel.
+    """
+    from ..errors import LibraryNotFoundError
+    from ._loader import find_library, load_library
+
+    lib = load_library("nccl")
+    path = find_library("nccl") or "libnccl.so.2"
+    try:
+        have = version_string(ncclGetVersion())
+    except (AttributeError, NCCLError):
+        have = "of unknown version"
+    missing = [name for name in symbols if not hasattr(lib, name)]
+    key = (user, path)
+    if key not in _checked:
+        _checked[key] = have
+        import logging
+
+        logging.getLogger(__name__).info("NCCL %s loaded from %s (%s needs >= %s)", have, path, user,
+                                         ".".join(map(str, min_version)))
+    need = ".".join(map(str, min_version))
+    too_old = have[:1].isdigit() and _code(tuple(int(p) for p in have.split("."))) < _code(min_version)
+    if missing or too_old:
+        lacks = f" and lacks {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}" if missing else ""
+        raise LibraryNotFoundError(
+            f"{user} needs NCCL >= {need}, but the libnccl.so.2 loaded in this process is NCCL {have} ({path})"
+            f"{lacks}. Install it with `pip install \"nvidia-nccl-cu13>={need}\"` (the cu13-distributed extra "
+            "brings it), and make sure that copy is the one loaded: a package imported before cumath (PyTorch "
+            "brings its own NCCL) may have loaded an older libnccl.so.2 first; start Python with "
+            "LD_PRELOAD=<site-packages>/nvidia/nccl/lib/libnccl.so.2, or import cumath.distributed first")
+    return have
 
 
 def ncclGetUniqueId() -> bytes:

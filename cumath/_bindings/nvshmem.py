@@ -19,7 +19,7 @@ Facts from the nvidia-nvshmem-cu13 wheel's headers (``host/nvshmem_api.h``, ``ho
   padding). The v1 layout is the one every NVSHMEM 3.x accepts.
 * ``void *nvshmem_malloc(size_t)``, ``void nvshmem_free(void *)`` (collective), ``int nvshmem_my_pe(void)``,
   ``int nvshmem_n_pes(void)``, ``void nvshmem_barrier_all(void)``, ``int nvshmemx_init_status(void)``,
-  ``void nvshmemx_vendor_get_version_info(int *, int *, int *)``.
+  ``void nvshmemx_vendor_get_version_info(int *, int *, int *)``, ``void nvshmemx_sync_all_on_stream(cudaStream_t)``.
 
 NVSHMEM uses the CUDA device current on the calling thread at initialization. Nothing is loaded at import time.
 """
@@ -35,11 +35,14 @@ from ..errors import LibraryNotFoundError
 from ._loader import LazyFunctions, find_library
 
 __all__ = ["UniqueId", "InitAttr", "INIT_WITH_UNIQUEID", "available", "version", "get_uniqueid",
-           "init_with_uniqueid", "finalize", "init_status", "my_pe", "n_pes", "malloc", "free", "barrier_all"]
+           "init_with_uniqueid", "finalize", "init_status", "my_pe", "n_pes", "malloc", "free", "barrier_all",
+           "sync_all_on_stream"]
 
 INIT_WITH_UNIQUEID = 1 << 3
-#: nvshmemx_init_status(): NVSHMEM_STATUS_NOT_INITIALIZED = 0, then initialized states
+#: nvshmemx_init_status(): NVSHMEM_STATUS_NOT_INITIALIZED = 0, NVSHMEM_STATUS_IS_BOOTSTRAPPED = 1, then the
+#: initialized states (NVSHMEM_STATUS_IS_INITIALIZED = 2, limited / full MPG)
 STATUS_NOT_INITIALIZED = 0
+STATUS_BOOTSTRAPPED = 1
 _UID_BYTES = 128
 _V1 = 1 << 16
 
@@ -79,6 +82,7 @@ TABLE = {
     "nvshmem_malloc": (c_void_p, [c_size_t]),
     "nvshmem_free": (None, [c_void_p]),
     "nvshmem_barrier_all": (None, []),
+    "nvshmemx_sync_all_on_stream": (None, [c_void_p]),
 }
 
 _L = LazyFunctions("nvshmem_host", TABLE)
@@ -178,3 +182,9 @@ def free(ptr: int) -> None:
 
 def barrier_all() -> None:
     _L.nvshmem_barrier_all()
+
+
+def sync_all_on_stream(stream: int) -> None:
+    """``nvshmemx_sync_all_on_stream``: on ``stream``, wait until every PE's earlier stores to symmetric memory
+    are complete and visible (collective)."""
+    _L.nvshmemx_sync_all_on_stream(stream or None)

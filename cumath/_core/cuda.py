@@ -9,7 +9,7 @@ from ..errors import CUDAUnavailableError
 from . import nvtx
 from .logging import format_bytes
 
-__all__ = ["device_count", "require_device", "copy", "memset", "synchronize", "set_device"]
+__all__ = ["device_count", "require_device", "copy", "memset", "synchronize", "set_device", "pinned_word"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,3 +67,27 @@ def memset(ptr: int, value: int, nbytes: int, stream: int) -> None:
 
 def synchronize(stream: int) -> None:
     cudart.cudaStreamSynchronize(stream)
+
+
+def pinned_word(owner):
+    """An 8-byte word of page-locked host memory (a uint64 NumPy view) that lives as long as ``owner``: a
+    device-to-host copy into it needs no staging through the driver's buffer, and a kernel can write it directly
+    (page-locked memory is mapped for the device under unified addressing). A NumPy word where it cannot be had
+    (no CUDA runtime: the CPU emulation)."""
+    import ctypes
+    import weakref
+
+    import numpy as np
+
+    from .lifecycle import release_quietly
+
+    try:
+        ptr = cudart.cudaMallocHost(8)
+    except Exception:  # noqa: BLE001 - no CUDA runtime (the CPU emulation): pageable memory works too
+        ptr = 0
+    if not ptr:
+        return np.zeros(1, np.uint64)
+    weakref.finalize(owner, release_quietly, cudart.cudaFreeHost, ptr)
+    word = np.ctypeslib.as_array((ctypes.c_uint64 * 1).from_address(ptr))
+    word[0] = 0
+    return word

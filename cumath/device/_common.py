@@ -236,10 +236,12 @@ class DeviceFunction:
 
     @property
     def ltos(self) -> list[bytes]:
+        """The LTO IR blobs of the generated device code."""
         return [b for b, kind in zip(self._generator.blobs(), self._generator.kinds()) if kind == "ltoir"]
 
     @property
     def symbol(self) -> str:
+        """The name of the (first) generated device function."""
         return self._generator.symbols()[0]
 
     @property

@@ -31,6 +31,11 @@ from ._common import (
 if TYPE_CHECKING:
     from typing import Any
 
+    import numpy as np
+
+    from ._common import ComputeCapability
+    from ._vector import HalfVector
+
 __all__ = ["FFT", "fft"]
 
 _TYPES = {"c2c": "CUFFTDX_TYPE_C2C", "r2c": "CUFFTDX_TYPE_R2C", "c2r": "CUFFTDX_TYPE_C2R"}
@@ -160,45 +165,127 @@ class FFT(DeviceFunction):
         return self._gen
 
     # ----------------------------------------------------------------------------------------- description
-    size = property(lambda self: self._size, doc="Length of the FFT.")
-    precision = property(lambda self: self._precision, doc="'float16', 'float32' or 'float64'.")
-    fft_type = property(lambda self: self._fft_type)
-    execution = property(lambda self: self._execution)
-    direction = property(lambda self: self._direction)
-    sm = property(lambda self: self._sm, doc="The target compute capability.")
-    execute_api = property(lambda self: self._execute_api)
-    real_fft_options = property(lambda self: None if self._real_fft_options is None else dict(self._real_fft_options))
-    code_type = property(lambda self: CodeType("lto", self._sm))
+    @property
+    def size(self) -> int:
+        """Length of the FFT."""
+        return self._size
+
+    @property
+    def precision(self) -> str:
+        """The computation precision, 'float16', 'float32' or 'float64'."""
+        return self._precision
+
+    @property
+    def fft_type(self) -> str:
+        """'c2c', 'r2c' or 'c2r'."""
+        return self._fft_type
+
+    @property
+    def execution(self) -> str:
+        """'Block' (the threads of a block cooperate) or 'Thread'."""
+        return self._execution
+
+    @property
+    def direction(self) -> str:
+        """'forward' or 'inverse'."""
+        return self._direction
+
+    @property
+    def sm(self) -> ComputeCapability:
+        """The target compute capability."""
+        return self._sm
+
+    @property
+    def execute_api(self) -> str:
+        """'register_memory' (data in each thread's thread_data) or 'shared_memory'."""
+        return self._execute_api
+
+    @property
+    def real_fft_options(self) -> dict[str, str] | None:
+        """``{'complex_layout': ..., 'real_mode': ...}`` of an r2c/c2r FFT (a copy); None for c2c."""
+        return None if self._real_fft_options is None else dict(self._real_fft_options)
+
+    @property
+    def code_type(self) -> CodeType:
+        """The kind of code generated (LTO IR) and the compute capability it is for."""
+        return CodeType("lto", self._sm)
 
     # --------------------------------------------------------------------------------------------- traits
     @property
-    def value_type(self) -> Any:
-        """The complex type the FFT computes in: NumPy complex64 or complex128, or
+    def value_type(self) -> np.dtype[Any] | HalfVector:
+        """The complex type the FFT computes in, NumPy complex64 or complex128, or
         :data:`~cumath.device.float16x4` for half precision (a pair of FFTs)."""
         return np_dtype(VALUE_TYPES[self._trait("value_type")])
 
     @property
-    def input_type(self) -> Any:
+    def input_type(self) -> np.dtype[Any] | HalfVector:
+        """The type of the FFT's input elements (real for r2c; in half precision a vector of the pair)."""
         return np_dtype(VALUE_TYPES[self._trait("input_type")])
 
     @property
-    def output_type(self) -> Any:
+    def output_type(self) -> np.dtype[Any] | HalfVector:
+        """The type of the FFT's output elements (real for c2r; in half precision a vector of the pair)."""
         return np_dtype(VALUE_TYPES[self._trait("output_type")])
 
-    storage_size = property(lambda self: self._trait("storage_size"),
-                            doc="Elements of value_type each thread's thread_data array must hold.")
-    shared_memory_size = property(lambda self: self._trait("shared_memory_size") or 0,
-                                  doc="Bytes of dynamic shared memory a block needs.")
-    stride = property(lambda self: self._trait("stride"), doc="Distance between a thread's successive elements.")
-    elements_per_thread = property(lambda self: self._trait("elements_per_thread"))
-    ffts_per_block = property(lambda self: self._trait("ffts_per_block"))
-    implicit_type_batching = property(lambda self: self._trait("implicit_type_batching"))
-    input_length = property(lambda self: self._trait("input_length"))
-    output_length = property(lambda self: self._trait("output_length"))
-    input_elements_per_thread = property(lambda self: self._trait("input_elements_per_thread"))
-    output_elements_per_thread = property(lambda self: self._trait("output_elements_per_thread"))
-    suggested_ffts_per_block = property(lambda self: self._trait("suggested_ffts_per_block"))
-    workspace_size = property(lambda self: 0, doc="cuFFTDx workspaces are not offered: always 0.")
+    @property
+    def storage_size(self) -> int:
+        """Elements of value_type each thread's thread_data array must hold."""
+        return self._trait("storage_size")
+
+    @property
+    def shared_memory_size(self) -> int:
+        """Bytes of dynamic shared memory a block needs (0 for Thread execution)."""
+        return self._trait("shared_memory_size") or 0
+
+    @property
+    def stride(self) -> int:
+        """Distance between a thread's successive elements."""
+        return self._trait("stride")
+
+    @property
+    def elements_per_thread(self) -> int:
+        """Elements of the FFT each thread holds."""
+        return self._trait("elements_per_thread")
+
+    @property
+    def ffts_per_block(self) -> int | None:
+        """FFTs one block computes (None for Thread execution)."""
+        return self._trait("ffts_per_block")
+
+    @property
+    def implicit_type_batching(self) -> int:
+        """FFTs each thread computes at once in one value_type (2 in half precision, else 1)."""
+        return self._trait("implicit_type_batching")
+
+    @property
+    def input_length(self) -> int:
+        """Elements of the FFT's input (of input_type)."""
+        return self._trait("input_length")
+
+    @property
+    def output_length(self) -> int:
+        """Elements of the FFT's output (of output_type)."""
+        return self._trait("output_length")
+
+    @property
+    def input_elements_per_thread(self) -> int:
+        """Input elements each thread holds."""
+        return self._trait("input_elements_per_thread")
+
+    @property
+    def output_elements_per_thread(self) -> int:
+        """Output elements each thread holds."""
+        return self._trait("output_elements_per_thread")
+
+    @property
+    def suggested_ffts_per_block(self) -> int | None:
+        """cuFFTDx's suggested ffts_per_block (None for Thread execution)."""
+        return self._trait("suggested_ffts_per_block")
+
+    @property
+    def workspace_size(self) -> int:
+        """Always 0 (cuFFTDx workspaces are not offered)."""
+        return 0
 
     @property
     def block_dim(self) -> Dim3:

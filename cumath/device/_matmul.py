@@ -36,6 +36,10 @@ from ._common import (
 if TYPE_CHECKING:
     from typing import Any
 
+    import numpy as np
+
+    from ._common import ComputeCapability
+
 __all__ = ["Matmul", "matmul"]
 
 _DATA_TYPES = {"real": "CUBLASDX_TYPE_REAL", "complex": "CUBLASDX_TYPE_COMPLEX"}
@@ -240,22 +244,85 @@ class Matmul(DeviceFunction):
         return key if self._gmem_alignment is None else key + "_ga%d_%d_%d" % self._gmem_alignment
 
     # -------------------------------------------------------------------------------------- description
-    size = property(lambda self: self._size, doc="(m, n, k).")
-    m = property(lambda self: self._size[0])
-    n = property(lambda self: self._size[1])
-    k = property(lambda self: self._size[2])
-    precision = property(lambda self: self._precision if len(set(self._precision)) > 1 else self._precision[0])
-    data_type = property(lambda self: self._data_type)
-    execution = property(lambda self: self._execution)
-    execute_api = property(lambda self: self._execute_api)
-    transpose_mode = property(lambda self: self._transpose_mode)
-    arrangement = property(lambda self: self._arrangement)
-    sm = property(lambda self: self._sm)
-    static_block_dim = property(lambda self: self._static_block_dim)
-    code_type = property(lambda self: CodeType("lto", self._sm))
-    a_dim = property(lambda self: self._dims()[0][0], doc="(rows, cols) of A as stored.")
-    b_dim = property(lambda self: self._dims()[0][1], doc="(rows, cols) of B as stored.")
-    c_dim = property(lambda self: self._dims()[0][2], doc="(rows, cols) of C.")
+    @property
+    def size(self) -> tuple[int, int, int]:
+        """(m, n, k), where C is m x n, op(A) m x k, op(B) k x n."""
+        return self._size
+
+    @property
+    def m(self) -> int:
+        """Rows of C and of op(A)."""
+        return self._size[0]
+
+    @property
+    def n(self) -> int:
+        """Columns of C and of op(B)."""
+        return self._size[1]
+
+    @property
+    def k(self) -> int:
+        """The contracted extent (columns of op(A), rows of op(B))."""
+        return self._size[2]
+
+    @property
+    def precision(self) -> str | tuple[str, str, str]:
+        """The computation precision ('float16', 'float32', 'float64'); a triple for A, B and C when they differ."""
+        return self._precision if len(set(self._precision)) > 1 else self._precision[0]
+
+    @property
+    def data_type(self) -> str:
+        """'real' or 'complex'."""
+        return self._data_type
+
+    @property
+    def execution(self) -> str:
+        """'Block' (the only execution cuBLASDx offers)."""
+        return self._execution
+
+    @property
+    def execute_api(self) -> str:
+        """'static_leading_dimensions', 'dynamic_leading_dimensions' or 'tensors'."""
+        return self._execute_api
+
+    @property
+    def transpose_mode(self) -> TransposeMode | None:
+        """(a_mode, b_mode) when given (cuBLASDx's older spelling), else None."""
+        return self._transpose_mode
+
+    @property
+    def arrangement(self) -> tuple[str, str, str] | None:
+        """'col_major' or 'row_major' of A, B and C (None when transpose_mode was given)."""
+        return self._arrangement
+
+    @property
+    def sm(self) -> ComputeCapability:
+        """The target compute capability."""
+        return self._sm
+
+    @property
+    def static_block_dim(self) -> bool:
+        """Whether the kernel promises to launch with exactly block_dim."""
+        return self._static_block_dim
+
+    @property
+    def code_type(self) -> CodeType:
+        """The kind of code generated (LTO IR) and the compute capability it is for."""
+        return CodeType("lto", self._sm)
+
+    @property
+    def a_dim(self) -> tuple[int, int]:
+        """(rows, cols) of A as stored."""
+        return self._dims()[0][0]
+
+    @property
+    def b_dim(self) -> tuple[int, int]:
+        """(rows, cols) of B as stored."""
+        return self._dims()[0][1]
+
+    @property
+    def c_dim(self) -> tuple[int, int]:
+        """(rows, cols) of C."""
+        return self._dims()[0][2]
 
     # -------------------------------------------------------------------------------------------- traits
     def _value_types(self):
@@ -265,7 +332,7 @@ class Matmul(DeviceFunction):
         return tuple(VALUE_TYPES.get(v, e) for v, e in zip(vt, expected)) if vt else tuple(expected)
 
     @property
-    def value_type(self) -> Any:
+    def value_type(self) -> np.dtype[Any]:
         """NumPy dtype of the tiles when A, B and C share it (else see a/b/c_value_type)."""
         a, b, c = self._value_types()
         if not a == b == c:
@@ -273,36 +340,56 @@ class Matmul(DeviceFunction):
                                  "c_value_type")
         return np_dtype(c)
 
-    a_value_type = property(lambda self: np_dtype(self._value_types()[0]))
-    b_value_type = property(lambda self: np_dtype(self._value_types()[1]))
-    c_value_type = property(lambda self: np_dtype(self._value_types()[2]))
+    @property
+    def a_value_type(self) -> np.dtype[Any]:
+        """NumPy dtype of A's elements."""
+        return np_dtype(self._value_types()[0])
+
+    @property
+    def b_value_type(self) -> np.dtype[Any]:
+        """NumPy dtype of B's elements."""
+        return np_dtype(self._value_types()[1])
+
+    @property
+    def c_value_type(self) -> np.dtype[Any]:
+        """NumPy dtype of C's elements."""
+        return np_dtype(self._value_types()[2])
 
     @property
     def leading_dimension(self) -> LeadingDimension:
+        """(lda, ldb, ldc) of the shared-memory tiles, elements."""
         ld = self._trait("leading_dimension")
         return LeadingDimension(*ld) if ld else LeadingDimension(*self._min_ld())
 
     @property
     def block_dim(self) -> Dim3:
+        """Threads per block to launch with."""
         return Dim3(*self._trait("block_dim"))
 
     @property
     def block_size(self) -> int:
+        """Threads per block (the product of block_dim)."""
         bd = self.block_dim
         return bd.x * bd.y * bd.z
 
-    max_threads_per_block = property(lambda self: self._trait("max_threads_per_block"))
+    @property
+    def max_threads_per_block(self) -> int:
+        """The most threads a block of this GEMM may have."""
+        return self._trait("max_threads_per_block")
 
     @property
-    def alignment(self) -> Any:
+    def alignment(self) -> tuple[int, int, int]:
+        """(a, b, c) alignments of the shared-memory tiles, bytes."""
         return tuple(self._trait("alignment"))
 
     @property
     def suggested_leading_dimension(self) -> LeadingDimension:
+        """cuBLASDx's suggested (lda, ldb, ldc) (padded against shared-memory bank conflicts)."""
         return LeadingDimension(*self._trait("suggested_leading_dimension"))
 
     @property
     def suggested_block_dim(self) -> Dim3:
+        """cuBLASDx's suggested threads per block."""
         return Dim3(*self._trait("suggested_block_dim"))
 
     def _tile_sizes(self):
@@ -310,9 +397,20 @@ class Matmul(DeviceFunction):
         ld = self.leading_dimension
         return tuple(l * (cl if c else r) for (r, cl), c, l in zip(dims, col, ld))
 
-    a_size = property(lambda self: self._tile_sizes()[0], doc="Elements of the shared-memory tile of A.")
-    b_size = property(lambda self: self._tile_sizes()[1])
-    c_size = property(lambda self: self._tile_sizes()[2])
+    @property
+    def a_size(self) -> int:
+        """Elements of the shared-memory tile of A."""
+        return self._tile_sizes()[0]
+
+    @property
+    def b_size(self) -> int:
+        """Elements of the shared-memory tile of B."""
+        return self._tile_sizes()[1]
+
+    @property
+    def c_size(self) -> int:
+        """Elements of the shared-memory tile of C."""
+        return self._tile_sizes()[2]
 
     def get_shared_storage_size(self, a_layout: Any = None, b_layout: Any = None, c_layout: Any = None) -> int:
         """Bytes of shared memory holding the A, B and C tiles one after the other, each aligned: the
@@ -419,8 +517,15 @@ class Matmul(DeviceFunction):
 
         return Accumulator(self, "rmem_c")
 
-    tensor_types = property(lambda self: self._tensor_types)
-    global_memory_alignment = property(lambda self: self._gmem_alignment)
+    @property
+    def tensor_types(self) -> tuple[str, str, str] | None:
+        """The tensor kinds of A, B and C the kernel uses, when given (else None)."""
+        return self._tensor_types
+
+    @property
+    def global_memory_alignment(self) -> tuple[int, int, int] | None:
+        """(a, b, c) alignments in bytes of the global-memory tensors, when given (else None)."""
+        return self._gmem_alignment
 
     def __repr__(self):
         return (f"Matmul(size={self._size}, precision={self.precision}, data_type={self._data_type!r}, "

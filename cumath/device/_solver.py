@@ -32,6 +32,10 @@ from ._common import (
 if TYPE_CHECKING:
     from typing import Any
 
+    import numpy as np
+
+    from ._common import ComputeCapability
+
 __all__ = ["Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "QRFactorize", "QRMultiply", "LQFactorize",
            "LQMultiply", "TriangularSolver", "LeastSquaresSolver", "FUNCTIONS"]
 
@@ -355,50 +359,148 @@ class Solver(DeviceFunction):
         return self._gen
 
     # -------------------------------------------------------------------------------------- description
-    function = property(lambda self: self._function_names[0] if len(self._function_names) == 1
-                        else self._function_names)
-    size = property(lambda self: self._size)
-    m = property(lambda self: self._size[0])
-    n = property(lambda self: self._size[1])
-    k = property(lambda self: self._size[2])
-    precision = property(lambda self: _np_type(self._precision))
-    data_type = property(lambda self: self._data_type)
-    execution = property(lambda self: self._execution)
-    arrangement = property(lambda self: self._arrangement)
-    fill_mode = property(lambda self: self._fill_mode)
-    side = property(lambda self: self._side)
-    diag = property(lambda self: self._diag)
-    transpose_mode = property(lambda self: self._transpose_mode)
-    sm = property(lambda self: self._sm)
-    job = property(lambda self: None if not self._jobs else (self._jobs[0] if len(self._jobs) == 1 else self._jobs))
-    eig_type = property(lambda self: self._eig_type)
-    execute_parameters = property(lambda self: tuple(p for p, _ in self._params(self._function_names[0])),
-                                  doc="Names of the in-kernel execute() arguments, in order.")
-    lda = property(lambda self: self._lds()[0])
-    ldb = property(lambda self: self._lds()[1])
-    info_type = property(lambda self: _np_type("int32"))
-    ipiv_type = property(lambda self: _np_type("int32"))
-    precision_type = property(lambda self: _np_type(self._precision),
-                              doc="The real type of eigenvalues and singular values.")
+    @property
+    def function(self) -> str | tuple[str, ...]:
+        """The cuSOLVERDx function (a tuple of them for an adapter that bundles several)."""
+        return self._function_names[0] if len(self._function_names) == 1 else self._function_names
 
     @property
-    def value_type(self) -> Any:
+    def size(self) -> tuple[int, int, int]:
+        """(m, n, k), where k is the number of right-hand sides."""
+        return self._size
+
+    @property
+    def m(self) -> int:
+        """Rows of A."""
+        return self._size[0]
+
+    @property
+    def n(self) -> int:
+        """Columns of A."""
+        return self._size[1]
+
+    @property
+    def k(self) -> int:
+        """Right-hand sides (columns of B), or reflectors of QRMultiply/LQMultiply."""
+        return self._size[2]
+
+    @property
+    def precision(self) -> type[np.floating[Any]]:
+        """The computation precision, ``numpy.float32`` or ``numpy.float64``."""
+        return _np_type(self._precision)
+
+    @property
+    def data_type(self) -> str:
+        """'real' or 'complex'."""
+        return self._data_type
+
+    @property
+    def execution(self) -> str:
+        """'Block' or 'Thread'."""
+        return self._execution
+
+    @property
+    def arrangement(self) -> tuple[str, ...]:
+        """'col_major' or 'row_major' of each matrix, ``(a,)``, ``(a, b)`` or ``(a, u, vt)``."""
+        return self._arrangement
+
+    @property
+    def fill_mode(self) -> str | None:
+        """'lower' or 'upper' (None where the function takes none)."""
+        return self._fill_mode
+
+    @property
+    def side(self) -> str | None:
+        """'left' or 'right' (None where the function takes none)."""
+        return self._side
+
+    @property
+    def diag(self) -> str | None:
+        """'unit' or 'non_unit' (None where the function takes none)."""
+        return self._diag
+
+    @property
+    def transpose_mode(self) -> str | None:
+        """'non_transposed', 'transposed' or 'conj_transposed' (None where not given)."""
+        return self._transpose_mode
+
+    @property
+    def sm(self) -> ComputeCapability:
+        """The target compute capability."""
+        return self._sm
+
+    @property
+    def job(self) -> str | tuple[str, ...] | None:
+        """Which vectors an eigenvalue or SVD function computes (a pair (jobu, jobvt) where given so), else None."""
+        return None if not self._jobs else (self._jobs[0] if len(self._jobs) == 1 else self._jobs)
+
+    @property
+    def eig_type(self) -> int | None:
+        """The generalized eigenproblem of hegst and hegv, 1, 2 or 3 (None where not given)."""
+        return self._eig_type
+
+    @property
+    def execute_parameters(self) -> tuple[str, ...]:
+        """Names of the in-kernel execute() arguments, in order."""
+        return tuple(p for p, _ in self._params(self._function_names[0]))
+
+    @property
+    def lda(self) -> int | None:
+        """The leading dimension of A (None where A is a vector)."""
+        return self._lds()[0]
+
+    @property
+    def ldb(self) -> int | None:
+        """The leading dimension of B (or C); None where there is neither."""
+        return self._lds()[1]
+
+    @property
+    def info_type(self) -> np.dtype[np.int32]:
+        """The type of ``info`` (int32)."""
+        return _np_type("int32")
+
+    @property
+    def ipiv_type(self) -> np.dtype[np.int32]:
+        """The type of ``ipiv`` (int32)."""
+        return _np_type("int32")
+
+    @property
+    def precision_type(self) -> type[np.floating[Any]]:
+        """The real type of eigenvalues and singular values."""
+        return _np_type(self._precision)
+
+    @property
+    def value_type(self) -> np.dtype[Any]:
+        """The type of the matrices' elements (real or complex of ``precision``)."""
         import numpy as np
 
         return np.dtype(VALUE_TYPES[value_type_enum(self._precision, self._data_type == "complex")])
 
     @property
     def batches_per_block(self) -> int:
+        """Problems one block solves (resolved when 'suggested' was asked)."""
         return dict(self._generator.descriptors[0].operators).get("CUSOLVERDX_OPERATOR_BATCHES_PER_BLOCK", 1)
 
     @property
     def block_dim(self) -> Dim3:
+        """Threads per block to launch with ((1, 1, 1) for Thread execution)."""
         bd = self._trait("block_dim")
         return Dim3(*bd) if bd else Dim3(1, 1, 1)
 
-    suggested_block_dim = property(lambda self: Dim3(*(self._trait("suggested_block_dim") or (1, 1, 1))))
-    suggested_batches_per_block = property(lambda self: self._trait("suggested_batches_per_block"))
-    workspace_size = property(lambda self: self._trait("workspace_size") or 0)
+    @property
+    def suggested_block_dim(self) -> Dim3:
+        """cuSOLVERDx's suggested threads per block ((1, 1, 1) for Thread execution)."""
+        return Dim3(*(self._trait("suggested_block_dim") or (1, 1, 1)))
+
+    @property
+    def suggested_batches_per_block(self) -> int | None:
+        """cuSOLVERDx's suggested batches_per_block (None for Thread execution)."""
+        return self._trait("suggested_batches_per_block")
+
+    @property
+    def workspace_size(self) -> int:
+        """Elements of the value type the block's ``workspace`` array must hold (0 for none)."""
+        return self._trait("workspace_size") or 0
 
     def _shape(self, name):
         dims = self._mats().get(name)
@@ -410,21 +512,80 @@ class Solver(DeviceFunction):
         b, rows, cols = self._shape(name)
         return (ld * cols, 1, ld) if self._arr(name) == "col_major" else (ld * rows, ld, 1)
 
-    a_shape = property(lambda self: self._shape("a"), doc="(batches_per_block, rows, cols) of A.")
-    b_shape = property(lambda self: self._shape("b" if "b" in self._mats() else "c"))
-    c_shape = property(lambda self: self._shape("c"))
-    tau_shape = property(lambda self: self._shape("tau"))
-    ipiv_shape = property(lambda self: self._shape("ipiv"))
-    info_shape = property(lambda self: (self.batches_per_block,))
-    d_shape = property(lambda self: self._shape("d"))
-    e_shape = property(lambda self: self._shape("e"))
-    dl_shape = property(lambda self: self._shape("dl"))
-    du_shape = property(lambda self: self._shape("du"))
-    lambda_shape = property(lambda self: self._shape("lambda"), doc="(batches_per_block, m) eigenvalues.")
-    s_shape = property(lambda self: self._shape("s"), doc="(batches_per_block, min(m, n)) singular values.")
-    u_shape = property(lambda self: self._shape("u"))
-    vt_shape = property(lambda self: self._shape("vt"))
-    v_shape = property(lambda self: self._shape("v"))
+    @property
+    def a_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of A."""
+        return self._shape("a")
+
+    @property
+    def b_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of B (of C where the function has no B)."""
+        return self._shape("b" if "b" in self._mats() else "c")
+
+    @property
+    def c_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of C."""
+        return self._shape("c")
+
+    @property
+    def tau_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, reflectors) of tau."""
+        return self._shape("tau")
+
+    @property
+    def ipiv_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, min(m, n)) of the pivots."""
+        return self._shape("ipiv")
+
+    @property
+    def info_shape(self) -> tuple[int]:
+        """(batches_per_block,) of info."""
+        return (self.batches_per_block,)
+
+    @property
+    def d_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, m) of the diagonal d."""
+        return self._shape("d")
+
+    @property
+    def e_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, m - 1) of the off-diagonal e."""
+        return self._shape("e")
+
+    @property
+    def dl_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, m - 1) of the subdiagonal dl."""
+        return self._shape("dl")
+
+    @property
+    def du_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, m - 1) of the superdiagonal du."""
+        return self._shape("du")
+
+    @property
+    def lambda_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, m) eigenvalues."""
+        return self._shape("lambda")
+
+    @property
+    def s_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, min(m, n)) singular values."""
+        return self._shape("s")
+
+    @property
+    def u_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of the left singular vectors U."""
+        return self._shape("u")
+
+    @property
+    def vt_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of the right singular vectors V^T."""
+        return self._shape("vt")
+
+    @property
+    def v_shape(self) -> tuple[int, ...]:
+        """(batches_per_block, rows, cols) of the eigenvectors V."""
+        return self._shape("v")
 
     def size_of(self, name: str) -> int:
         """Elements of the shared-memory array holding operand ``name`` (a, b, c, tau, ipiv, d, e, dl, du,
@@ -499,8 +660,17 @@ def _np_type(name: str):
     return np.dtype(name).type if name in ("float32", "float64") else np.dtype(name)
 
 
+if TYPE_CHECKING:
+    class _Adapter(Solver):
+        """What type checkers see of an adapter: a Solver made from (size, precision, execution, ...)."""
+
+        def __init__(self, size: Any, precision: Any, execution: str, *args: Any, sm: Any = None,
+                     arrangement: Any = None, batches_per_block: Any = None, data_type: str | None = None,
+                     leading_dimensions: Any = None, block_dim: Any = None, **kwargs: Any) -> None: ...
+
+
 def _adapter(name: str, functions: tuple, methods: dict, doc: str, *, fill: bool = False, extra: tuple = (),
-             defaults: dict | None = None):
+             defaults: dict | None = None) -> type[_Adapter]:
     """An adapter class bundling ``functions`` behind ``methods`` (method name -> function); ``fill``: takes
     fill_mode as its fourth positional argument; ``extra``: further keyword arguments it accepts."""
     defaults = dict(defaults or {})

@@ -46,6 +46,8 @@ from ._common import KernelOnlyFunction
 if TYPE_CHECKING:
     from typing import Any
 
+    import numpy as np
+
 __all__ = ["Layout", "Partitioner", "Accumulator", "OpaqueTensor", "make_tensor", "copy", "copy_fragment", "clear",
            "axpby", "copy_wait", "TENSOR_KINDS", "tensor_traits", "tensor_function", "bundle_specs"]
 
@@ -100,14 +102,34 @@ class Layout:
     def _traits(self) -> dict:
         return self.matmul._tensor_traits()[self.kind]
 
-    memory_space = property(lambda self: _space(self.kind))
-    leading_dimension = property(lambda self: self._ld)
-    size = property(lambda self: self._traits()["logical_size"], doc="Logical elements of the tensor.")
-    alignment = property(lambda self: self._traits()["alignment_bytes"], doc="Alignment of the storage, bytes.")
-    opaque_name = property(lambda self: self._traits()["opaque_name"])
+    @property
+    def memory_space(self) -> str:
+        """Where the tensor lives, 'rmem' (registers), 'smem' (shared) or 'gmem' (global memory)."""
+        return _space(self.kind)
 
     @property
-    def dtype(self) -> Any:
+    def leading_dimension(self) -> int | None:
+        """Elements between columns (rows when row-major) of a global-memory tensor; None for the others."""
+        return self._ld
+
+    @property
+    def size(self) -> int:
+        """Logical elements of the tensor."""
+        return self._traits()["logical_size"]
+
+    @property
+    def alignment(self) -> int:
+        """Alignment of the storage, bytes."""
+        return self._traits()["alignment_bytes"]
+
+    @property
+    def opaque_name(self) -> str:
+        """cuBLASDx's name of the tensor's type (as the generated device code spells it)."""
+        return self._traits()["opaque_name"]
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The NumPy dtype of the tensor's elements (its matrix's value type)."""
         import numpy as np
 
         return np.dtype(self.matmul._value_types()["abc".index(self.matrix)])
@@ -118,7 +140,8 @@ class Layout:
         return self._traits()["storage_bytes"] // self.dtype.itemsize
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, int | None]:
+        """What identifies the layout (the Matmul's code key, the tensor kind, the leading dimension)."""
         return (self.matmul._numba_key, self.kind, self._ld)
 
     def __eq__(self, other):
@@ -154,6 +177,7 @@ class Partitioner:
 
     @property
     def layout(self) -> Layout:
+        """The :class:`Layout` of the register fragment this partitioner describes."""
         return Layout(self.matmul, self.kind)
 
     def __repr__(self):

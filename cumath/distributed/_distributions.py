@@ -105,6 +105,7 @@ class ProcessGrid(Distribution):
 
     @property
     def nranks(self) -> int:
+        """How many ranks the grid has (the product of its shape)."""
         return math.prod(self.shape)
 
     def coords(self, rank: int) -> tuple:
@@ -134,6 +135,7 @@ class Slab(Distribution, enum.Enum):
 
     @property
     def axis(self) -> int:
+        """The axis that is split (0, 1 or 2)."""
         return self.value
 
     def indices(self, global_shape, rank: int, nranks: int, partition=None) -> tuple:
@@ -180,7 +182,8 @@ class Box(Distribution):
         object.__setattr__(self, "upper", upper)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
+        """The box's extents (upper - lower on each axis)."""
         return tuple(u - lo for lo, u in zip(self.lower, self.upper))
 
     def indices(self, global_shape: Sequence[int], rank: int = 0, nranks: int = 1) -> tuple:

@@ -68,11 +68,9 @@ def bring_up_nccl(ctx) -> int:
 
 def _version(nccl) -> str:
     try:
-        v = nccl.ncclGetVersion()
+        return nccl.version_string(nccl.ncclGetVersion())
     except Exception:
         return "?"
-    major, rest = divmod(v, 10000) if v >= 10000 else divmod(v, 1000)
-    return f"{major}.{rest // 100}.{rest % 100}"
 
 
 def _destroy_comm(comm: int) -> None:

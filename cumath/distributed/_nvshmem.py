@@ -67,6 +67,7 @@ class NVSHMEMState:
         self.alive = True
         self.buffers: dict[int, int] = {}  # address -> bytes
         self.plans = weakref.WeakSet()  # objects with release_native(): destroyed before NVSHMEM goes
+        self._held = None  # (handle, destroy) of a library plan kept for the state's life: see hold_plan
         logger.info("NVSHMEM %s up: PE %d of %d on device %d", ".".join(map(str, nvshmem.version())), pe, npes,
                     ctx.device_id)
 
@@ -81,6 +82,10 @@ class NVSHMEMState:
             raise ValueError("free_symmetric_memory: this buffer was not allocated by allocate_symmetric_memory "
                              "(or was freed already)")
         self._lib.free(ptr)
+
+    def sync_all_on_stream(self, stream: int) -> None:
+        """Every PE's earlier stores to symmetric memory complete and visible, ordered on ``stream``."""
+        self._lib.sync_all_on_stream(stream)
 
     def size_at(self, ptr: int) -> int | None:
         """The bytes of the symmetric allocation starting at ``ptr`` (None: not a symmetric buffer's start)."""
@@ -105,6 +110,22 @@ class NVSHMEMState:
 
         return cupy.asarray(buf)
 
+    def hold_plan(self, make, destroy) -> None:
+        """Keep one plan of a library that initializes NVSHMEM's device side itself (cuFFTMp) alive until
+        tear-down (collective: every rank calls it at the same point).
+
+        cuFFTMp finalizes NVSHMEM when its last plan is destroyed (its documentation's advice: keep a plan alive
+        for the application's lifetime and destroy it right before the last NVSHMEM finalize); without a plan
+        held here, freeing an FFT would take NVSHMEM down under the symmetric buffers still in use.
+        """
+        if self._held is not None:
+            return
+        try:
+            self._held = (make(), destroy)
+        except Exception as exc:  # the FFT's own plans will raise what matters; this one only guards tear-down
+            logger.warning("could not make the cuFFTMp plan kept for NVSHMEM's lifetime: %s", exc)
+            self._held = (None, None)
+
     # -- tear-down
     def tear_down(self) -> None:
         with _lock:
@@ -124,8 +145,18 @@ class NVSHMEMState:
             for ptr in list(self.buffers):
                 self._lib.free(ptr)
             self.buffers.clear()
-        self._lib.finalize()
-        logger.info("NVSHMEM finalized")
+        handle, destroy = self._held or (None, None)
+        self._held = None
+        if handle is not None:
+            try:
+                destroy(handle)  # the last cuFFTMp plan: after the buffers, right before the finalize
+            except Exception as exc:
+                logger.warning("destroying the cuFFTMp plan kept for NVSHMEM's lifetime failed: %s", exc)
+        if self._lib.init_status() > self._lib.STATUS_BOOTSTRAPPED:
+            self._lib.finalize()
+            logger.info("NVSHMEM finalized")
+        else:  # cuFFTMp finalized it with its last plan
+            logger.info("NVSHMEM was finalized by cuFFTMp with its last plan")
 
 
 def bring_up_nvshmem(ctx) -> NVSHMEMState:

@@ -39,8 +39,11 @@ class FFTOptions:
         logger: a ``logging.Logger``; by default the ``cumath.fft`` loggers.
         device_id: kept for nvmath-python compatibility; prefer ``execution=ExecutionCUDA(device_id=...)``.
         cpu_engine: (cumath) CPU FFT engine: 'auto' ('fftw+dfti' when FFTW and MKL are both installed: FFTW's
-            plan where the process has wisdom for the problem, MKL's DFTI where it has none, so a first call
-            needs no planning; then NVPL FFT on Arm, FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw',
+            plan where the process has wisdom for the problem; where it has none, FFTW_ESTIMATE for 1-D
+            transforms of up to 4096 points (alone or in batches) and multi-dimensional ones under 2^15 points,
+            MKL's DFTI for longer and larger ones, so a first call needs no measured planning and runs
+            near a measured plan's speed; the choice and its reason are logged at DEBUG, and only the library
+            chosen is loaded; then NVPL FFT on Arm, FFTW, MKL's FFTW interface, SciPy's pocketfft), 'fftw',
             'mkl' (MKL's FFTW3 interface), 'dfti' (MKL's DFTI), 'fftw+dfti', 'nvpl' (NVIDIA NVPL FFT, Arm only:
             the ``nvpl-fft`` wheel that the cpu extra brings on aarch64; untested on Arm hardware) or 'scipy'.
             The environment variable

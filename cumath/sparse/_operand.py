@@ -204,8 +204,7 @@ def host_arrays(op: Operand, stream=None):
     return out
 
 
-def _crc(op: Operand, stream) -> int:
-    arr = host_arrays(op, stream)
+def _crc(arr) -> int:
     if not arr.flags.c_contiguous:
         import numpy as np
 
@@ -213,8 +212,12 @@ def _crc(op: Operand, stream) -> int:
     return zlib.crc32(arr)
 
 
-def pattern_fingerprint(csr: CSR, stream=None) -> tuple:
+def pattern_fingerprint(csr: CSR, stream=None, hosts: list | None = None) -> tuple:
     """A fingerprint of the sparsity pattern: the shape, nnz, index dtypes and CRC-32s of the row offsets and
     column indices (64 bits of checksum in all). Plans are cached by it; GPU index arrays are copied to the host
-    to be read (logged)."""
-    return (csr.shape, csr.nnz, csr.indptr.dtype, csr.index_dtype, _crc(csr.indptr, stream), _crc(csr.indices, stream))
+    to be read (logged). ``hosts``, a list, receives the host ``(indptr, indices)`` arrays that were read (so that
+    a caller that needs them too does not copy them again)."""
+    indptr, indices = host_arrays(csr.indptr, stream), host_arrays(csr.indices, stream)
+    if hosts is not None:
+        hosts.append((indptr, indices))
+    return (csr.shape, csr.nnz, csr.indptr.dtype, csr.index_dtype, _crc(indptr), _crc(indices))

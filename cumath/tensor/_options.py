@@ -61,6 +61,7 @@ class ComputeDesc(enum.IntEnum):
 
     @property
     def library_name(self) -> str:
+        """The name without its ``COMPUTE_`` prefix (``'32F'``, ``'3XTF32'``...)."""
         return self.name[len("COMPUTE_"):]
 
 

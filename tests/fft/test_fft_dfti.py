@@ -185,7 +185,7 @@ def test_an_explicit_planning_effort_means_fftw():
 def test_no_wisdom_runs_dfti_then_fftw_once_wisdom_is_learnt(monkeypatch):
     from cumath.fft._backends import dfti
 
-    monkeypatch.setattr(dfti, "DFTI_MIN_POINTS", 1)
+    monkeypatch.setattr(dfti, "no_wisdom_engine", lambda *a: ("dfti", "forced by the test"))
     x = random_array((8, 96), "complex128")  # a size no other test measures
     F.FFT(x, axes=[-1]).free()
     with F.FFT(x, axes=[-1]) as f:
@@ -224,7 +224,7 @@ def test_stateless_large_first_call_is_dfti_and_correct():
 def test_background_planning_is_opt_in_and_swaps_fftw_in(monkeypatch):
     from cumath.fft._backends import dfti
 
-    monkeypatch.setattr(dfti, "DFTI_MIN_POINTS", 1)
+    monkeypatch.setattr(dfti, "no_wisdom_engine", lambda *a: ("dfti", "forced by the test"))
     x = random_array((4, 112), "complex128")  # a size no other test measures
     monkeypatch.delenv(dfti.BACKGROUND_ENV, raising=False)
     with F.FFT(x, axes=[-1]) as f:
@@ -257,7 +257,7 @@ def test_a_layout_dfti_refuses_goes_to_fftw_and_survives_new_wisdom(monkeypatch)
     from cumath._bindings import mkl_dfti
     from cumath.fft._backends import dfti
 
-    monkeypatch.setattr(dfti, "DFTI_MIN_POINTS", 1)
+    monkeypatch.setattr(dfti, "no_wisdom_engine", lambda *a: ("dfti", "forced by the test"))
     x = random_array((6, 80), "complex128")  # a size no other test measures
 
     def refuse(*args, **kwargs):

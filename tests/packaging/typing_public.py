@@ -60,8 +60,14 @@ with cumath.sparse.advanced.DirectSolver(a, a[:, 0], execution="cpu") as sds:
     plan_info: cumath.sparse.advanced.DirectSolverPlanInfo = sds.plan()
     fact_info: cumath.sparse.advanced.DirectSolverFactorizationInfo = sds.factorize()
     sol = sds.solve()
+    factor_nnz: int | None = sds.factorization_info.lu_nnz
+    sparse_options: cumath.sparse.advanced.DirectSolverOptions = sds.options
+    sds.plan_config.host_nthreads = 2
 t = cumath.sparse.ust.Tensor.from_package(a)
 t = t.convert(tensor_format=cumath.sparse.ust.NamedFormats.CSR)
+extents: tuple[int, ...] = t.extents
+levels: int = t.tensor_format.num_levels + t.num_dimensions
+on_gpu: bool = t.device == "cuda"
 
 # tensor contractions
 c = cumath.tensor.binary_contraction("ij,jk->ik", a, a, alpha=2.0)
@@ -74,6 +80,18 @@ dmm = cumath.device.Matmul(size=(16, 16, 16), precision=np.float32, data_type="r
 dfft = cumath.device.FFT(size=64, precision=np.float32, fft_type="c2c", direction="forward", sm=(9, 0),
                          execution="Block")
 reason: str | None = cumath.device.unavailable_reason("numba")
+tiles: int = dmm.a_size + dmm.b_size + dmm.c_size  # properties are typed: arithmetic on them type-checks
+a_rows, a_cols = dmm.a_dim
+threads: int = dmm.block_dim.x * dmm.block_dim.y * dmm.block_dim.z
+thread_data: int = dfft.storage_size * dfft.implicit_type_batching
+fft_shared: int = dfft.shared_memory_size
+dsv = cumath.device.Solver("potrf", (8,), np.float32, "Block", sm=(9, 0), fill_mode="lower")
+solver_a: tuple[int, ...] = dsv.a_shape
+solver_lda: int | None = dsv.lda
+chol = cumath.device.CholeskySolver((8, 8, 1), np.float32, "Block", "lower", sm=(9, 0))
+chol_a: tuple[int, ...] = chol.a_shape
+gmem_a: cumath.device.Layout = dmm.get_layout_gmem_a()
+gmem_ld: int | None = gmem_a.leading_dimension
 cumath.device.clear_cache(disk=False)
 
 # distributed (types only: running it needs MPI)

@@ -8,10 +8,14 @@ order, and the lifetime rules of ``_cudss_lifetime``: a handle destroyed while d
 matrix or config, once no handle is left) live, a data object or handle destroyed with another device current
 than its handle's, while work queued on its stream has not been waited for, or while its handle points at a
 stream the caller has destroyed (``dead_streams``), and any destroy once the interpreter is exiting
-(``exiting``, set by the subprocess tests' last atexit hook). ``violations`` collects them (tests assert it is
+(``exiting``, set by the subprocess tests' last atexit hook), and a phase on another stream than the data
+object's analysis stream (where cuDSS keeps freeing and allocating its buffers) that is not joined with it both
+ways (``queue``/``read`` stand for the caller's own work on a stream). ``violations`` collects them (tests assert it is
 empty; an assertion raised in a finalizer would only be printed). It emulates cuDSS's default pivoting by perturbing zero diagonal entries of general matrices (and counting
 them in NPIVOTS) unless the BTF_COLAMD or COLAMD reordering (global pivoting) is configured, so the solver's
-fallback and checks can be tested.
+fallback and checks can be tested; ``empty_rows = "nan"`` makes an empty row of a general matrix with matching on
+come out as NaN pivots nobody counts instead, and the GPU scan of the pivots for NaN and inf runs in NumPy
+(``scans`` records each).
 """
 
 from __future__ import annotations
@@ -58,6 +62,10 @@ class FakeCudss:
         self.done = {}  # stream -> work count known to be complete (synchronized)
         self.exiting = False
         self.violations = []
+        # how a general matrix's empty row comes out of the factorization with matching on: "perturbed" (counted
+        # in NPIVOTS, as above), or "nan" (a NaN pivot nobody counts: what a row scaling of 1/0 gives)
+        self.empty_rows = "perturbed"
+        self.scans = []  # (pointer, words, bits) of each NaN/inf scan of a factorization's pivots
 
     def _violation(self, what: str) -> None:
         self.violations.append(what)
@@ -115,6 +123,20 @@ class FakeCudss:
     def synchronize(self, stream):
         self.pending.discard(stream)
         self.done[stream] = self.work.get(stream, 0)
+
+    def queue(self, stream) -> None:
+        """The caller queues work of its own on ``stream`` (a kernel writing an operand, say)."""
+        self.work[stream] = self.work.get(stream, 0) + 1
+
+    def read(self, stream) -> None:
+        """The caller reads, on ``stream``, what cuDSS wrote: flagged if cuDSS's work on a data object's analysis
+        stream for a phase queued on ``stream`` is not ordered before it."""
+        for d in self.datas.values():
+            home = d.get("home")
+            if d.get("stream") == stream and home not in (None, stream) and \
+                    self.waits.get((stream, home), 0) < d.get("home_work", 0):
+                self._violation(f"stream {stream:#x} reads what cuDSS wrote before its work on the analysis stream "
+                                f"{home:#x} is done")
 
     def running(self, stream, n) -> bool:
         """Whether the ``n``-th work queued on ``stream`` may still run (nobody waited for it)."""
@@ -291,15 +313,26 @@ class FakeCudss:
                 self.waits.get((stream, last[0]), 0) < last[1]:
             self._violation(f"work queued through handle {handle:#x} on stream {stream:#x} while its work on stream "
                             f"{last[0]:#x} may still run (one handle's data objects share its workspace)")
+        if phase & C.Phase.REORDERING:
+            d["home"] = stream
+        home = d.get("home", stream)
+        if home != stream and self.waits.get((home, stream), 0) < self.work.get(stream, 0):
+            self._violation(f"cuDSS's work on the data object's analysis stream {home:#x} may run before the work "
+                            f"queued on stream {stream:#x} (the operands written there)")
         self.work[stream] = n = self.work.get(stream, 0) + 1
         self.last_work[handle] = (stream, n)
         d["stream"], d["work"] = stream, n
+        if home != stream:  # cuDSS frees and allocates the data object's buffers on its analysis stream
+            self.work[home] = d["home_work"] = self.work.get(home, 0) + 1
         self.pending.add(stream)
         A = self._live(self.matrices, a, "matrix")
         self.calls.append((C.Phase(phase).name, cfg))
         mats = self._systems(A)
-        if phase == C.Phase.ANALYSIS:
-            d.update(phase="analysed", n=[m.shape[0] for m in mats], mtype=A["mtype"], factors=None)
+        if phase == C.Phase.SYMBOLIC_FACTORIZATION:
+            assert d["phase"] == "reordered", "symbolic factorization before reordering"
+        if phase in (C.Phase.ANALYSIS, C.Phase.REORDERING, C.Phase.SYMBOLIC_FACTORIZATION):
+            d.update(phase="reordered" if phase == C.Phase.REORDERING else "analysed", n=[m.shape[0] for m in mats],
+                     mtype=A["mtype"], factors=None)
             return
         if phase in (C.Phase.FACTORIZATION, C.Phase.REFACTORIZATION):
             assert d["phase"] in ("analysed", "factorized"), "factorization before analysis"
@@ -308,6 +341,11 @@ class FakeCudss:
             for m in mats:
                 f = m.copy()
                 scale = max(np.abs(m).max(), 1.0) * 1e-15
+                empty = np.flatnonzero(~np.any(m != 0, axis=1))
+                if (self.empty_rows == "nan" and empty.size and A["mtype"] == C.MatrixType.GENERAL and
+                        cfg[C.ConfigParam.MATCHING_ALG] != C.MatchingAlg.NONE):
+                    factors.append(_NanFactor(m))  # scaled by 1/0: no pivot is small, none is counted
+                    continue
                 if A["mtype"] == C.MatrixType.GENERAL and not global_pivots:
                     zero = np.flatnonzero(np.diag(m) == 0)
                     npiv += zero.size
@@ -332,8 +370,10 @@ class FakeCudss:
         X, B = self._live(self.matrices, x, "matrix"), self._live(self.matrices, b, "matrix")
         assert x != b, "the solution's matrix object must be its own"
         for f, xs, bs in zip(d["factors"], self._dense(X), self._dense(B)):
-            sol = f.solve(bs) if isinstance(f, _no_pivot_lu) else np.linalg.solve(f.astype(np.complex128),
-                                                                                  bs.astype(np.complex128))
+            if isinstance(f, (_no_pivot_lu, _NanFactor)):
+                sol = f.solve(bs)
+            else:
+                sol = np.linalg.solve(f.astype(np.complex128), bs.astype(np.complex128))
             xs[...] = sol if np.iscomplexobj(xs) else sol.real
 
     def cudssDataGet(self, handle, data, param, ptr, nbytes):
@@ -354,7 +394,7 @@ class FakeCudss:
             C.DataParam.PERM_COL: np.arange(n, dtype=np.int32),
             C.DataParam.PERM_MATCHING: np.arange(n, dtype=np.int32),
         }
-        diag = f.diag if isinstance(f, _no_pivot_lu) else (None if f is None else np.diag(f))
+        diag = f.diag if isinstance(f, (_no_pivot_lu, _NanFactor)) else (None if f is None else np.diag(f))
         if param == C.DataParam.DIAG:
             value = diag.copy()
         elif param in (C.DataParam.SCALE_ROW, C.DataParam.SCALE_COL):
@@ -407,6 +447,16 @@ class _no_pivot_lu:
         return np.diag(self.diag) if dtype is None else np.diag(self.diag).astype(dtype)
 
 
+class _NanFactor:
+    """The factors of a matrix whose empty row a scaling made NaN: every solution is NaN."""
+
+    def __init__(self, m):
+        self.diag = np.full(m.shape[0], np.nan, dtype=m.dtype)
+
+    def solve(self, b):
+        return np.full(b.shape, np.nan, dtype=np.complex128)
+
+
 class HostAllocator:
     """'Device' memory from NumPy buffers, registered with the fake."""
 
@@ -437,6 +487,7 @@ def install(monkeypatch, fake: FakeCudss) -> None:
     from cumath.sparse.advanced._backends import _cudss_lifetime as lifetime
 
     monkeypatch.setattr(cuda, "copy", copy)
+    monkeypatch.setattr(cuda, "memset", lambda ptr, value, n, stream: ctypes.memset(ptr, value, n))
     monkeypatch.setattr(cuda, "synchronize", fake.synchronize)
     monkeypatch.setattr(cuda, "require_device", lambda device_id: None)
     monkeypatch.setattr(cuda, "set_device", fake.set_device)
@@ -445,6 +496,16 @@ def install(monkeypatch, fake: FakeCudss) -> None:
                      ("cudaEventDestroy", fake.event_destroy), ("cudaStreamWaitEvent", fake.stream_wait_event)):
         monkeypatch.setattr(lifetime.cudart, name, fn, raising=False)  # the runtime calls of cuDSS's lifetimes
     monkeypatch.setattr(backend, "find_library", lambda name: "/nonexistent/libcudss.so.1")
+    from cumath.sparse.advanced._backends import _cudss_checks as checks
+
+    def launch(bits, device_id, ptr, words, epoch, word_ptr, stream):  # the NaN/inf scan of the pivots
+        fake.scans.append((ptr, words, bits))
+        x = from_pointer(ptr, (words,), (1,), "float32" if bits == 32 else "float64")
+        if not np.isfinite(x).all():
+            ctypes.c_uint64.from_address(word_ptr).value = epoch
+        return True
+
+    monkeypatch.setattr(checks, "launch", launch)
 
 
 def device(x) -> Operand:

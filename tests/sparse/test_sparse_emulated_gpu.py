@@ -39,8 +39,10 @@ def test_device_operands(emulated, dtype, mtype, view):
                                                                    sparse_system_view=view))
     assert_solution(x, full, b, dtype)
     assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE"]
-    # the caller's arrays are read in place; the stateless call reads the pattern to find its plan
-    assert {c[0] for c in emulated.copies} <= {"sparse index array"}
+    # the caller's arrays are read in place; the stateless call reads the pattern to find its plan; the pivots'
+    # NaN/inf check brings back one 8-byte word per factorization
+    assert {c[0] for c in emulated.copies} <= {"sparse index array", "the pivot check's word"}
+    assert [n for what, _, n in emulated.copies if what == "the pivot check's word"] == [8]
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector"])
@@ -194,6 +196,80 @@ def test_singular_and_not_positive_definite(emulated):
     ind = sp.csr_array(d + d.T)
     with pytest.raises(SingularMatrixError, match="not positive definite .cuDSS reports info 1"):
         S.direct_solver(device_csr(ind), device(np.ones(8)), options=_opts(emulated, sparse_system_type="spd"))
+
+
+def _zero_row(n, seed=1, row=4, stored=False):
+    a = system(n, "float64", seed=seed).tolil()
+    a[row, :] = 0
+    a = sp.csr_array(a.tocsr())
+    if stored:  # the row keeps its entries, all zero
+        a[row, row] = 1.0
+        a = sp.csr_array(a)
+        a.data[a.indptr[row]:a.indptr[row + 1]] = 0.0
+    else:
+        a.eliminate_zeros()
+    return a
+
+
+@pytest.mark.parametrize("empty_rows", ["perturbed", "nan"])
+def test_structurally_singular_systems_raise_whatever_came_before(emulated, empty_rows):
+    """The state the GPU file's run leaves on the shared handle before its singular test: a solver that pivoted
+    globally, one with matching off and static pivot perturbation, a caller's pivot epsilon of 0, cached plans;
+    and a cuDSS whose empty-row pivot may be NaN and uncounted ("nan"). An empty row or column raises
+    SingularMatrixError before cuDSS's analysis, every time; a row stored as explicit zeros is found by the
+    perturbed pivots and the solution check."""
+    emulated.empty_rows = empty_rows
+    perturbed = sp.csr_array(np.array([[0.0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 1, 1], [0, 0, 1, 0]]))
+    S.direct_solver(device_csr(perturbed), device(np.arange(1.0, 5)), options=_opts(emulated))  # pivots globally
+    ok = system(12, "float64", seed=3)
+    S.direct_solver(device_csr(ok), device(np.ones(12)), options=_opts(emulated, cudss_config={"pivot_epsilon": 0.0}),
+                    plan_preferences={"matching_algorithm": "none"}, factorization_preferences={"pivot_eps_algorithm":
+                                                                                              "static"})
+    for k, a in enumerate([_zero_row(30), _zero_row(30, row=0), sp.csr_array(_zero_row(30, row=7).T),
+                           _zero_row(30, row=29)]):
+        emulated.calls.clear()
+        with pytest.raises(SingularMatrixError, match="singular or numerically singular: it is structurally "
+                                                      r"singular \((row|column) (4|0|7|29) has no stored entry\)"):
+            S.direct_solver(device_csr(a), device(np.ones(30)), options=_opts(emulated))
+        assert "ANALYSIS" not in _phases(emulated)  # cuDSS never saw it
+        with pytest.raises(SingularMatrixError, match="structurally singular"):
+            with S.DirectSolver(device_csr(a), device(np.ones(30)), options=_opts(emulated)) as s:
+                s.plan()
+    stored = _zero_row(30, stored=True)
+    assert stored.nnz > _zero_row(30).nnz
+    with pytest.raises(SingularMatrixError, match="perturbed or tiny pivot"):
+        S.direct_solver(device_csr(stored), device(np.ones(30)), options=_opts(emulated))
+    # a triangle of a symmetric matrix: line i is empty only when row i and column i both are
+    sym = system(9, "float64", "symmetric", seed=2).toarray()
+    sym[3, :] = sym[:, 3] = 0
+    lower = sp.csr_array(np.tril(sym))
+    lower.eliminate_zeros()
+    with pytest.raises(SingularMatrixError, match=r"row and column 3 has no stored entry"):
+        S.direct_solver(device_csr(lower), device(np.ones(9)), options=_opts(
+            emulated, sparse_system_type="symmetric", sparse_system_view="lower"))
+    assert not emulated.violations
+
+
+@pytest.mark.parametrize("dtype,bits,per", [("float32", 32, 1), ("float64", 64, 1), ("complex64", 32, 2),
+                                             ("complex128", 64, 2)])
+def test_every_factorization_of_one_system_has_its_pivots_scanned(emulated, dtype, bits, per):
+    """The NaN/inf scan of the pivots: once per factorization of a single system, over the whole diagonal (complex
+    values as pairs of words), into a buffer of the solver's; none for batches."""
+    n = 11
+    full = system(n, dtype, seed=5)
+    b = rng(1).standard_normal(n).astype(dtype)
+    with S.DirectSolver(device_csr(full), device(b), options=_opts(emulated)) as s:
+        s.plan()
+        for _ in range(2):
+            s.factorize()
+            assert_solution(s.solve(), full, b, dtype)
+    assert [(w, k) for _, w, k in emulated.scans] == [(per * n, bits)] * 2
+    emulated.scans.clear()
+    mats = [system(n, dtype, seed=k) for k in range(3)]
+    xs = S.direct_solver([device_csr(m) for m in mats], [device(b) for _ in mats], options=_opts(emulated))
+    for x, m in zip(xs, mats):
+        assert_solution(x, m, b, dtype)
+    assert not emulated.scans
 
 
 def test_settings_reach_the_config(emulated):
@@ -373,6 +449,7 @@ def test_another_pattern_is_planned_again(emulated, where):
 
 # ------------------------------------------------------------------------------------ planning: steps, cuDSS config
 PLAN_STEPS = ["handle", "config and data objects", "threading layer and settings",
+              "structure check (empty rows and columns)",
               "pattern (int32 copies where a's indices are not)", "a's matrix object", "b's matrix object", "stream",
               "cudssExecute(ANALYSIS)", "events", "total"]
 
@@ -391,7 +468,7 @@ def test_the_steps_of_a_plan_are_timed_and_logged(emulated, caplog):
         t = s.timings
         assert list(t["plan"]) == PLAN_STEPS
         assert list(t["factorize"]) == ["a's values", "stream", "cudssExecute(FACTORIZATION)", "events",
-                                        "status (info, npivots: waits for the factorization)", "total"]
+                                        "status (info, npivots, NaN/inf pivots: waits for the factorization)", "total"]
         assert list(t["solve"])[:3] == ["b's and x's matrix objects (and the result's allocation)", "stream",
                                         "cudssExecute(SOLVE)"]
         for phase in t.values():
@@ -479,3 +556,41 @@ def test_the_threading_layer_of_the_loaded_cudss_version(monkeypatch, tmp_path):
     assert backend.bundled_threading_layer() == str(other / "libcudss_mtlayer_gomp.so.0")  # any, if no match
     monkeypatch.setattr(backend, "find_library", lambda name: None)
     assert backend.bundled_threading_layer() is None
+
+
+def test_size_class_defaults_and_the_split_analysis(emulated, monkeypatch, caplog):
+    """PLAN_DEFAULTS (one constant) gives the planning settings of a size class where the caller set none: the
+    class the order reaches applies, a plan_config setting or a cudss_config entry of the caller's wins; with
+    ANALYSIS_PHASES split, the plan runs REORDERING then SYMBOLIC_FACTORIZATION and times each."""
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    monkeypatch.setattr(backend, "PLAN_DEFAULTS", ((0, {"reordering_algorithm": C.ReorderingAlg.AMD}),
+                                                   (20, {"matching_algorithm": C.MatchingAlg.NONE,
+                                                         C.ConfigParam.ND_UBFACTOR: 7})))
+    R, M, U = C.ConfigParam.REORDERING_ALG, C.ConfigParam.MATCHING_ALG, C.ConfigParam.ND_UBFACTOR
+    small, large = system(12, "float64", seed=1), system(25, "float64", seed=2)
+    for full, want in ((small, {R: C.ReorderingAlg.AMD, M: C.MatchingAlg.AUTO}),
+                       (large, {R: C.ReorderingAlg.DEFAULT, M: C.MatchingAlg.NONE, U: 7})):
+        emulated.calls.clear()
+        b = np.ones(full.shape[0])
+        with caplog.at_level(logging.INFO, logger="cumath"):
+            assert_solution(S.direct_solver(device_csr(full), device(b), options=_opts(emulated)), full, b, "float64")
+        cfg = emulated.calls[0][1]
+        assert {k: cfg.get(k) for k in want} == want
+    assert "cuDSS config MATCHING_ALG = " in caplog.text and "(cumath's default for order 25)" in caplog.text
+    emulated.calls.clear()
+    with S.DirectSolver(device_csr(large), device(np.ones(25)), options=_opts(emulated, cudss_config={
+            "nd_ubfactor": 3})) as s:
+        s.plan_config.matching_algorithm = "max_diag_count"
+        s.plan()
+    cfg = emulated.calls[0][1]
+    assert cfg[M] == C.MatchingAlg.MAX_DIAG_COUNT and cfg[U] == 3
+    monkeypatch.setattr(backend, "ANALYSIS_PHASES", (C.Phase.REORDERING, C.Phase.SYMBOLIC_FACTORIZATION))
+    emulated.calls.clear()
+    with S.DirectSolver(device_csr(small), device(np.ones(12)), options=_opts(emulated)) as s:
+        s.plan()
+        s.factorize()
+        assert_solution(s.solve(), small, np.ones(12), "float64")
+        steps = s.timings["plan"]
+    assert _phases(emulated) == ["REORDERING", "SYMBOLIC_FACTORIZATION", "FACTORIZATION", "SOLVE"]
+    assert "cudssExecute(REORDERING)" in steps and "cudssExecute(SYMBOLIC_FACTORIZATION)" in steps

@@ -353,3 +353,44 @@ def test_solvers_on_many_streams_share_a_handle_in_order(emulated, monkeypatch):
     lifetime.release_shared_handles()
     assert not emulated.handles and not emulated.events
     assert not emulated.violations, emulated.violations[:2]
+
+
+def test_a_phase_on_another_stream_is_joined_with_the_analysis_stream(emulated, monkeypatch):
+    """cuDSS's data object keeps freeing and allocating its buffers on the stream it was analysed on, whatever
+    stream the handle is set to later. A solve after ``reset_operands(b=..., stream=other)`` (the new b written
+    on ``other``) must have that stream wait for ``other`` before the phase, and ``other`` (where the caller
+    reads x) wait for it after: the fake flags either join missing. Same-stream phases need neither."""
+    import contextlib
+
+    from cumath._core.frameworks import numpy as numpy_adapter
+
+    monkeypatch.setattr(numpy_adapter, "stream_context", lambda device, stream: contextlib.nullcontext(),
+                        raising=False)
+    n = 17
+    full = system(n, "float64", seed=8)
+    bh = np.random.default_rng(2).standard_normal(n)
+    s = S.DirectSolver(device_csr(full), device(bh), stream=0xA0, options={"allocator": HostAllocator(emulated)})
+    s.plan()
+    s.factorize()
+    assert_solution(s.solve(), full, bh, "float64")
+    emulated.read(0xA0)
+    assert not emulated.waits  # one stream: nothing joined
+    for k, other in enumerate((0xB0, 0, 0xB0)):
+        b2 = bh * (k + 2)
+        emulated.queue(other)  # the caller writes the new b on ``other``
+        s.reset_operands(b=device(b2), stream=other)
+        if k == 2:
+            s.factorize()  # a factorization there is joined alike
+        x = s.solve()
+        emulated.read(other)  # and reads x there
+        assert_solution(x, full, b2, "float64")
+    assert not emulated.violations, emulated.violations[:2]
+    s.plan(stream=0xC0)  # a new analysis makes its stream the data object's own
+    s.factorize()
+    x = s.solve()
+    emulated.read(0xC0)
+    assert_solution(x, full, b2, "float64")
+    s.free()
+    lifetime.release_shared_handles()
+    assert not emulated.violations, emulated.violations[:2]
+    assert not emulated.events  # the join events went with the solver, the handle's with the handle

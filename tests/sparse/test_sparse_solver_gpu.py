@@ -117,6 +117,26 @@ def test_singular_and_not_positive_definite(cudss_lib):
         S.direct_solver(csp.csr_matrix(sp.csr_matrix(d + d.T)), cp.ones(20), options={"sparse_system_type": "spd"})
 
 
+@pytest.mark.parametrize("matching", [None, "none"])
+def test_singular_values_are_found_by_the_pivots(cudss_lib, matching):
+    """Singular by its values, not its pattern: a row of stored zeros, and a NaN on the diagonal. cuDSS's
+    perturbed pivots or the GPU scan of the pivots for NaN and inf must send the solution to the residual check,
+    which raises, whatever the matching."""
+    cp, csp = _cupy()
+    a = system(30, "float64", seed=1).tolil()
+    a[4, :] = 0
+    a[4, 4] = 1.0
+    a = sp.csr_matrix(a.tocsr())
+    a.data[a.indptr[4]:a.indptr[5]] = 0.0  # the row keeps its entries, all zero
+    prefs = None if matching is None else {"matching_algorithm": matching}
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(csp.csr_matrix(a), cp.ones(30), plan_preferences=prefs)
+    nan = system(30, "float64", seed=2).tocsr()
+    nan[7, 7] = np.nan
+    with pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(csp.csr_matrix(nan), cp.ones(30), plan_preferences=prefs)
+
+
 def test_torch_cuda_tensors_batched_and_int64(cudss_lib):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -248,6 +268,42 @@ def test_lifetimes_under_stress(cudss_lib):
     gc.collect()
     lifetime.release_shared_handles()
     cp.cuda.Device().synchronize()
+
+
+_SPIN = r"""extern "C" __global__ void cumath_test_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}"""
+
+
+@pytest.mark.parametrize("phase", ["solve", "factorize"])
+def test_phases_on_another_stream_than_the_analysis(cudss_lib, phase):
+    """What test_lifetimes_under_stress exposed, made deterministic: cuDSS keeps working on the stream a solver was
+    analysed on. A new b written on another non-blocking stream behind a ~20 ms kernel, then a solve (or a
+    factorization and a solve) there, x read on that stream: right only when that stream and the analysis stream
+    are joined both ways."""
+    cp, csp = _cupy()
+    n = 300
+    full = system(n, "float64", seed=4)
+    a = csp.csr_matrix(full)
+    b = cp.asarray(rng(1).standard_normal(n))
+    spin = cp.RawKernel(_SPIN, "cumath_test_spin")
+    home, other = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with S.DirectSolver(a, b, stream=home) as s:
+        s.plan()
+        s.factorize()
+        assert_solution(_host(s.solve()), full, _host(b), "float64")
+        home.synchronize()
+        for k in range(3):
+            with other:
+                spin((1,), (1,), (np.int64(40_000_000),))  # the new b is written ~20 ms from now
+                b2 = b * (k + 2)
+            s.reset_operands(b=b2, stream=other)
+            if phase == "factorize":
+                s.factorize()
+            x = s.solve()
+            got = x.get(stream=other)  # read on the stream the solve was queued on
+            assert_solution(got, full, (k + 2) * _host(b), "float64")
 
 
 def test_a_process_exiting_with_live_solvers(cudss_lib):

@@ -13,7 +13,7 @@ from cumath.sparse._operand import wrap_sparse
 from cumath.sparse.advanced import DirectSolverMatrixType as MT
 from cumath.sparse.advanced import DirectSolverMatrixViewType as MV
 from cumath.sparse.advanced._traits import (Rhs, column_major, is_canonical, pardiso_mtype, pattern_map, problem,
-                                            relative_residual, residual_tolerance, result_perm)
+                                            relative_residual, residual_tolerance, result_perm, structurally_singular)
 
 
 def _csr(n=4):
@@ -123,3 +123,24 @@ def test_relative_residual_and_tolerance():
 def test_pardiso_matrix_types():
     assert [pardiso_mtype(t, "float64") for t in MT] == [11, -2, -2, 2, 2]
     assert [pardiso_mtype(t, "complex128") for t in MT] == [13, 6, -4, 4, 4]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 9), density=st.floats(0.0, 0.6), seed=st.integers(0, 10_000),
+       view=st.sampled_from([MV.FULL, MV.LOWER, MV.UPPER]))
+def test_structural_singularity_is_an_empty_line_of_the_matrix_read(n, density, seed, view):
+    """structurally_singular against a dense reading of the pattern: the full matrix's rows and columns, or (a
+    triangle view) the mirrored triangle's."""
+    m = sp.random_array((n, n), density=density, format="csr", rng=np.random.default_rng(seed))
+    if view != MV.FULL:
+        m = sp.csr_array(sp.triu(m) if view == MV.UPPER else sp.tril(m))
+    dense = m.toarray() != 0
+    if view != MV.FULL:
+        dense = dense | dense.T
+    got = structurally_singular(m.indptr, m.indices, n, view)
+    empty_rows, empty_cols = ~dense.any(axis=1), ~dense.any(axis=0)
+    assert (got is None) == (not empty_rows.any() and not empty_cols.any())
+    if got is not None:
+        line = int(got.split(" has")[0].split()[-1])
+        assert empty_rows[line] or empty_cols[line]
+        assert got.startswith("row and column" if view != MV.FULL else ("row" if empty_rows.any() else "column"))

@@ -9,6 +9,10 @@ the hot paths:
   without the extension.
 - :func:`call_ippi`: the same for ``int fn(int, void *, void *, int)`` (cuFFT's ``cufftXtExec``).
 - :func:`call_words`: the same for ``int fn(...)`` of up to 16 integer-class arguments (``cublasLtMatmul``).
+- :func:`launch_words`: a kernel launch (``cuLaunchKernel``) as one call over a word list shaped like another
+  library call's: the operand pointers and the stream are read from given positions of the words (the advanced
+  matmul's small-GEMM kernel runs from the ``cublasLtMatmul`` argument list); a Python closure over the ctypes
+  ``cuLaunchKernel`` without the extension.
 - :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
   (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
 - ``hot_fft`` / ``hot_table`` / ``hot_put`` / ``hot_attach``: the compiled hit path of the stateless FFT
@@ -28,7 +32,7 @@ import os
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
            "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer",
-           "hot_mm", "hot_put_mm"]
+           "hot_mm", "hot_put_mm", "launch_words"]
 
 
 def _load():
@@ -163,6 +167,59 @@ def call_words(cfn, on_error=None):
     plain = [ctypes.c_void_p if isinstance(t, type(ctypes.POINTER(ctypes.c_int))) else t for t in argtypes]
     fn = ctypes.CFUNCTYPE(cfn.restype, *plain)(address)
     return _with_errcheck(fn, on_error) if on_error is not None else fn
+
+
+_LAUNCH = []  # the ctypes cuLaunchKernel of libcuda, loaded on first use
+
+
+def _cu_launch_kernel():
+    if not _LAUNCH:
+        from ..._bindings._loader import load_library
+
+        fn = load_library("cuda").cuLaunchKernel
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        _LAUNCH.append(fn)
+    return _LAUNCH[0]
+
+
+def launch_words(function: int, grid, block, shared: int, params, word_map, stream_word: int, nwords: int,
+                 on_error=None):
+    """``f(*words) -> status``: ``cuLaunchKernel(function, grid, block, shared, words[stream_word], params', NULL)``
+    where ``params`` is the kernelParams template (the address of each argument's value; None for the mapped
+    ones) and, per call, parameter ``p`` of each ``(w, p)`` in ``word_map`` takes the value ``words[w]`` (a
+    pointer given as an int, None for NULL). ``f`` takes exactly ``nwords`` words; the memory the template points
+    at stays the caller's to keep alive. A non-zero status goes to ``on_error(status)`` where given."""
+    launch = _cu_launch_kernel()
+    gx, gy, gz = grid
+    bx, by, bz = block
+    word_map = tuple((int(w), int(p)) for w, p in word_map)
+    params = tuple(params)
+    if _native is not None:
+        return _native.launch_words(ctypes.cast(launch, ctypes.c_void_p).value, function, gx, gy, gz, bx, by, bz,
+                                    shared, params, word_map, stream_word, nwords, on_error)
+    import threading
+
+    values = (ctypes.c_void_p * max(1, len(word_map)))()
+    base = ctypes.addressof(values)
+    array = (ctypes.c_void_p * len(params))(*params)
+    for j, (_w, p) in enumerate(word_map):
+        array[p] = base + j * ctypes.sizeof(ctypes.c_void_p)
+    lock = threading.Lock()
+
+    def launch_fallback(*words):
+        if len(words) != nwords:
+            raise TypeError(f"this launcher takes {nwords} positional arguments (ints), got {len(words)}")
+        with lock:  # the values buffer is shared; the driver copies the values during the call
+            for j, (w, _p) in enumerate(word_map):
+                values[j] = words[w]
+            status = launch(function, gx, gy, gz, bx, by, bz, shared, words[stream_word], array, None)
+        if status and on_error is not None:
+            on_error(status)
+        return status
+
+    launch_fallback.keep = (values, array)
+    return launch_fallback
 
 
 def call3(cfn, *, status: bool = False, on_error=None):

@@ -335,6 +335,7 @@ fail:
 
 #include "_hot_host.c"
 #include "_hot_gpu.c"
+#include "_launch.c"
 
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
@@ -351,6 +352,9 @@ static PyMethodDef native_methods[] = {
     {"hot_setup_gpu", (PyCFunction)hot_setup_gpu, METH_O, "hot_setup_gpu({type: (reader kind, stream fn)})"},
     {"hot_mm", (PyCFunction)(void (*)(void))hot_mm, METH_FASTCALL, "hot_mm(a, b, *defaults) -> result or None"},
     {"hot_put_mm", (PyCFunction)(void (*)(void))hot_put_mm, METH_FASTCALL, "hot_put_mm(table, a, b, key, ...)"},
+    {"launch_words", (PyCFunction)(void (*)(void))launch_words, METH_FASTCALL,
+     "launch_words(launch, function, gx, gy, gz, bx, by, bz, shared, params, word_map, stream_word, nwords, "
+     "on_error) -> f(*words) -> status"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},
@@ -364,6 +368,7 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&Call3Type) < 0) return NULL;
     if (PyType_Ready(&CallWordsType) < 0) return NULL;
+    if (PyType_Ready(&LaunchWordsType) < 0) return NULL;
     if (PyType_Ready(&HotTableType) < 0) return NULL;
     if (hot_gpu_init() < 0) return NULL;
     str_ptr = PyUnicode_InternFromString("ptr");

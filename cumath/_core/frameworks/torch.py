@@ -79,11 +79,28 @@ def stream_context(device_id: int, stream: int):
     return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=_device(device_id)))
 
 
+def permuted_strides(shape, perm) -> tuple:
+    """The element strides of ``empty(shape, perm=perm)``: dense in the memory order ``perm`` (outermost first),
+    extents of 0 counted as 1 as PyTorch counts them."""
+    strides, step = [0] * len(shape), 1
+    for axis in reversed(perm):
+        strides[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(strides)
+
+
 def empty_factory(shape, dtype: str, device_id=None, perm=None):
-    """A zero-argument callable returning a new tensor like ``empty(...)``, as cheap as PyTorch allows."""
+    """A zero-argument callable returning a new tensor like ``empty(...)``, as cheap as PyTorch allows: the sizes
+    as positional ints (PyTorch parses them faster than one tuple: 0.83 against 1.19 us a call for a CPU 64 x 64,
+    benchmarks/NOTES.md "Small matmuls"), one ``empty_strided`` for a permuted memory order instead of
+    ``empty`` and ``permute``."""
+    dt, dev = _DTYPES[dtype], _device(device_id)
     if is_identity(perm):
-        return functools.partial(torch.empty, tuple(shape), dtype=_DTYPES[dtype], device=_device(device_id))
-    return functools.partial(empty, shape, dtype, device_id, perm)
+        if len(shape):
+            return functools.partial(torch.empty, *shape, dtype=dt, device=dev)
+        return functools.partial(torch.empty, (), dtype=dt, device=dev)
+    return functools.partial(torch.empty_strided, tuple(shape), permuted_strides(tuple(shape), tuple(perm)), dtype=dt,
+                             device=dev)
 
 
 _rc = sys.getrefcount

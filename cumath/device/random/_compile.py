@@ -16,6 +16,8 @@ from ._states import States
 if TYPE_CHECKING:
     from typing import Any
 
+    from .._common import ComputeCapability
+
 __all__ = ["Compile", "shim_files", "active_files"]
 
 _shims: dict = memory_cache()  # cc -> link files (emptied by cumath.device.clear_cache)
@@ -52,11 +54,13 @@ class Compile:
         self._files = None
 
     @property
-    def cc(self) -> Any:
+    def cc(self) -> ComputeCapability:
+        """The compute capability the functions are compiled for."""
         return self._cc
 
     @property
     def files(self) -> list[str]:
+        """The files to link (``@cuda.jit(link=files)``)."""
         if self._files is None:
             self._files = shim_files(self._cc)
             _active_files[:] = self._files
@@ -64,7 +68,7 @@ class Compile:
 
     @property
     def extension(self) -> list:
-        """For ``@cuda.jit(extensions=...)``: a list holding the extension that passes States objects."""
+        """For ``@cuda.jit(extensions=...)``, a list holding the extension that passes States objects."""
         return [_Extension()]
 
     def __repr__(self):

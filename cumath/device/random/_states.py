@@ -59,10 +59,12 @@ class States:
 
     @property
     def size(self) -> int:
+        """How many states the array holds."""
         return self._size
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int]:
+        """``(size,)``."""
         return (self._size,)
 
     @property

@@ -2,8 +2,9 @@
 
 Two ways to run a plan, both in place on a symmetric buffer:
 
-* native slabs (no ``cufftXtSetDistribution``): the input in balanced X slabs (``CUFFT_XT_FORMAT_INPLACE``) or
-  Y slabs (``CUFFT_XT_FORMAT_INPLACE_SHUFFLED``), the result in the other one; R2C input rows padded to
+* native slabs (``cufftXtSetSubformatDefault``, always, one rank included: ``cufftExec*`` takes no descriptor, so
+  the plan must be told which slab its input is in): the input in balanced X slabs (``CUFFT_XT_FORMAT_INPLACE``)
+  or Y slabs (``CUFFT_XT_FORMAT_INPLACE_SHUFFLED``), the result in the other one; R2C input rows padded to
   ``2 * (n // 2 + 1)`` reals (C2R results likewise), as single-GPU in-place cuFFT. Used on one rank (where both
   slabs are the whole array) and for C2C Slab input with ``redistribute=False`` on balanced pieces.
 * boxes (``cufftXtSetDistribution``): this rank's input box and output box in global coordinates, C-order
@@ -113,6 +114,7 @@ class CuFFTMpPlan:
         self._buffer = 0
         self._plans: dict[str, int] = {}
         self._state.plans.add(self)
+        self._state.hold_plan(self._make_held_plan, cufftmp.destroy)
         self.ensure_buffer(operand)
         logger.info("cuFFTMp %s %s on %d rank(s): %s, local %s -> %s, symmetric work buffer %d bytes",
                     self.fft_type, self.shape, self._group.nranks,
@@ -125,7 +127,36 @@ class CuFFTMpPlan:
                     ("R2C", True): t.CUFFT_D2Z, ("C2R", False): t.CUFFT_C2R,
                     ("C2R", True): t.CUFFT_Z2D}[(self.fft_type, double)])
 
-    def _plan_for(self, direction: str) -> int:
+    def _subformats(self, direction: str) -> tuple[int, int]:
+        """(forward, inverse) input subformats of a native plan that runs ``direction`` from the operand's slab."""
+        x, y = self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE, self._mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
+        mine, other = (x, y) if self.in_slab == 0 else (y, x)
+        return (mine, other) if direction == "forward" else (other, mine)
+
+    def _make_held_plan(self) -> int:
+        """The small plan kept for NVSHMEM's lifetime (``NVSHMEMState.hold_plan``): 2-D C2C of ``nranks`` per
+        axis (the least cuFFTMp's slabs take), made as every plan is."""
+        mp, n = self._mp, max(2, self._group.nranks)
+        plan = mp.create()
+        try:
+            mp.attach_comm_none(plan)
+            mp.set_subformat_default(plan, mp.SubFormat.CUFFT_XT_FORMAT_INPLACE,
+                                     mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
+            mp.make_plan(plan, (n, n), int(mp.cufftType.CUFFT_C2C))
+        except BaseException:
+            mp.destroy(plan)
+            raise
+        return plan
+
+    def _plan_for(self, direction: str, stream: int) -> int:
+        """The plan of ``direction``, made on first use (call with this FFT's device current).
+
+        The sequence is the one cuFFTMp's documentation and samples use: ``cufftCreate``, ``cufftMpAttachComm``,
+        ``cufftSetStream``, then the layout (``cufftXtSetSubformatDefault`` for native slabs, on every rank count
+        and for the default X -> Y pair too; ``cufftXtSetDistribution`` for boxes), then ``cufftMakePlan*``. A
+        native plan made without its subformats plans but does not execute through ``cufftExec*`` (which has no
+        descriptor to say where the data lie): its first execution returns CUFFT_INVALID_PLAN.
+        """
         plan = self._plans.get(direction)
         if plan is not None:
             return plan
@@ -133,12 +164,9 @@ class CuFFTMpPlan:
         plan = mp.create()
         try:
             mp.attach_comm_none(plan)
+            mp.set_stream(plan, stream)
             if self.native:
-                x, y = mp.SubFormat.CUFFT_XT_FORMAT_INPLACE, mp.SubFormat.CUFFT_XT_FORMAT_INPLACE_SHUFFLED
-                mine, other = (x, y) if self.in_slab == 0 else (y, x)
-                forward, inverse = (mine, other) if direction == "forward" else (other, mine)
-                if self.fft_type == "C2C" and (forward, inverse) != (x, y) and self._group.nranks > 1:
-                    mp.set_subformat_default(plan, forward, inverse)
+                mp.set_subformat_default(plan, *self._subformats(direction))
             else:
                 (li, ui), (lo, uo) = self.in_box, self.out_box
                 si, so = _c_strides(self.in_local), _c_strides(self.out_local)
@@ -148,10 +176,12 @@ class CuFFTMpPlan:
                     mp.set_distribution(plan, lo, uo, li, ui, so, si)
             # the plan is of the real array's shape for R2C / C2R
             shape = self.shape if self.fft_type != "C2R" else self.geometry.out_shape
-            mp.make_plan(plan, shape, self._cufft_type())
+            work = mp.make_plan(plan, shape, self._cufft_type())
         except BaseException:
             mp.destroy(plan)
             raise
+        logger.debug("cuFFTMp %s plan %d: work area %d bytes (allocated by cuFFTMp on the symmetric heap)",
+                     direction, plan, work)
         self._plans[direction] = plan
         return plan
 
@@ -175,17 +205,26 @@ class CuFFTMpPlan:
         return size is not None and size >= self.nbytes and np.dtype(str(x.dtype).replace("torch.", "")) == \
             self.in_dtype
 
-    def execute(self, x, package: str, on_device: bool, direction: str, stream=None):
-        """This rank's piece of the result (collective)."""
+    def execute(self, x, package: str, on_device: bool, direction: str, stream=None, sync: bool = True):
+        """This rank's piece of the result (collective). ``sync``: on many ranks, wait on the stream for every
+        rank's stores to symmetric memory (their operands, staged or written in place) before cuFFTMp reads
+        them (``nvshmemx_sync_all_on_stream``); one rank has nothing to wait for."""
+        sync = sync and self._group.nranks > 1
         import cupy
 
         cu_direction = -1 if direction == "forward" else 1
-        plan = self._plan_for(direction)
         stream_ptr = _stream_pointer(stream)
         on_stream = cupy.cuda.ExternalStream(stream_ptr) if stream_ptr else _null_context()
         with cupy.cuda.Device(self.device_id), on_stream:
-            self._mp.set_stream(plan, stream_ptr or cupy.cuda.get_current_stream().ptr)
+            stream_ptr = stream_ptr or cupy.cuda.get_current_stream().ptr
+            plan = self._plans.get(direction)
+            if plan is None:
+                plan = self._plan_for(direction, stream_ptr)  # on this FFT's device, with the stream set
+            else:
+                self._mp.set_stream(plan, stream_ptr)
             if self.symmetric_operand(x):
+                if sync:
+                    self._state.sync_all_on_stream(stream_ptr)
                 self._mp.execute(plan, self._cufft_type(), _pointer(x), cu_direction)
                 return self._state.array(_pointer(x), self.out_local, self.out_dtype, package)
             if not self._buffer:
@@ -199,6 +238,8 @@ class CuFFTMpPlan:
                 work_in[..., :self.in_local[-1]] = src
             else:
                 work_in[...] = src
+            if sync:
+                self._state.sync_all_on_stream(stream_ptr)
             self._mp.execute(plan, self._cufft_type(), self._buffer, cu_direction)
             out = self._state.array(self._buffer, self.out_stored, self.out_dtype, "cupy")
             if self.out_stored != self.out_local:
@@ -218,13 +259,14 @@ class CuFFTMpPlan:
             return result
 
     def release_native(self) -> None:
-        """Destroy the plans and free the work buffer (collective: every rank frees the same buffers)."""
-        plans, self._plans = self._plans, {}
-        for plan in plans.values():
-            self._mp.destroy(plan)
+        """Free the work buffer, then destroy the plans (collective: every rank frees the same buffers). The
+        order of cuFFTMp's documentation: symmetric memory is freed before the plans that may take NVSHMEM down."""
         buffer, self._buffer = getattr(self, "_buffer", 0), 0
         if buffer and self._state.alive:
             self._state.free(buffer)
+        plans, self._plans = self._plans, {}
+        for plan in plans.values():
+            self._mp.destroy(plan)
         self._state.plans.discard(self)
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["fft", "ifft", "rfft", "irfft", "allocate_operand"]
 
 
-def _run(operand, distribution, options, direction, fft_type, stream):
+def _run(operand, distribution, options, direction, fft_type, stream, sync=True):
     options = check_options(options)
     if fft_type is not None:
         if options.fft_type not in (None, fft_type):
@@ -32,31 +32,33 @@ def _run(operand, distribution, options, direction, fft_type, stream):
         options = FFTOptions(**{**options.__dict__, "fft_type": fft_type})
     with FFT(operand, distribution=distribution, options=options, stream=stream) as f:
         f.plan()
-        return f.execute(direction=direction)
+        return f.execute(direction=direction, sync_symmetric_memory=sync)
 
 
 def fft(operand: AnyTensor, /, distribution: Any, *, direction: FFTDirection | str | None = None,
-        options: FFTOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
-    """Forward (or ``direction=``) C2C FFT of a distributed 2-D/3-D array; this rank's piece of the result."""
-    return _run(operand, distribution, options, direction, None, stream)
+        sync_symmetric_memory: bool = True, options: FFTOptions | Mapping[str, Any] | None = None,
+        stream: StreamLike = None) -> AnyTensor:
+    """Forward (or ``direction=``) C2C FFT of a distributed 2-D/3-D array; this rank's piece of the result.
+    ``sync_symmetric_memory``: see :meth:`FFT.execute`."""
+    return _run(operand, distribution, options, direction, None, stream, sync_symmetric_memory)
 
 
-def ifft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
-         stream: StreamLike = None) -> AnyTensor:
+def ifft(operand: AnyTensor, /, distribution: Any, *, sync_symmetric_memory: bool = True,
+         options: FFTOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """Inverse C2C FFT (not normalized) of a distributed array; this rank's piece of the result."""
-    return _run(operand, distribution, options, "inverse", "C2C", stream)
+    return _run(operand, distribution, options, "inverse", "C2C", stream, sync_symmetric_memory)
 
 
-def rfft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
-         stream: StreamLike = None) -> AnyTensor:
+def rfft(operand: AnyTensor, /, distribution: Any, *, sync_symmetric_memory: bool = True,
+         options: FFTOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """R2C FFT of a distributed real array (the last axis halved to n//2+1)."""
-    return _run(operand, distribution, options, "forward", "R2C", stream)
+    return _run(operand, distribution, options, "forward", "R2C", stream, sync_symmetric_memory)
 
 
-def irfft(operand: AnyTensor, /, distribution: Any, *, options: FFTOptions | Mapping[str, Any] | None = None,
-          stream: StreamLike = None) -> AnyTensor:
+def irfft(operand: AnyTensor, /, distribution: Any, *, sync_symmetric_memory: bool = True,
+          options: FFTOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> AnyTensor:
     """C2R FFT (not normalized) of a distributed complex array; ``options.last_axis_parity`` sets the length."""
-    return _run(operand, distribution, options, "inverse", "C2R", stream)
+    return _run(operand, distribution, options, "inverse", "C2R", stream, sync_symmetric_memory)
 
 
 def allocate_operand(shape: int | Sequence[int], package: str | ModuleType, *, input_dtype: DTypeLike = None,

@@ -289,12 +289,20 @@ class FFT(Stateful):
         self._arr, self._arr_set = None, False
 
     @requires("planned", "operand")
-    def execute(self, direction: FFTDirection | str | None = None, stream: StreamLike = None) -> AnyTensor:
-        """Run the FFT; returns this rank's piece of the result (a new array of the operand's package)."""
+    def execute(self, direction: FFTDirection | str | None = None, stream: StreamLike = None, *,
+                sync_symmetric_memory: bool = True) -> AnyTensor:
+        """Run the FFT; returns this rank's piece of the result (a new array of the operand's package).
+
+        ``sync_symmetric_memory`` (GPU runs on many ranks): first wait, on the stream, until every rank's stores
+        to symmetric memory are complete and visible (the input must be ready on all ranks before cuFFTMp reads
+        it); give False when the ranks are known to be in step already. CPU runs order everything with MPI and
+        ignore it.
+        """
         direction = self._direction(direction)
         self._group.agree("FFT.execute", direction=direction)
         if self._gpu:
-            return self._gpu_plan.execute(self._arr, self._package, self._on_device, direction, stream)
+            return self._gpu_plan.execute(self._arr, self._package, self._on_device, direction, stream,
+                                          sync=bool(sync_symmetric_memory))
         x = self._arr
         for entry in self._steps:
             if entry[0] == "move":

@@ -1,7 +1,8 @@
 """FFT engines: cuFFT on the GPU (``cufft.py``); on the CPU, a registry of engines behind one small protocol.
 
-CPU engines, in the order 'auto' tries them: FFTW3 where the process has wisdom and oneMKL's DFTI where it has
-none ('fftw+dfti', ``dfti.py``: first calls at tuned speed without planning), NVPL FFT on Arm ('nvpl', through
+CPU engines, in the order 'auto' tries them: FFTW3 where the process has wisdom and, where it has none,
+FFTW_ESTIMATE or oneMKL's DFTI by the no-wisdom rule ('fftw+dfti', ``dfti.py`` and ``_rule.py``: first calls
+at tuned speed without measured planning), NVPL FFT on Arm ('nvpl', through
 ``fftw.py``; never looked for on other machines), FFTW3 ('fftw', ``fftw.py``), oneMKL's FFTW3 interface ('mkl',
 the same module), SciPy's pocketfft ('scipy', ``scipy.py``, always there);
 oneMKL's DFTI alone is 'dfti'. ``FFTOptions.cpu_engine`` names one;
@@ -42,6 +43,10 @@ class CPUPlan(Protocol):
 
     def free(self) -> None:
         """Destroy the native plans (idempotent)."""
+
+    def served_by(self, sign: int) -> str | None:
+        """What runs direction ``sign`` now ('fftw:wisdom', 'fftw:estimate', 'dfti', 'mkl', 'scipy', ...;
+        None while it is not planned): for logs, tests and benchmarks."""
 
 
 class CPUEngine(Protocol):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import subprocess
 import sys
 import time
 
@@ -66,6 +65,8 @@ def _stamp(path: str, digest: str) -> None:
 
 def _check_in_child(lib, wisdom: bytes) -> tuple[bool, str]:
     """Import ``wisdom`` in a child process: (whether it exited cleanly having read it, what it said)."""
+    import subprocess  # here: only a new wisdom file needs it, and the import costs a first plan milliseconds
+
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     try:
         r = subprocess.run([sys.executable, "-c", _CHILD, root, lib.precision, lib.provider], input=wisdom,

@@ -1,12 +1,15 @@
 """oneMKL's DFTI as a CPU FFT engine ('dfti'), and the engine 'auto' prefers when MKL and FFTW are both there
-('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem, DFTI where it has none.
+('fftw+dfti'): FFTW's measured plan where the process has wisdom for the problem; where it has none, the engine
+the no-wisdom rule (``_rule.py``) picks from the problem's rank, size and batch: FFTW_ESTIMATE for short 1-D
+transforms (alone or in batches) and small multi-dimensional ones (its plans run near measured ones there), DFTI
+for longer and larger ones (where FFTW_ESTIMATE's plans run 1.2-12x slower and DFTI's near measured ones; a
+descriptor commits in milliseconds). Each choice is logged at DEBUG with its reason.
 
-DFTI needs no planning worth the name (a descriptor commits in well under a millisecond) and runs near FFTW's
-measured plans, where FFTW_ESTIMATE plans are 1.1-7x slower (benchmarks/NOTES.md). So a first call runs at
-tuned speed without planning, and a plan moves to FFTW as soon as FFTW has wisdom for it (the same rule as
-FFTW's own heuristic plans: ``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution
-looks again). Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread makes
-FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
+A plan DFTI serves moves to FFTW as soon as FFTW has wisdom for it (the same rule as FFTW's own heuristic plans:
+``fftw.WISDOM`` empties ``entries`` when wisdom is learnt, and the next execution looks again). FFTW is loaded
+for such a plan only where the process may have wisdom (a wisdom file, FFTW already in use), and MKL only when a
+problem goes to DFTI. Where the user opts in (``CUMATH_FFT_BACKGROUND_PLANNING=measure``), a background thread
+makes FFTW's measured plan of each problem DFTI serves, which swaps it in the same way.
 
 A DFTI descriptor reads and writes any alignment (``align_mask`` 0), takes one batch loop (the outer ones run
 here, as for oneMKL's FFTW wrappers), and computes one direction's layout: forward reads the FWD strides and
@@ -24,23 +27,21 @@ import threading
 import time
 import weakref
 
+from ..._bindings import _loader
 from ..._bindings import fftw as _fftw
 from ..._bindings import mkl_dfti as _dfti
 from ..._core._fast import call3
 from ..._core.dtypes import ITEMSIZE
 from ...errors import LibraryError, LibraryNotFoundError
+from ._rule import no_wisdom_engine, problem
+from ._wisdom import wisdom_path
 from .fftw import WISDOM, _merge_loops, threads_for
 
-__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "DFTI_MIN_POINTS", "PLANNER", "background_effort"]
+__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "PLANNER", "background_effort"]
 
 logger = logging.getLogger(__name__)
 
 _P, _V = _dfti.Param, _dfti.Value
-
-#: Below this many points per plan FFTW's heuristic plan is as fast as its measured one, is made in well under a
-#: millisecond, and runs ~1.5 us sooner per call than DFTI (a 2048-point complex128 FFT: 4 against 6 us), so
-#: 'fftw+dfti' leaves small problems to FFTW alone (benchmarks/NOTES.md).
-DFTI_MIN_POINTS = 1 << 15
 
 
 def _raise(status):
@@ -63,6 +64,11 @@ class DftiEngine:
     """The CPU engine oneMKL DFTI (the ``mkl`` extra)."""
 
     name = "dfti"
+
+    def locate(self) -> None:
+        """As :meth:`load`, without loading MKL where a copy of it is found."""
+        if not _loader.locatable("mkl_rt"):
+            self.load()
 
     def load(self) -> None:
         if not _dfti.available():
@@ -133,6 +139,10 @@ class DftiPlan:
         if desc is None:
             desc = self._descs[sign] = self._make(sign)
         self.entries[sign] = (self._loop, sign) if self._offsets else (_compute(sign), desc)
+
+    def served_by(self, sign: int) -> str | None:
+        """'dfti' once direction ``sign`` has its descriptor, else None."""
+        return "dfti" if sign in self._descs else None
 
     def execute(self, in_ptr, out_ptr, sign, stream=None):
         if sign not in self.entries:
@@ -228,8 +238,10 @@ def _measure(make_fftw, sign, effort, log):
              plan.dims, plan.howmany, sign, 1e3 * (time.perf_counter() - t0))
 
 class TunedEngine:
-    """'fftw+dfti': FFTW's plans from wisdom where the process has it, DFTI elsewhere (no planning on a first
-    call); an explicit ``planning_effort`` means FFTW planned that way, as with ``cpu_engine='fftw'``."""
+    """'fftw+dfti': per problem, the engine the no-wisdom rule (``_rule.no_wisdom_engine``) picks, FFTW's plan
+    from wisdom wherever the process has it, and an explicit ``planning_effort`` means FFTW planned that way (as
+    with ``cpu_engine='fftw'``). Neither library is loaded before a plan needs it: a process whose problems all
+    go to FFTW never loads MKL, and one whose problems all go to DFTI loads FFTW only where wisdom may exist."""
 
     name = "fftw+dfti"
 
@@ -239,55 +251,93 @@ class TunedEngine:
     def load(self) -> None:
         self._fftw = self._registry.engine("fftw")
         self._dfti = self._registry.engine("dfti")
-        self._fftw.load()
-        self._dfti.load()
+        for engine in (self._fftw, self._dfti):  # both installed (found without loading them), else the next one
+            getattr(engine, "locate", engine.load)()
 
     def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log):
-        fftw = self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads, options, log)
-        points = geom.batch_size
-        for n in geom.sizes:
-            points *= n
-        if options.planning_effort is not None or points < DFTI_MIN_POINTS:
-            return fftw
-        try:
-            dfti = self._dfti.plan(geom, in_strides, out_strides, num_threads, auto_threads, options, log)
-        except (LibraryError, ValueError) as exc:  # a layout DFTI cannot describe: FFTW alone
-            log.info("DFTI cannot take this layout (%s): FFTW plans it", exc)
-            return fftw
+        def fftw_plan(opts=options):  # loads the library of the problem's precision (LibraryNotFoundError)
+            return self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads, opts, log)
+
+        if options.planning_effort is not None:
+            log.debug("fftw+dfti: FFTW, planning_effort=%r was asked for", options.planning_effort)
+            return fftw_plan()
+        engine, why = no_wisdom_engine(geom, in_strides, out_strides)
+        if engine == "fftw":
+            log.debug("fftw+dfti: FFTW (its plan from wisdom, else FFTW_ESTIMATE) for %s: %s", problem(geom), why)
+            return fftw_plan()
         effort = background_effort()
+        # FFTW is looked at only where the process may have wisdom: a wisdom file, or FFTW in use already
+        fftw = fftw_plan() if effort is not None or _may_have_wisdom(geom) else None
+        try:
+            self._dfti.load()
+            dfti = self._dfti.plan(geom, in_strides, out_strides, num_threads, auto_threads, options, log)
+        except (LibraryError, LibraryNotFoundError, ValueError) as exc:  # DFTI cannot describe it, or no MKL
+            log.info("DFTI cannot take %s (%s): FFTW plans it", problem(geom), exc)
+            return fftw or fftw_plan()
+        log.debug("fftw+dfti: DFTI for %s where the process has no wisdom for it (FFTW's plan from wisdom "
+                  "otherwise): %s", problem(geom), why)
         measured = None
         if effort is not None:
             def measured(effort):  # the same problem planned by FFTW with that effort (in the planner thread)
-                return self._fftw.plan(geom, in_strides, out_strides, num_threads, auto_threads,
-                                       dataclasses.replace(options, planning_effort=effort), log)
-        return TunedPlan(fftw, dfti, log, measured, effort)
+                return fftw_plan(dataclasses.replace(options, planning_effort=effort))
+        return TunedPlan(fftw_plan, fftw, dfti, log, measured, effort)
+
+
+def _may_have_wisdom(geom) -> bool:
+    """Whether FFTW may have wisdom for a problem of ``geom``'s precision in this process: FFTW is in use already,
+    or a wisdom file exists (read when FFTW's first plan is made)."""
+    lib = _fftw.get_fftw("double" if geom.precision == "float64" else "single", "fftw")
+    if lib.started:
+        return True
+    try:
+        return os.path.isfile(wisdom_path(lib))
+    except OSError:  # an unusable cache folder: let FFTW's own reading report it
+        return True
 
 
 class TunedPlan:
     """One FFT layout served, per direction, by FFTW (from wisdom) or by DFTI (no wisdom yet); a ``CPUPlan``.
 
     ``entries`` holds the served direction's raw function; pointers off FFTW's SIMD alignment come through
-    ``execute``, which gives them to DFTI (any alignment, nothing to plan)."""
+    ``execute``, which gives them to DFTI (any alignment, nothing to plan). FFTW's plan object is made when first
+    needed (``make_fftw``): at once where the process may have wisdom, else once it learns some. A plan made
+    without FFTW has ``align_mask`` 0 (DFTI's, so that its calls go straight to DFTI); should FFTW serve it later,
+    its direction stays out of ``entries`` and every call comes through ``execute``, which checks FFTW's
+    alignment (executors read ``align_mask`` once)."""
 
     nbytes = 0
 
-    def __init__(self, fftw, dfti: DftiPlan, log=logger, measured=None, effort=None):
-        self.fftw, self.dfti, self.log = fftw, dfti, log
+    def __init__(self, make_fftw, fftw, dfti: DftiPlan, log=logger, measured=None, effort=None):
+        self._make_fftw, self.fftw, self.dfti, self.log = make_fftw, fftw, dfti, log
         self._measured, self._effort = measured, effort  # background planning, where the user opted in
-        self.align_mask = fftw.align_mask
+        self.align_mask = fftw.align_mask if fftw is not None else 0
         self.entries: dict = {}
+        self._ready: set = set()  # directions chosen since the last wisdom generation
         self._by_fftw: set = set()  # directions FFTW serves (from wisdom)
         self._refused: set = set()  # directions DFTI could not describe
         self._generation = -1
+        self._born = WISDOM.generation  # without FFTW's plan: no wisdom until the process learns some
+
+    def _with_fftw(self):
+        if self.fftw is None:
+            self.fftw = self._make_fftw()
+        return self.fftw
 
     def _choose(self, sign: int) -> None:
-        self._generation = WISDOM.generation
-        if sign not in self._by_fftw and self.fftw.from_wisdom(sign):
+        if self._generation != WISDOM.generation:
+            self._generation = WISDOM.generation
+            self._ready.clear()
+        self._ready.add(sign)
+        if (sign not in self._by_fftw and (self.fftw is not None or WISDOM.generation != self._born)
+                and self._with_fftw().from_wisdom(sign)):
             self._by_fftw.add(sign)
             self.log.info("FFT direction %+d: FFTW's plan from wisdom", sign)
         if sign in self._by_fftw:
             self.fftw.prepare(sign)
-            self.entries[sign] = self.fftw.entries[sign]
+            if self.fftw.align_mask & ~self.align_mask:  # FFTW needs an alignment the executor does not check
+                self.entries.pop(sign, None)
+            else:
+                self.entries[sign] = self.fftw.entries[sign]
             return
         try:
             self.dfti.prepare(sign)
@@ -297,7 +347,7 @@ class TunedPlan:
             self._refused.add(sign)
             # through FFTWPlan.execute on every call, never a copy of its entry: FFTW replaces (and destroys) a
             # heuristic plan when wisdom for it appears
-            self.fftw.prepare(sign)
+            self._with_fftw().prepare(sign)
             return
         self.entries[sign] = self.dfti.entries[sign]
         with _fftw.planner_lock:  # looked at again when the process learns wisdom
@@ -313,16 +363,21 @@ class TunedPlan:
         else:
             self._choose(sign)
 
+    def served_by(self, sign: int) -> str | None:
+        if sign in self._by_fftw:
+            return self.fftw.served_by(sign)
+        return self.dfti.served_by(sign)
+
     def execute(self, in_ptr, out_ptr, sign, stream=None):
         if sign in self._refused:
             self.fftw.execute(in_ptr, out_ptr, sign)
             return
-        if sign not in self.entries or self._generation != WISDOM.generation:
+        if sign not in self._ready or self._generation != WISDOM.generation:
             self._choose(sign)
             if sign in self._refused:
                 self.fftw.execute(in_ptr, out_ptr, sign)
                 return
-        if sign in self._by_fftw and not (in_ptr | out_ptr) & self.align_mask:
+        if sign in self._by_fftw and not (in_ptr | out_ptr) & self.fftw.align_mask:
             self.fftw.execute(in_ptr, out_ptr, sign)
         else:  # DFTI's direction, or FFTW's at an alignment its plan was not made for
             self.dfti.execute(in_ptr, out_ptr, sign)
@@ -330,4 +385,5 @@ class TunedPlan:
     def free(self):
         self.entries.clear()
         self.dfti.free()
-        self.fftw.free()
+        if self.fftw is not None:
+            self.fftw.free()

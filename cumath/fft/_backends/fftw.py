@@ -23,6 +23,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from ..._bindings import fftw as _fftw
+from ..._bindings._loader import locatable
 from ..._core._fast import call3
 from ..._core.dtypes import ITEMSIZE
 from ._wisdom import import_wisdom, read_wisdom, wisdom_path, write_wisdom
@@ -120,6 +121,11 @@ class FFTWEngine:
     def load(self) -> None:
         _fftw.get_fftw("double", self.name).version  # loads the library (LibraryNotFoundError)
 
+    def locate(self) -> None:
+        """As :meth:`load`, without loading the library where a copy of it is found."""
+        if not locatable(_fftw.library_name("double", self.name)):
+            self.load()
+
     def plan(self, geom, in_strides, out_strides, num_threads, auto_threads, options, log) -> "FFTWPlan":
         precision = {"float32": "single", "float64": "double"}[geom.precision]
         return FFTWPlan(geom.fft_type, precision, self.name, geom.transform_dims(in_strides, out_strides),
@@ -169,6 +175,7 @@ class FFTWPlan:
         self.entries: dict = {}
         self._plans: dict = {}  # (sign, in residue, out residue) -> plan
         self._estimated: set = set()  # keys of plans made heuristically, for want of wisdom
+        self._how: dict = {}  # key -> how its plan was made ('wisdom', 'estimate', 'measure', ...)
         self._generation = WISDOM.generation
         self._finalizer = weakref.finalize(self, _destroy_all, self.lib, self._plans)
         # the compiled caller of FFTW's new-array execute function (the ctypes function without the extension)
@@ -291,7 +298,17 @@ class FFTWPlan:
                           self.num_threads, used, 1e3 * seconds)
         if self._wisdom and used in ("measure", "patient", "exhaustive"):
             _save_wisdom(lib)
+        self._how[(sign, in_residue, out_residue)] = used
         return plan
+
+    def served_by(self, sign: int) -> str | None:
+        """What runs direction ``sign`` on SIMD-aligned arrays: 'fftw:wisdom' (a measured plan from wisdom),
+        'fftw:estimate', 'fftw:measure', ... ; the provider's name for MKL's and NVPL's wrappers (they do not
+        plan); None while it is not planned."""
+        how = self._how.get((sign, 0, 0))
+        if how is None or (sign, 0, 0) not in self._plans:
+            return None
+        return f"fftw:{how}" if self._wisdom else self.lib.provider
 
     def _plan_call(self, sign, in_ptr, out_ptr, flags):
         lib = self.lib

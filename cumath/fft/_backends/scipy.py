@@ -51,6 +51,9 @@ class ScipyPlan:
     def prepare(self, sign: int) -> None:
         pass
 
+    def served_by(self, sign: int) -> str:
+        return "scipy"
+
     def execute(self, in_ptr, out_ptr, sign, stream=None):
         self.run(sign, in_ptr, out_ptr)
 

@@ -43,16 +43,55 @@ class Geometry:
     structured: int | None  # 0 (a) or 1 (b): the operand with a non-general qualifier
     qualifiers: tuple  # three (abbreviation, conjugate, uplo, diag, incx)
 
-    M = property(lambda self: self.shapes.m)
-    N = property(lambda self: self.shapes.n)
-    K = property(lambda self: self.shapes.k)
-    batch_shape = property(lambda self: self.shapes.batch_shape)
-    result_shape = property(lambda self: self.shapes.result_shape)
-    a_shape = property(lambda self: self.shapes.a_shape)
-    b_shape = property(lambda self: self.shapes.b_shape)
-    c_shape = property(lambda self: self.shapes.c_shape)
-    a_vec = property(lambda self: self.shapes.a_vec)  # a was 1-D and promoted to (1, K)
-    b_vec = property(lambda self: self.shapes.b_vec)  # b was 1-D and promoted to (K, 1)
+    @property
+    def M(self) -> int:
+        """M: a's matrices are M x K, the result's M x N."""
+        return self.shapes.m
+
+    @property
+    def N(self) -> int:
+        """N: b's matrices are K x N, the result's M x N."""
+        return self.shapes.n
+
+    @property
+    def K(self) -> int:
+        """K: the contracted extent (columns of a, rows of b)."""
+        return self.shapes.k
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """The broadcast batch dimensions."""
+        return self.shapes.batch_shape
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The result's shape (numpy.matmul's)."""
+        return self.shapes.result_shape
+
+    @property
+    def a_shape(self) -> tuple[int, ...]:
+        """a's shape as given."""
+        return self.shapes.a_shape
+
+    @property
+    def b_shape(self) -> tuple[int, ...]:
+        """b's shape as given."""
+        return self.shapes.b_shape
+
+    @property
+    def c_shape(self) -> tuple[int, ...] | None:
+        """c's shape as given (None without c)."""
+        return self.shapes.c_shape
+
+    @property
+    def a_vec(self) -> bool:
+        """a was 1-D and promoted to (1, K)."""
+        return self.shapes.a_vec
+
+    @property
+    def b_vec(self) -> bool:
+        """b was 1-D and promoted to (K, 1)."""
+        return self.shapes.b_vec
 
     @property
     def is_complex(self) -> bool:

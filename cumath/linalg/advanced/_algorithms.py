@@ -285,8 +285,8 @@ class Algorithm:
 
     @property
     def stages(self) -> Any:
-        """The stages as ``(size, count)`` (count 0: chosen automatically; None when undefined); settable to one of
-        ``capabilities.stages_ids``."""
+        """The stages as ``(size, count)`` (count 0 when chosen automatically; None when undefined); settable to one
+        of ``capabilities.stages_ids``."""
         return _readable("stages", self._config["stages"])
 
     @stages.setter
@@ -371,7 +371,7 @@ class Algorithm:
 
     @property
     def cluster_shape(self) -> Any:
-        """The thread-block cluster shape as ``(x, y, z)`` (None: chosen automatically)."""
+        """The thread-block cluster shape as ``(x, y, z)`` (None when chosen automatically)."""
         return _readable("cluster_shape", self._config["cluster_shape"])
 
     @cluster_shape.setter

@@ -241,6 +241,11 @@ def _bs_bytes(p: GemmProblem) -> int:
     return -(-p.k * p.n * acc // 16) * 16
 
 
+def stride_define(name: str, value: int) -> str:
+    """A stride in a kernel's ``#define``: ``1`` where it is one (the compiler folds it), else the argument's name."""
+    return "1" if value == 1 else name
+
+
 def variant_defines(p: GemmProblem, layout: _Layout, tuning: Tuning, aligned: bool, has_c: bool) -> dict:
     """The ``#define``s of one kernel variant (pure: the rendered text is the cache address)."""
     dt = _DTYPES[p.dtype]
@@ -257,9 +262,7 @@ def variant_defines(p: GemmProblem, layout: _Layout, tuning: Tuning, aligned: bo
                      and (tr * p.n * dt.size) % 16 == 0 and (tr * p.k * dt.size) % 16 == 0)
     bounds = f"__launch_bounds__({block}, {tuning.min_blocks})" if tuning.min_blocks else f"__launch_bounds__({block})"
 
-    def stride(name: str, value: int) -> str:
-        return "1" if value == 1 else name
-
+    stride = stride_define
     sc = p.c_strides or (0, 0)
     return {
         "ELEM": dt.elem, "ACC": dt.acc, "ELEM_BYTES": dt.size, "CONV": dt.conv,

@@ -81,6 +81,13 @@ class Matmul(Operation):
             mm.plan()
             d = mm.execute()          # a NumPy array equal to a @ b
 
+    Small problems (every extent at most 128, the default epilog, the dtype's plain compute type: never TF32)
+    run their default ``execute()`` on a kernel of cumath's own, launched with one driver call, where cuBLASLt's
+    host cost would dominate; results agree with cuBLASLt's within rounding (each output accumulates its K
+    products in order with fused multiply-adds). ``execute(algorithm=...)``, ``autotune()`` and ``algorithms``
+    are cuBLASLt's as in nvmath-python; ``CUMATH_SMALL_MATMUL=0`` in the environment (read at ``plan()``) keeps
+    every problem on cuBLASLt.
+
     The result has numpy.matmul's shape and, where cuBLASLt allows, the layout of the inputs (row-major inputs
     give a row-major result), so ``mm.reset_operands_unchecked(a=d)`` feeds a result back at no cost; a result
     of another layout (e.g. a bias epilog that has no row-major kernel) is caught by the reset and planned for.
@@ -283,11 +290,11 @@ class Matmul(Operation):
                 not self._released and (not self._explicit_stream or self._stream == default_stream(
                     self._package, self._device)):  # the hot path: one (recycled) result, one library call
             d, p = v.results.take(v.stream)  # a new result comes from the package's current stream: the plan's
-            args = v.args
+            args = v.hot_args
             args[D_PTR] = p
             if v.c_is_d:
                 args[C_PTR] = p
-            status = v.raw(*args)
+            status = v.hot_raw(*args)
             if status:
                 check_status(status)
             if self._wait:
@@ -308,13 +315,13 @@ class Matmul(Operation):
         if v is None or not v.hot:
             return False  # not now (no workspace yet, say): asked again after the next call
         r = v.results
-        if r is None or r.snapshot is not None or type(v.args) is not list or v.c_direct:
+        if r is None or r.snapshot is not None or type(v.hot_args) is not list or v.c_direct:
             return None
         from ..._core._fast import native_pointer
 
         package = self._place.package
-        return ("matmul", package, self, v, v.args, v.a_slot, v.b_slot, D_PTR, C_PTR, bool(v.c_is_d), v.align_mask,
-                r.new, native_pointer(package, r.pointer), v.raw, check_status)
+        return ("matmul", package, self, v, v.hot_args, v.a_slot, v.b_slot, D_PTR, C_PTR, bool(v.c_is_d),
+                v.align_mask, r.new, native_pointer(package, r.pointer), v.hot_raw, check_status)
 
     def _execute(self, v, algorithm, release_workspace, stream):
         s, explicit = self._stream_arg(stream)
@@ -469,7 +476,7 @@ class Matmul(Operation):
 
     @property
     def nbytes(self) -> int:
-        """Device bytes the plan holds: workspaces, staging buffers, recycled results."""
+        """Device bytes the plan holds (workspaces, staging buffers, recycled results)."""
         return super().nbytes
 
 

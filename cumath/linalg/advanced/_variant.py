@@ -29,6 +29,13 @@ from ._traits import Matrix, aux_layout, formulations, matmul_geometry, target_o
 
 __all__ = ["Context", "Settings", "Variant", "plan_variant", "alignment", "describe", "variant_key"]
 
+
+def _driver_check():
+    """The CUDA driver's status check (a kernel launcher's statuses are CUresult values)."""
+    from ..._bindings import cuda as drv
+
+    return drv.check
+
 # Whether a bias epilog may compute a row-major result through cuBLASLt's ORDER_ROW layouts (formulation 'R');
 # when the library has no kernel for a problem there, the column-major formulation is used instead.
 ROW_ORDER_EPILOGS = True
@@ -124,6 +131,10 @@ class Variant:
         self.fast = self.hot = False
         self.results = None  # the Recycler of the hot path's results (set by build_args)
         self.raw = raw_matmul()
+        # what the hot paths call: the cuBLASLt argument list and caller, or a kernel engine's launcher over a
+        # list of the same shape (the same slots for a, b, c, d and the stream)
+        self.hot_args = None
+        self.hot_raw = self.raw
 
     # ------------------------------------------------------------------------------------ planning
     def heuristics(self, scales, bias_ptr: int, aux_in_ptr: int):
@@ -168,6 +179,14 @@ class Variant:
                      and (not self.form.c_in_d or self.kernel is not None)
                      and not ctx.options.result_amax and not ctx.options.inplace)
         self.results = results
+        self.hot_args, self.hot_raw = self.args, self.raw
+        if self.fast and hasattr(self.kernel, "launcher"):
+            self.hot_args = list(self.args)
+            self.hot_raw = self.kernel.launcher(ctx.alpha_addr, ctx.beta_addr, {
+                "a": self.a_slot, "b": self.b_slot, "c": C_PTR, "d": D_PTR, "stream": STREAM}, len(self.args),
+                _driver_check())
+            if c is not None:  # the kernel reads c where it is, whatever cuBLASLt's formulation would do with it
+                self.c_is_d = False
         self.bind(a, b, c)
         if self.kernel is None and self.algorithm.workspace_size:
             self.ensure_workspace(self.algorithm.workspace_size, stream)
@@ -175,15 +194,21 @@ class Variant:
 
     def _update_hot(self):
         """Whether ``Matmul.execute`` may take its inline path (one allocation, one library call)."""
+        if self.args is not None and self.hot_args is not None and self.hot_args is not self.args:
+            self.hot = self.fast  # the kernel's launcher
+            return
         self.hot = (self.fast and self.kernel is None and self.args is not None
                     and self.ws_size >= self.algorithm.workspace_size)
 
     def bind(self, a, b, c):
         """Point the argument list at the operands (device operands, or the executor's staging buffers)."""
-        args = self.args
+        args, c_ptr = self.args, c.ptr if (c is not None and self.c_direct) else 0
         args[self.a_slot] = a.ptr
         args[self.b_slot] = b.ptr
-        args[C_PTR] = c.ptr if (c is not None and self.c_direct) else 0
+        args[C_PTR] = c_ptr
+        hot = self.hot_args
+        if hot is not None and hot is not args:
+            hot[self.a_slot], hot[self.b_slot], hot[C_PTR] = a.ptr, b.ptr, c.ptr if c is not None else 0
 
     def bind_epilog(self, bias_ptr: int, aux_in_ptr: int):
         """Point the problem at the epilog inputs (bias, auxiliary input)."""
@@ -196,6 +221,8 @@ class Variant:
         self.stream = stream
         if self.args is not None:
             self.args[STREAM] = stream
+        if self.hot_args is not None:
+            self.hot_args[STREAM] = stream
 
     @property
     def recycled_bytes(self) -> int:
@@ -209,6 +236,8 @@ class Variant:
             if self.args is not None:
                 self.args[WORKSPACE] = self.args[WORKSPACE_SIZE] = 0
             self.hot = False
+            if self.hot_args is not None and self.hot_args is not self.args:
+                self._update_hot()  # a kernel's launcher needs no workspace
 
     def ensure_workspace(self, size, stream):
         if size > self.ws_size:
@@ -223,6 +252,8 @@ class Variant:
 
     def free(self):
         self.results = None
+        self.hot = self.fast = False
+        self.hot_args, self.hot_raw = None, self.raw
         self.release_workspace()
         if self.kernel is not None:
             try:
@@ -411,6 +442,9 @@ def _choose_algorithms(v: Variant, results, kernels: bool):
             v.engine, v.kernel = kernel_for(product, log)
     v.algorithms = algs
     v.choose(algs[0])
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("matmul engine: %s (default execution); execute(algorithm=...) and autotune() use cuBLASLt",
+                  v.engine)
     if log.isEnabledFor(logging.INFO):
         log.info("planned %s: algorithm %d of %d (workspace %s)%s", describe(v.form, v.geom, ctx.dt, settings.spec),
                  algs[0].algorithm_id, len(algs), format_bytes(algs[0].workspace_size),

@@ -142,11 +142,14 @@ class Matmul(Operation):
                      "" if C is None else f" + c {list(C.shape)}", list(g.result_shape),
                      "CPU" if not self._on_gpu else f"GPU {self._device}")
 
-    options = property(lambda self: self._options, doc="The :class:`MatmulOptions` of this product.")
+    @property
+    def options(self) -> MatmulOptions:
+        """The :class:`MatmulOptions` of this product."""
+        return self._options
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
+        """(cumath) The engine of the plan, 'mkl', 'scipy', 'cusparse' or 'generated' (None before plan())."""
         ex = self._executor
         return None if ex is None else ex.engine.name
 
@@ -209,7 +212,7 @@ class Matmul(Operation):
 
     @property
     def algorithm(self) -> str | None:
-        """(cumath) What runs the plan: cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
+        """(cumath) What runs the plan, cuSPARSE's algorithm name ('DEFAULT', 'CSR_ALG2', ...) on the GPU,
         'generated' for a generated kernel, the engine ('mkl', 'scipy') on the CPU; None before plan()."""
         ex = self._executor
         if ex is None:

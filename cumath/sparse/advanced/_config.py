@@ -100,7 +100,8 @@ class DirectSolverPlanInfo(_Info):
     __slots__ = ()
 
     @property
-    def memory_estimates(self) -> Any:
+    def memory_estimates(self) -> np.recarray:
+        """The memory the next phases need in bytes, a record of ``memory_estimates_dtype``."""
         raw = self._get("memory_estimates")
         out = np.zeros((), dtype=memory_estimates_dtype).view(np.recarray)
         if isinstance(raw, dict):  # a CPU engine: the host memory it reports
@@ -112,19 +113,23 @@ class DirectSolverPlanInfo(_Info):
         return out
 
     @property
-    def row_permutation(self) -> Any:
+    def row_permutation(self) -> np.ndarray | None:
+        """The row permutation of the reordering (not for batches)."""
         return self._get("plan_row_permutation")
 
     @property
-    def col_permutation(self) -> Any:
+    def col_permutation(self) -> np.ndarray | None:
+        """The column permutation of the reordering (not for batches)."""
         return self._get("plan_col_permutation")
 
     @property
-    def matching_col_permutation(self) -> Any:
+    def matching_col_permutation(self) -> np.ndarray | None:
+        """The column permutation of matching (not for batches)."""
         return self._get("matching_col_permutation")
 
     @property
-    def num_superpanels(self) -> Any:
+    def num_superpanels(self) -> int | None:
+        """Superpanels of the symbolic factorization (None where the engine does not report it)."""
         return self._get("num_superpanels")
 
 
@@ -138,12 +143,47 @@ class DirectSolverFactorizationInfo(_Info):
     __slots__ = ()
     _STATE = "factorized"
 
-    info = property(lambda self: self._get("info"))
-    lu_nnz = property(lambda self: self._get("lu_nnz"))
-    npivots = property(lambda self: self._get("npivots"))
-    inertia = property(lambda self: self._get("inertia"))
-    diag = property(lambda self: self._get("diag"))
-    row_permutation = property(lambda self: self._get("row_permutation"))
-    col_permutation = property(lambda self: self._get("col_permutation"))
-    row_scale_factors = property(lambda self: self._get("row_scale_factors"))
-    col_scale_factors = property(lambda self: self._get("col_scale_factors"))
+    @property
+    def info(self) -> int | None:
+        """The engine's error indicator, 0 for success (None where the engine does not report it)."""
+        return self._get("info")
+
+    @property
+    def lu_nnz(self) -> int | None:
+        """Stored entries of the factors (a batch's total)."""
+        return self._get("lu_nnz")
+
+    @property
+    def npivots(self) -> int | None:
+        """Perturbed (or tiny) pivots of the factorization (a batch's total)."""
+        return self._get("npivots")
+
+    @property
+    def inertia(self) -> np.ndarray | None:
+        """Positive and negative pivots (int32, two of them) of symmetric and Hermitian indefinite types."""
+        return self._get("inertia")
+
+    @property
+    def diag(self) -> np.ndarray | None:
+        """The diagonal of the factors (host array of the system's dtype; not for batches)."""
+        return self._get("diag")
+
+    @property
+    def row_permutation(self) -> np.ndarray | None:
+        """The row permutation of the factorization (not for batches)."""
+        return self._get("row_permutation")
+
+    @property
+    def col_permutation(self) -> np.ndarray | None:
+        """The column permutation of the factorization (not for batches)."""
+        return self._get("col_permutation")
+
+    @property
+    def row_scale_factors(self) -> np.ndarray | None:
+        """The row scale factors of matching (real; not for batches)."""
+        return self._get("row_scale_factors")
+
+    @property
+    def col_scale_factors(self) -> np.ndarray | None:
+        """The column scale factors of matching (real; not for batches)."""
+        return self._get("col_scale_factors")

@@ -13,7 +13,8 @@ solution in the operands' package: an array of ``b``'s shape, each matrix column
 ``b``), ``info(name)``, ``nbytes`` and ``free()``. Copies are made only where an engine cannot read the operand
 as it is (a right-hand side that is not column-major, int64 indices for cuDSS, a pattern PARDISO cannot take),
 and logged. A solve whose factorization perturbed pivots is checked (``_traits.relative_residual``) and raises
-SingularMatrixError when the residual shows the solution is not one.
+SingularMatrixError when the residual shows the solution is not one. A structurally singular ``a`` (an empty row
+or column) raises before cuDSS's analysis reads it (and before PARDISO's, for general matrices).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from ._backends import cpu_backend, default_threads
 from ._backends.cudss import SETTINGS, CudssSolver
 from ._config import ALL_FIELDS
 from ._timing import Steps
-from ._traits import batch_offsets, column_major, relative_residual, residual_tolerance, result_perm
+from ._traits import (batch_offsets, column_major, relative_residual, residual_tolerance, result_perm,
+                      structurally_singular)
 
 __all__ = ["Setup", "make_executor", "CpuExecutor", "CudssExecutor"]
 
@@ -353,6 +355,7 @@ class CudssExecutor:
         self.mirrors = {}  # upload mode: name -> DeviceMirror
         self.b_copies = {}
         self.logged = set()
+        self.known_patterns = None  # host (indptr, indices) per system the caller already read, for one analysis
 
     @property
     def nbytes(self) -> int:
@@ -473,6 +476,8 @@ class CudssExecutor:
             steps = Steps(self.timings, "plan", self.setup.log, self._sync(stream))
         self.index32 = None  # the pattern may be another one since the last analysis
         a = ops["a"]
+        self._check_structure(a, stream)
+        steps.step("structure check (empty rows and columns)")
         pattern = self._pattern(a, stream)
         steps.step("pattern (int32 copies where a's indices are not)")
         values = self._values(a, stream)
@@ -482,6 +487,42 @@ class CudssExecutor:
         steps.step("b's matrix object")
         self.solver.analyse(stream, steps)
         steps.done()
+
+    def _check_structure(self, a, stream) -> None:
+        """A structurally singular ``a`` (an empty row or column) raises SingularMatrixError before cuDSS sees it:
+        cuDSS's status does not say so, and whether its pivots do depends on its matching and pivoting settings
+        (a pivot that is NaN, or exactly zero with perturbation off, is not counted as perturbed), so the solve
+        could return garbage unchecked. GPU patterns are copied to the host for it (one wait)."""
+        p = self.problem
+        first = a[0] if isinstance(a, tuple) else a
+        dtypes = (first.indptr.dtype, first.index_dtype)
+        gpu = first.device_id is not None
+        known, self.known_patterns = self.known_patterns, None
+        if known is not None and len(known) == p.count and all(x.ndim == 1 for pair in known for x in pair):
+            gpu, found = False, known  # the stateless call's copies, made for its plan cache key
+        else:
+            found = []
+        for parts in systems(a, p.count) if not found else ():
+            arrays = []
+            for (ptr, n), dt in zip(parts[:2], dtypes):
+                if not gpu:
+                    arrays.append(from_pointer(ptr, (n,), (1,), dt))
+                    continue
+                host = np.empty(n, dtype=dt)
+                if host.nbytes:
+                    cuda.copy(host.ctypes.data, ptr, host.nbytes, cuda.D2H, stream, "a's pattern (structure check)")
+                arrays.append(host)
+            found.append(arrays)
+        if gpu:
+            cuda.synchronize(stream)
+        view = self.setup.options.sparse_system_view
+        for i, (indptr, indices) in enumerate(found):
+            why = structurally_singular(indptr, indices, p.sizes[i], view)
+            if why is not None:
+                which = "" if p.count == 1 else f" (system {i})"
+                raise SingularMatrixError(f"a{which} is singular or numerically singular: it is structurally singular "
+                                          f"({why}), so no factorization solves it; check a for empty rows and "
+                                          f"columns")
 
     def factorize(self, ops: dict, stream) -> None:
         steps = Steps(self.timings, "factorize", self.setup.log, self._sync(stream))

@@ -34,10 +34,13 @@ def _prefs(value, cls, what: str):
     return None if value is None else check_options(value, cls, what)
 
 
-def _planned(a, b, options, execution, stream, preferences) -> DirectSolver:
-    """A new DirectSolver of the call, its preferences applied and planned (a miss of the plan cache)."""
+def _planned(a, b, options, execution, stream, preferences, hosts=None) -> DirectSolver:
+    """A new DirectSolver of the call, its preferences applied and planned (a miss of the plan cache); ``hosts``:
+    host copies of a's index arrays the call already made (the planning's structure check reads them)."""
     start = time.perf_counter()
     solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
+    if hosts:
+        solver._host_patterns = hosts
     if solver._log.isEnabledFor(logging.DEBUG):
         solver._log.debug("stateless call, a new plan: the solver made in %.3f ms",
                           (time.perf_counter() - start) * 1e3)
@@ -81,10 +84,11 @@ def direct_solver(a: AnyTensor, b: AnyTensor, /, *, options: DirectSolverOptions
     first_b = B[0] if isinstance(B, tuple) else B
     skey = None if stream is None and first_b.device_id is None else stream_key(stream, first_b)
     start = time.perf_counter()
-    fp = fingerprint(A, skey)  # (GPU index arrays: copied to the host, waited for, checksummed)
+    hosts = []
+    fp = fingerprint(A, skey, hosts)  # (GPU index arrays: copied to the host, waited for, checksummed)
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("stateless call: the sparsity pattern's fingerprint in %.3f ms", (time.perf_counter() - start)
                      * 1e3)
     key = (DirectSolver, A.signature, fp, B.signature, opts,
            execution if type(execution) is not dict else execution_key(execution), skey, prefs)
-    return cached_call(key, lambda: _planned(A, B, opts, execution, stream, prefs), {"a": A, "b": B})
+    return cached_call(key, lambda: _planned(A, B, opts, execution, stream, prefs, hosts), {"a": A, "b": B})

@@ -68,11 +68,12 @@ def wrap_lhs(a, name: str = "a"):
     return OperandTuple(a) if isinstance(a, tuple) else a
 
 
-def fingerprint(a, stream=None) -> tuple:
-    """The sparsity pattern's fingerprint (per matrix of an explicit batch)."""
+def fingerprint(a, stream=None, hosts: list | None = None) -> tuple:
+    """The sparsity pattern's fingerprint (per matrix of an explicit batch); ``hosts`` receives the host copies
+    of the index arrays that were read, per matrix."""
     if isinstance(a, tuple):
-        return tuple(pattern_fingerprint(x, stream) for x in a)
-    return pattern_fingerprint(a, stream)
+        return tuple(pattern_fingerprint(x, stream, hosts) for x in a)
+    return pattern_fingerprint(a, stream, hosts)
 
 
 def _addresses(a) -> tuple:
@@ -118,8 +119,10 @@ class DirectSolver(Operation):
             solver.factorize()
             x = solver.solve()
 
-    A solution computed from a factorization that perturbed pivots is checked; a (numerically) singular ``a``
-    raises ``cumath.errors.SingularMatrixError`` rather than returning garbage.
+    A solution computed from a factorization that perturbed pivots (or, on cuDSS, left a NaN or inf pivot) is
+    checked; a (numerically) singular ``a`` raises ``cumath.errors.SingularMatrixError`` rather than returning
+    garbage. (cumath) A structurally singular ``a`` (a row or column with no stored entry) raises it from
+    ``plan()`` already on cuDSS (and, for general matrices, on PARDISO): no values can make it solvable.
     """
 
     _NAMES = ("a", "b")
@@ -163,30 +166,49 @@ class DirectSolver(Operation):
                            pr.nrhs, p.package, where, self._sparse_execution.kind)
 
     # ---------------------------------------------------------------------------------------- configs
-    plan_config = property(lambda self: self._plan_config, doc="The planning settings (set them before plan()): a "
-                           ":class:`DirectSolverPlanConfig`.")
-    factorization_config = property(lambda self: self._factorization_config, doc="The factorization settings: a "
-                                    ":class:`DirectSolverFactorizationConfig`.")
-    solution_config = property(lambda self: self._solution_config, doc="The solution settings: a "
-                               ":class:`DirectSolverSolutionConfig`.")
-    plan_info = property(lambda self: self._plan_info, doc="What plan() found: a :class:`DirectSolverPlanInfo`.")
-    factorization_info = property(lambda self: self._factorization_info, doc="What factorize() found: a "
-                                  ":class:`DirectSolverFactorizationInfo`.")
-    options = property(lambda self: self._options, doc="The :class:`DirectSolverOptions` of this solver.")
+    @property
+    def plan_config(self) -> DirectSolverPlanConfig:
+        """The planning settings, a :class:`DirectSolverPlanConfig` (set them before plan())."""
+        return self._plan_config
 
     @property
-    def timings(self) -> dict:
-        """(cumath) Where the host time of the last plan(), factorize() and solve() went: ``{phase: {step:
-        milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the config and
-        data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``. With the
-        solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work is
-        charged to the step that queued it. Empty before plan()."""
+    def factorization_config(self) -> DirectSolverFactorizationConfig:
+        """The factorization settings, a :class:`DirectSolverFactorizationConfig`."""
+        return self._factorization_config
+
+    @property
+    def solution_config(self) -> DirectSolverSolutionConfig:
+        """The solution settings, a :class:`DirectSolverSolutionConfig`."""
+        return self._solution_config
+
+    @property
+    def plan_info(self) -> DirectSolverPlanInfo:
+        """What plan() found, a :class:`DirectSolverPlanInfo`."""
+        return self._plan_info
+
+    @property
+    def factorization_info(self) -> DirectSolverFactorizationInfo:
+        """What factorize() found, a :class:`DirectSolverFactorizationInfo`."""
+        return self._factorization_info
+
+    @property
+    def options(self) -> DirectSolverOptions:
+        """The :class:`DirectSolverOptions` of this solver."""
+        return self._options
+
+    @property
+    def timings(self) -> dict[str, dict[str, float]]:
+        """(cumath) Where the host time of the last plan(), factorize() and solve() went, as
+        ``{phase: {step: milliseconds, ..., 'total': ms}}`` (``time.perf_counter``), e.g. for cuDSS the handle, the
+        config and data objects, the threading layer and settings, the matrix objects and each ``cudssExecute``.
+        With the solver's logger at DEBUG each step is also logged, after a wait for the stream, so that GPU work
+        is charged to the step that queued it. Empty before plan()."""
         ex = self._executor
         return {k: dict(v) for k, v in getattr(ex, "timings", {}).items()}
 
     @property
     def engine(self) -> str | None:
-        """(cumath) The engine of the plan: 'cudss', 'pardiso' or 'superlu' (None before plan())."""
+        """(cumath) The engine of the plan, 'cudss', 'pardiso' or 'superlu' (None before plan())."""
         ex = self._executor
         if ex is None:
             return None
@@ -222,7 +244,9 @@ class DirectSolver(Operation):
     @requires("operands")
     def plan(self, *, stream: StreamLike = None) -> DirectSolverPlanInfo:
         """Reorder ``a`` to reduce fill-in and analyse its factors (cuDSS's analysis phase, PARDISO's phase 11).
-        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`."""
+        Planning again re-analyses (taking new plan_config settings). Returns :attr:`plan_info`. (cumath) On cuDSS
+        it raises SingularMatrixError for a structurally singular ``a`` (an empty row or column), where
+        nvmath-python plans it and leaves the failure to the factorization or a garbage solution."""
         if not self._planned:
             self._plan(stream)
         else:
@@ -240,6 +264,7 @@ class DirectSolver(Operation):
         return make_executor(setup, self._ops)
 
     def _planned_with(self, executor) -> None:
+        executor.known_patterns = self.__dict__.pop("_host_patterns", None)  # (the stateless call's host copies)
         self._ordered(self._stream, self._explicit_stream, executor.analyse, self._ops, self._stream)
         if self._log.isEnabledFor(logging.INFO):
             self._log.info("planned on the %s engine", getattr(getattr(executor, "engine", None), "name", "cudss"))

@@ -209,16 +209,23 @@ def is_canonical(indptr, indices) -> bool:
     return bool(ok.all())
 
 
-def structurally_singular(indptr, indices, n: int) -> str | None:
-    """What makes a general matrix singular by its pattern alone (an empty row or column), or None."""
-    rows = np.flatnonzero(np.diff(np.asarray(indptr)) == 0)
-    if rows.size:
-        return f"row {int(rows[0])} has no stored entry" + (f" ({rows.size} such rows)" if rows.size > 1 else "")
-    cols = np.flatnonzero(np.bincount(np.asarray(indices), minlength=n)[:n] == 0)
-    if cols.size:
-        return f"column {int(cols[0])} has no stored entry" + (f" ({cols.size} such columns)" if cols.size > 1
-                                                                 else "")
-    return None
+def structurally_singular(indptr, indices, n: int, view=MV.FULL) -> str | None:
+    """What makes a matrix singular by its pattern alone (an empty row or column: no pivoting or perturbation gives
+    it a factorization that solves it), or None. With a LOWER or UPPER ``view`` (a triangle standing for its
+    mirror too), line i is empty when neither row i nor column i of the triangle holds an entry."""
+    counts = np.diff(np.asarray(indptr, dtype=np.int64))
+    cols = np.zeros(n, dtype=np.bool_)
+    cols[np.asarray(indices)] = True
+    if view != MV.FULL:
+        cols |= counts > 0
+        what, lines = "row and column", np.flatnonzero(~cols)
+    else:
+        what, lines = "row", np.flatnonzero(counts == 0)
+        if not lines.size:
+            what, lines = "column", np.flatnonzero(~cols)
+    if not lines.size:
+        return None
+    return f"{what} {int(lines[0])} has no stored entry" + (f" ({lines.size} such)" if lines.size > 1 else "")
 
 
 @dataclass

@@ -95,7 +95,8 @@ class LevelExpr:
         return LevelExpr(self.terms, op, int(c))
 
     @property
-    def dims(self) -> tuple:
+    def dims(self) -> tuple[str, ...]:
+        """The names of the dimensions the expression uses."""
         return tuple(self.terms)
 
     def evaluate(self, coords: dict) -> Any:
@@ -279,13 +280,29 @@ class TensorFormat:
         return [dims[n] for n in self._names]
 
     # ---------------------------------------------------------------------------------------- properties
-    dimensions = property(lambda self: self._dimensions, doc="The dimension specifications.")
-    num_dimensions = property(lambda self: len(self._dimensions))
-    num_levels = property(lambda self: len(self._exprs))
-    name = property(lambda self: self._name)
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]:
+        """The dimension specifications."""
+        return self._dimensions
 
     @property
-    def levels(self) -> dict:
+    def num_dimensions(self) -> int:
+        """How many dimensions (logical indices) the format has."""
+        return len(self._dimensions)
+
+    @property
+    def num_levels(self) -> int:
+        """How many storage levels the format has."""
+        return len(self._exprs)
+
+    @property
+    def name(self) -> str:
+        """The format's name (generated from its levels when none was given)."""
+        return self._name
+
+    @property
+    def levels(self) -> dict[LevelExpr, Any]:
+        """The levels, level expression -> :class:`LevelFormat` or a tuple ``(LevelFormat, [N,] LevelProperty...)``."""
         return {e: (f if not p and not n else (f, *((n,) if n else ()), *p))
                 for e, (f, p), n in zip(self._exprs, self._specs, self._params)}
 
@@ -294,24 +311,29 @@ class TensorFormat:
         return self._params[level]
 
     @property
-    def level_formats(self) -> tuple:
+    def level_formats(self) -> tuple[LevelFormat, ...]:
+        """The :class:`LevelFormat` of each level."""
         return tuple(f for f, _ in self._specs)
 
     @property
-    def level_exprs(self) -> tuple:
+    def level_exprs(self) -> tuple[LevelExpr, ...]:
+        """The level expression of each level."""
         return self._exprs
 
     @property
     def is_identity(self) -> bool:
+        """Whether the levels are the dimensions themselves, in order."""
         return len(self._exprs) == len(self._names) and all(
             e.op == "affine" and e.dims == (n,) and e.terms[n] == 1 for e, n in zip(self._exprs, self._names))
 
     @property
     def is_ordered(self) -> bool:
+        """Whether every level keeps its coordinates ordered (no level is UNORDERED)."""
         return all(LevelProperty.UNORDERED not in p for _, p in self._specs)
 
     @property
     def is_unique(self) -> bool:
+        """Whether every level keeps its coordinates unique (no level is NONUNIQUE)."""
         return all(LevelProperty.NONUNIQUE not in p for _, p in self._specs)
 
     def level_unique(self, level: int) -> bool:

@@ -24,7 +24,7 @@ from ._storage import build, level_sizes, read
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, Literal
     from ..._core.typing import AnyTensor, DTypeLike
 
 __all__ = ["Tensor"]
@@ -370,19 +370,58 @@ class Tensor:
         return img
 
     # ------------------------------------------------------------------------------------------ properties
-    extents = property(lambda self: self._extents, doc="The extents (shape).")
-    tensor_format = property(lambda self: self._format)
-    index_type = property(lambda self: self._index_type)
-    dtype = property(lambda self: self._dtype)
-    device = property(lambda self: "cpu" if self._device_id is None else "cuda")
-    device_id = property(lambda self: "cpu" if self._device_id is None else self._device_id)
-    base = property(lambda self: self._base)
-    val = property(lambda self: self._val, doc="The values array (of the tensor's package).")
-    num_dimensions = property(lambda self: len(self._extents))
-    num_levels = property(lambda self: self._format.num_levels)
+    @property
+    def extents(self) -> tuple[int, ...]:
+        """The extents (shape)."""
+        return self._extents
 
     @property
-    def levels(self) -> tuple:
+    def tensor_format(self) -> TensorFormat:
+        """The :class:`TensorFormat` that maps the dimensions to storage levels."""
+        return self._format
+
+    @property
+    def index_type(self) -> str:
+        """The type of the positions and coordinates arrays, ``'int32'`` or ``'int64'``."""
+        return self._index_type
+
+    @property
+    def dtype(self) -> str:
+        """The name of the values' dtype (``'float32'``, ``'complex128'``, ...)."""
+        return self._dtype
+
+    @property
+    def device(self) -> Literal["cpu", "cuda"]:
+        """Where the arrays live, ``'cpu'`` or ``'cuda'``."""
+        return "cpu" if self._device_id is None else "cuda"
+
+    @property
+    def device_id(self) -> int | Literal["cpu"]:
+        """The CUDA device ordinal of the arrays, or ``'cpu'``."""
+        return "cpu" if self._device_id is None else self._device_id
+
+    @property
+    def base(self) -> Any:
+        """The package's object this tensor views (from :meth:`from_package`), else None."""
+        return self._base
+
+    @property
+    def val(self) -> AnyTensor | None:
+        """The values array (of the tensor's package)."""
+        return self._val
+
+    @property
+    def num_dimensions(self) -> int:
+        """How many dimensions the tensor has."""
+        return len(self._extents)
+
+    @property
+    def num_levels(self) -> int:
+        """How many storage levels the tensor's format has."""
+        return self._format.num_levels
+
+    @property
+    def levels(self) -> tuple[int, ...]:
         """The extent of each level."""
         return tuple(level_sizes(self._format, self._extents))
 

@@ -86,8 +86,11 @@ nvshmem.get_uniqueid = lambda: bytes(128)
 nvshmem.init_with_uniqueid = lambda uid, rank, nranks: events.append(("init", len(uid), rank, nranks))
 nvshmem.my_pe, nvshmem.n_pes = (lambda: 0), (lambda: 1)
 nvshmem.malloc = _malloc
+nvshmem.sync_all_on_stream = lambda stream: events.append(("sync", stream))
 nvshmem.free = lambda ptr: heap.pop(ptr)
-nvshmem.finalize = lambda: events.append(("finalize",))
+_status = [2]
+nvshmem.init_status = lambda: _status[0]
+nvshmem.finalize = lambda: (events.append(("finalize",)), _status.__setitem__(0, 0))
 _current = [-1]
 
 
@@ -105,20 +108,31 @@ cufftmp.available = lambda: True
 
 
 def _create():
-    plans[len(plans) + 1] = {}
+    plans[len(plans) + 1] = {"calls": ["create"]}
     return len(plans)
 
 
+def _before_plan(plan, call, **what):
+    # cuFFTMp's rule: the communicator, stream and layout are given between cufftCreate and cufftMakePlan*
+    p = plans[plan]
+    assert "shape" not in p, f"{call} after cufftMakePlan*"
+    p["calls"].append(call)
+    p.update(what)
+
+
 cufftmp.create = _create
-cufftmp.attach_comm_none = lambda plan: plans[plan].update(comm="none")
-cufftmp.set_subformat_default = lambda plan, f, i: plans[plan].update(subformat=(f, i))
-cufftmp.set_distribution = lambda plan, *boxes: plans[plan].update(boxes=boxes)
-cufftmp.set_stream = lambda plan, stream: None
-cufftmp.destroy = lambda plan: plans[plan].update(destroyed=True)
+cufftmp.attach_comm_none = lambda plan: _before_plan(plan, "attach", comm="none")
+cufftmp.set_subformat_default = lambda plan, f, i: _before_plan(plan, "subformat", subformat=(int(f), int(i)))
+cufftmp.set_distribution = lambda plan, *boxes: _before_plan(plan, "distribution", boxes=boxes)
+cufftmp.set_stream = lambda plan, stream: plans[plan]["calls"].append("stream")
+cufftmp.destroy = lambda plan: (plans[plan].update(destroyed=True), events.append(("destroy", plan)))
 
 
 def _make_plan(plan, shape, fft_type):
-    plans[plan].update(shape=tuple(shape), type=fft_type)
+    p = plans[plan]
+    assert p["calls"][:2] == ["create", "attach"], p["calls"]
+    p["calls"].append("make")
+    p.update(shape=tuple(shape), type=fft_type)
     return 0
 
 
@@ -128,6 +142,11 @@ T = cufftmp.cufftType
 def _execute(plan, fft_type, ptr, direction):
     p = plans[plan]
     assert p.get("comm") == "none" and not p.get("destroyed") and p["type"] == fft_type
+    # cufftExec* has no descriptor: without a subformat or a distribution cuFFTMp returns CUFFT_INVALID_PLAN
+    assert "subformat" in p or "boxes" in p, f"plan executed without subformats or boxes: {p['calls']}"
+    assert p["calls"].index("stream") < p["calls"].index("make"), f"stream set after planning: {p['calls']}"
+    if "subformat" in p:  # one rank: both slabs are the whole array, and the pair is X/Y either way round
+        assert sorted(p["subformat"]) == [2, 3], p["subformat"]
     shape = p["shape"]
     if fft_type in (T.CUFFT_C2C, T.CUFFT_Z2Z):
         a = _over(ptr, shape, np.complex64 if fft_type == T.CUFFT_C2C else np.complex128)
@@ -222,7 +241,9 @@ for shape in [(4, 6, 9), (5, 8)]:
 alloc = dfft.allocate_operand((4, 6, 9), cupy, input_dtype=np.float64, memory_space="cuda", fft_type="R2C")
 assert type(alloc) is ndarray and alloc.shape == (4, 6, 9)
 dist.free_symmetric_memory(alloc)
-assert all(p.get("destroyed") for p in plans.values()), "every plan destroyed by free()"
+held = [k for k, p in plans.items() if p.get("shape") == (2, 2)]
+assert len(held) == 1 and not plans[held[0]].get("destroyed"), "one small plan held for NVSHMEM's lifetime"
+assert all(p.get("destroyed") for k, p in plans.items() if k not in held), "every plan destroyed by free()"
 
 leak = dist.allocate_symmetric_memory((3, 3), cupy, dtype=np.complex64)
 kept = dfft.FFT(asarray(np.ones((4, 4), np.complex64)), distribution=Slab.X)
@@ -233,5 +254,6 @@ with warnings.catch_warnings(record=True) as seen:
     dist.finalize()
 assert any("never freed" in str(w.message) for w in seen), [str(w.message) for w in seen]
 assert events[-1] == ("finalize",) and not heap and all(p.get("destroyed") for p in plans.values())
+assert events[-2] == ("destroy", held[0]), "the held plan goes last, right before NVSHMEM's finalize"
 print("OK finalize: plans destroyed, leak reported and freed, NVSHMEM finalized", flush=True)
 sys.exit(1 if failures else 0)

@@ -399,10 +399,12 @@ def test_autotune_and_algorithms(tmp_path, monkeypatch):
 
 
 def test_library_errors_are_typed(monkeypatch):
+    monkeypatch.setenv("CUMATH_SMALL_MATMUL", "0")  # a cuBLASLt plan (32^3 runs on cumath's own kernel otherwise)
     a, b = rand((32, 32), "float32"), rand((32, 32), "float32")
     with la.Matmul(a, b) as mm:
         mm.plan()
-        monkeypatch.setattr(mm._v, "raw", lambda *args: 7)
+        assert mm._v.engine == "cublaslt"
+        monkeypatch.setattr(mm._v, "hot_raw", lambda *args: 7)  # the hot path's cublasLtMatmul caller
         with pytest.raises(CUBLASLtError, match="CUBLAS_STATUS_INVALID_VALUE"):
             mm.execute()
 

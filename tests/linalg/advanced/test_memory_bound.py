@@ -99,17 +99,6 @@ def test_variant_defines_are_pure_and_name_unit_strides():
     assert src.startswith("#define ELEM float\n") and "cumath_mbgemm" in src
 
 
-@pytest.fixture(scope="module")
-def nvrtc_present():
-    from cumath._core import jit
-    from cumath.errors import LibraryNotFoundError
-
-    try:
-        return jit.nvrtc_version()
-    except (LibraryNotFoundError, OSError) as exc:
-        pytest.skip(f"NVRTC is not available: {exc}")
-
-
 @pytest.mark.parametrize("problem", [
     rowmajor(M, 40, 10), colmajor(M, 40, 10), rowmajor(M, 40, 10, "float64", c=False), rowmajor(M, 40, 10, "float16"),
     colmajor(M, 8, 4, "bfloat16"), mb.GemmProblem(M, 40, 10, "float32", (10, 1), (40, 1), (1, 0), (40, 1)),

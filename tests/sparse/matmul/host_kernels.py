@@ -8,29 +8,13 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 
-_SHIM = r"""
-#include <atomic>
-#include <barrier>
-#include <cstring>
-#include <thread>
-#include <vector>
-struct cumath_dim3 { unsigned x, y, z; };
-static thread_local cumath_dim3 threadIdx, blockIdx;
-static cumath_dim3 blockDim, gridDim;
-static std::barrier<>* cumath_barrier = nullptr;
-static inline void __syncthreads() { cumath_barrier->arrive_and_wait(); }
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __restrict__ __restrict
-#define __launch_bounds__(x)
-#define __shared__ static
+from helpers.host_cuda import SHIM, available, compile_host as _compile
+
+__all__ = ["available", "host_source", "compile_host", "HostKernel", "install"]
+
+_SHIM = SHIM + r"""
 struct uint4 { unsigned x, y, z, w; };
 template <class T> inline void atomicAdd(T* p, T v) { std::atomic_ref<T>(*p).fetch_add(v); }
 static std::atomic<int> cumath_fault{0};
@@ -50,10 +34,6 @@ template <class T, int K> inline void store16(T* p, const T (&a)[K]) {
 _KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\((.*?)\) \{')
 _CTYPES = {"P": ctypes.c_void_p, "q": ctypes.c_longlong, "i": ctypes.c_int, "f": ctypes.c_float,
            "d": ctypes.c_double}
-
-
-def available() -> bool:
-    return shutil.which("g++") is not None
 
 
 def host_source(source: str, operators: str = "") -> str:
@@ -82,26 +62,8 @@ extern "C" void host_launch_{name}(unsigned gx, unsigned gy, unsigned bx, unsign
     return _SHIM + src + operators + "\n".join(launchers) + "\n"
 
 
-_LIBS: dict = {}
-
-
 def compile_host(source: str, operators: str = "") -> ctypes.CDLL:
-    text = host_source(source, operators)
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
-    lib = _LIBS.get(key)
-    if lib is None:
-        folder = os.path.join(tempfile.gettempdir(), f"cumath-host-kernels-{os.getuid()}")
-        os.makedirs(folder, exist_ok=True)
-        so = os.path.join(folder, f"{key}.so")
-        if not os.path.exists(so):
-            cpp = os.path.join(folder, f"{key}.cpp")
-            with open(cpp, "w") as f:
-                f.write(text)
-            subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas",
-                            "-o", so + ".tmp", cpp], check=True, capture_output=True, text=True)
-            os.replace(so + ".tmp", so)
-        lib = _LIBS[key] = ctypes.CDLL(so)
-    return lib
+    return _compile(host_source(source, operators), "host-kernels")
 
 
 class HostKernel:

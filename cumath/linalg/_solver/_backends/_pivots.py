@@ -27,18 +27,14 @@ Without NVRTC they are unavailable (logged once) and the engines solve without t
 from __future__ import annotations
 
 import logging
-import weakref
 
 import numpy as np
 
-from ...._bindings import cudart
 from ...._core import cuda
-from ...._core.frameworks.numpy import from_pointer
 from ...._core.kernels import get_kernel
-from ...._core.lifecycle import release_quietly
 
-__all__ = ["SCALARS_SOURCE", "PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
-           "pivot_kernel", "scan_grid"]
+__all__ = ["SCALARS_SOURCE", "PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART",
+           "PivotCheck", "pivot_kernel", "scan_grid"]
 
 logger = logging.getLogger(__name__)
 
@@ -230,21 +226,6 @@ def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = Fa
         return None
 
 
-def _pinned_word(owner):
-    """An 8-byte word of page-locked host memory that lives as long as ``owner`` (a device-to-host copy into it
-    needs no staging through the driver's buffer); a NumPy word where it cannot be had."""
-    try:
-        ptr = cudart.cudaMallocHost(8)
-    except Exception:  # noqa: BLE001 - no CUDA runtime (the CPU emulation): pageable memory works too
-        ptr = 0
-    if not ptr:
-        return np.zeros(1, np.uint64)
-    weakref.finalize(owner, release_quietly, cudart.cudaFreeHost, ptr)
-    word = from_pointer(ptr, (1,), (1,), "uint64")
-    word[0] = 0
-    return word
-
-
 def scan_grid(n: int, count: int) -> tuple:
     """The grid of the finiteness scan: (count, ny), SCAN_BLOCKS blocks in all where the columns allow."""
     return count, max(1, min(n, -(-SCAN_BLOCKS // max(1, count)), 65535))
@@ -269,7 +250,7 @@ class PivotCheck:
         cuda.synchronize(mem.stream)  # (before a check on another stream)
         self._epoch = 0
         self._scanned = False  # scan_input ran for the check to come (and took its epoch)
-        self._host_flagged = _pinned_word(self)
+        self._host_flagged = cuda.pinned_word(self)
         self.host_pivots = np.zeros((geom.count, 2), np.float64)
         self._kernels = None
 

@@ -26,7 +26,6 @@ from ...._core import cuda
 from ...._core.kernels import get_kernel
 from ....errors import CumathError, LAPACKError
 from . import ProgramCache
-from ._pivots import _pinned_word
 from ._small_kernels import FLAG, FUSED_ARGS, MAX_ORDER, SMALL_SOURCE, SOLVE_ARGS, WARPS, grid, kernel_names
 from .cusolver import _Buffers
 
@@ -96,7 +95,7 @@ class SmallSystemsEngine(ProgramCache):
         except BaseException:
             self.free()
             raise
-        self._host_flagged = _pinned_word(self)
+        self._host_flagged = cuda.pinned_word(self)
         self._host_infos = np.zeros(g.count, np.int32)
         self.host_pivots = np.zeros((g.count, 2), np.float64)
         # a(i, j) at rs * i + cs * j: the factor storage holds a column-major, or a^T ('C': a row-major a)
@@ -133,7 +132,6 @@ class SmallSystemsEngine(ProgramCache):
         return (x_base, self._x_off, self._x_step, self._ldx) + b + (self.geom.nrhs,)
 
     def _factor_launch(self, a_base: int, x_base: int, solve: int) -> list:
-        g = self.geom
         if self.reads_a:
             src = (self.source, self._s_off, self._s_step, self._srs, self._scs)
         else:

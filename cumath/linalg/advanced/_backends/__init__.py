@@ -2,7 +2,7 @@
 
 cuBLASLt (``cublaslt.py``) plans every variant: descriptors, heuristics, and the algorithms that ``autotune()``
 and ``execute(algorithm=...)`` run. An engine may take a planned variant's default execution over with a kernel
-of its own (``memory_bound.py``: tall-skinny products); ``kernel_for`` asks the engines of ``ENGINES`` in
+of its own (``small.py``: every extent small, launch-bound; ``memory_bound.py``: tall-skinny products); ``kernel_for`` asks the engines of ``ENGINES`` in
 order, once per variant, and the first kernel offered runs the variant. cuBLASLt, last, offers none: the
 variant's planned ``cublasLtMatmul`` call runs it.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import cublaslt, memory_bound
+from . import cublaslt, memory_bound, small
 
 __all__ = ["Product", "Kernel", "Engine", "ENGINES", "kernel_for"]
 
@@ -50,7 +50,7 @@ class Engine(Protocol):
 
 
 #: asked in this order; the first kernel offered runs the variant
-ENGINES: tuple = (memory_bound.ENGINE, cublaslt.ENGINE)
+ENGINES: tuple = (small.ENGINE, memory_bound.ENGINE, cublaslt.ENGINE)
 
 
 def kernel_for(product: Product, log) -> tuple:

@@ -5,6 +5,7 @@ out as its kernel reads it, and ``_memory_bound.select`` expects it to beat cuBL
 from __future__ import annotations
 
 from .._memory_bound import GemmProblem, select as select_kernel
+from .kernel_engine import KernelEngine
 
 __all__ = ["ENGINE"]
 
@@ -27,23 +28,4 @@ def gemm_problem(product) -> GemmProblem | None:
                        geom.b.batch_stride, c.batch_stride if c is not None else 0, geom.m * geom.n, product.device)
 
 
-class _Engine:
-    name = "memory_bound"
-
-    @staticmethod
-    def select(product, log):
-        problem = gemm_problem(product)
-        if problem is None:
-            return None
-        try:
-            kernel = select_kernel(problem)
-        except Exception as exc:  # the kernel is an optimisation: cuBLASLt remains
-            log.info("the memory-bound kernel is not available (%s); cuBLASLt runs the matmul", exc)
-            return None
-        if kernel is not None:
-            log.info("the memory-bound GEMM kernel runs this problem (M=%d, N=%d, K=%d)", product.geom.m,
-                     product.geom.n, product.geom.k)
-        return kernel
-
-
-ENGINE = _Engine()
+ENGINE = KernelEngine("memory_bound", "memory-bound GEMM", gemm_problem, lambda problem: select_kernel(problem))

@@ -20,6 +20,10 @@ device current and no kernel of theirs still running):
   emptied at the next cuDSS solver's creation, phase, ``free()`` or ``release_shared_handles()``. Nothing is
   destroyed once the interpreter is exiting (a hook made the last one registered whenever a solver is made runs
   first at exit and says so).
+- **A data object keeps working on the stream it was analysed on** (its buffers are freed and allocated there in
+  later phases): a phase on another stream is joined with that one both ways (``Objects.join``: the analysis
+  stream waits for the phase's stream before it, the phase's stream for the analysis stream after it), with two
+  events of the solver's, destroyed with its objects.
 """
 
 from __future__ import annotations
@@ -178,11 +182,12 @@ class Objects:
     """What one solver made from ``handle``: its config, data and matrix objects, device buffers and the event
     recorded behind its last work."""
 
-    __slots__ = ("handle", "config", "data", "matrices", "buffers", "event", "done", "__weakref__")
+    __slots__ = ("handle", "config", "data", "matrices", "buffers", "event", "joins", "done", "__weakref__")
 
     def __init__(self, handle: Handle):
         self.handle = handle
         self.config = self.data = self.event = 0
+        self.joins = [0, 0]  # the events that join the analysis stream with another phase's stream (join())
         self.matrices, self.buffers = [], []
         self.done = False
 
@@ -191,6 +196,14 @@ class Objects:
         if not self.event:
             self.event = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
         cudart.cudaEventRecord(self.event, stream)
+
+    def join(self, which: int, before: int, after: int) -> None:
+        """Make stream ``after`` wait for the work queued on stream ``before`` so far (event ``which``: 0 before a
+        phase, 1 after it; made once)."""
+        if not self.joins[which]:
+            self.joins[which] = cudart.cudaEventCreateWithFlags(cudart.cudaEventDisableTiming)
+        cudart.cudaEventRecord(self.joins[which], before)
+        cudart.cudaStreamWaitEvent(after, self.joins[which])
 
 
 def destroy(objs: Objects) -> None:
@@ -231,6 +244,10 @@ def destroy(objs: Objects) -> None:
             if objs.event:
                 cudart.cudaEventDestroy(objs.event)
                 objs.event = 0
+            for k, ev in enumerate(objs.joins):
+                if ev:
+                    cudart.cudaEventDestroy(ev)
+                    objs.joins[k] = 0
     except Exception:  # noqa: BLE001 - a failing destroy is logged, never raised
         logger.warning("destroying cuDSS objects failed", exc_info=True)
     finally:

@@ -41,9 +41,11 @@ from ...._core.disk_cache import cache_dir
 from ....errors import CUDSSError, SingularMatrixError
 from .._options import DirectSolverMatrixType as MT
 from . import _cudss_lifetime as _lifetime
+from ._cudss_checks import DiagCheck
 from ._cudss_lifetime import Objects, acquire, bury, caller_handle, destroy, drain, on_device, release_shared_handles
 
-__all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "bundled_threading_layer", "VALUE_TYPES", "release_shared_handles"]
+__all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "PLAN_DEFAULTS", "ANALYSIS_PHASES", "bundled_threading_layer",
+           "VALUE_TYPES", "release_shared_handles"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,16 @@ SETTINGS = {
     "factorization_algorithm": _C.FACTORIZATION_ALG, "pivot_eps_algorithm": _C.PIVOT_EPSILON_ALG,
     "pivot_eps": _C.PIVOT_EPSILON, "solution_algorithm": _C.SOLVE_ALG, "ir_num_steps": _C.IR_N_STEPS,
 }
+#: cumath's planning defaults by the order of the system, over cuDSS's own, for what the caller leaves unset:
+#: ``((lowest order, {setting name or cudss.ConfigParam: value}), ...)`` in increasing order (the last class the
+#: order reaches applies). A setting goes here only when benchmarks/solvers_sparse.py's ``sparse/gpu-plan-settings``
+#: tables (90k and 1M Poisson) measured it planning much faster than cuDSS's default with factorize and solve
+#: within 1.05x; the table prints the line to put here. Empty: cuDSS's own choices (nested dissection, AUTO
+#: matching and pivoting, superpanels) measured best so far.
+PLAN_DEFAULTS: tuple = ()
+#: the cuDSS phases of an analysis: ANALYSIS in one call, or (benchmarks) REORDERING then SYMBOLIC_FACTORIZATION
+#: as two, so that the plan's step timings show each (the same work either way)
+ANALYSIS_PHASES: tuple = (cudss.Phase.ANALYSIS,)
 VALUE_TYPES = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}  # cudaDataType
 _R_32I = 10
 _REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
@@ -125,6 +137,9 @@ class CudssSolver:
         self._ptrs = {}  # device arrays of pointers (batches): name -> [buffer, last uploaded, host copy]
         self._dense_shape = {}  # "B"/"X" -> the shape its matrix object was made for
         self._dense_arrays = {}  # "B"/"X" -> the host size arrays of a batch matrix (kept alive with it)
+        self.home = None  # the stream of the last analysis (see _execute)
+        self._diag_check = None  # the NaN/inf scan of the pivots (single systems; made at the first factorization)
+        self.hybrid_execute = execution.kind == "hybrid"
         self.global_pivoting = False
         self.perturbed = 0
         self.factorized = False
@@ -157,11 +172,27 @@ class CudssSolver:
             self.config_set(_C.USE_CUDA_REGISTER_MEMORY, int(hm.register_cuda_memory))
         if execution.kind == "hybrid":
             self.config_set(_C.HYBRID_EXECUTE_MODE, 1)
+        self._size_defaults(settings, cudss_config)
         for name, value in settings.items():
             if value is not None:
                 self.config_set(SETTINGS[name], value)
         for param, value in cudss_config:  # DirectSolverOptions.cudss_config: the caller's word goes last
             self.log.info("cuDSS config %s = %r (DirectSolverOptions.cudss_config)", param.name, value)
+            self.config_set(param, value)
+
+    def _size_defaults(self, settings, cudss_config) -> None:
+        """cumath's planning defaults of the problem's size class (``PLAN_DEFAULTS``), where the caller set none."""
+        chosen = {}
+        for lowest, values in PLAN_DEFAULTS:
+            if max(self.sizes) >= lowest:
+                chosen = values
+        named = {param for param, _ in cudss_config}
+        for key, value in chosen.items():
+            param = SETTINGS.get(key, key)
+            if (key in SETTINGS and settings.get(key) is not None) or param in named:
+                continue
+            self.log.info("cuDSS config %s = %r (cumath's default for order %d)", cudss.ConfigParam(param).name,
+                          value, max(self.sizes))
             self.config_set(param, value)
 
     # ------------------------------------------------------------------------------------------ setup
@@ -288,12 +319,27 @@ class CudssSolver:
     def _execute(self, stream, *phases, steps=None) -> None:
         """Run ``phases`` on ``stream`` (the handle's lock held, its device current), then record the event that
         says when their work is done; ``steps`` (a ``_timing.Steps``) times the stream's setting, each phase and
-        the events."""
+        the events.
+
+        cuDSS's data object keeps using the stream it was analysed on (its *home*): it frees and allocates its
+        buffers there during later phases, whatever stream the handle is set to (a destroyed analysis stream
+        crashed a later solve on another stream). A phase on another stream is therefore joined with the home
+        stream both ways: the home stream waits for what the caller queued on ``stream`` before the phase (a new
+        ``b`` computed there), and ``stream`` waits for the home stream after it (the caller reads ``x`` there).
+        Without the first join, cuDSS's part of a solve after ``reset_operands(b=b * 2, stream=other)`` can run
+        before ``b * 2`` is written; without the second, the caller can read ``x`` before cuDSS's part is done.
+        Same-stream phases (the usual case) pay nothing; another stream costs two event records and two waits."""
         if _graveyard_nonempty():
             drain()
         h, objs = self._h, self._objs
+        home = self.home
+        if cudss.Phase.REORDERING & phases[0]:
+            home = self.home = stream  # (a new analysis: cuDSS's data object takes this stream as its own)
         with h, on_device(h.device_id):
             h.set_stream(stream)
+            cross = home != stream
+            if cross:  # what the caller queued on ``stream`` (b's values, a's) is done before cuDSS's work on home
+                objs.join(0, stream, home)
             if steps is not None:
                 steps.step("stream")
             for phase in phases:
@@ -302,13 +348,15 @@ class CudssSolver:
                 cudss.cudssExecute(self.handle, phase, objs.config, objs.data, self.A, self.X or self.B, self.B)
                 if steps is not None:
                     steps.step(f"cudssExecute({cudss.Phase(phase).name})")
+            if cross:  # and what the caller queues on ``stream`` next (reading x) waits for it
+                objs.join(1, home, stream)
             objs.record(stream)
             h.queued(stream)
             if steps is not None:
                 steps.step("events")
 
     def analyse(self, stream, steps=None) -> None:
-        self._execute(stream, cudss.Phase.ANALYSIS, steps=steps)
+        self._execute(stream, *ANALYSIS_PHASES, steps=steps)
         self.factorized = False
 
     def factorize(self, stream, steps=None) -> None:
@@ -316,20 +364,34 @@ class CudssSolver:
         how many pivots were perturbed (their solutions get checked)."""
         self._execute(stream, cudss.Phase.FACTORIZATION, steps=steps)
         self.factorized = True
-        self._read_status()
+        self._read_status(stream)
         if steps is not None:
-            steps.step("status (info, npivots: waits for the factorization)")
+            steps.step("status (info, npivots, NaN/inf pivots: waits for the factorization)")
 
-    def _read_status(self) -> None:
+    def _read_status(self, stream) -> None:
+        """cuDSS's status of the last factorization, and (single systems) the GPU scan of its pivots for NaN and
+        inf (``_cudss_checks``), read after one wait for the stream."""
+        check = self._diag_check
+        if check is None and not self.batch and not self.hybrid_execute:
+            check = self._diag_check = DiagCheck(self.sizes[0], self.dtype, self.allocator, stream, self._buffers,
+                                                 self.log)
+        if check is not None:
+            with self._h, on_device(self._h.device_id):
+                self._h.set_stream(stream)
+                check.queue(self.handle, self._objs.data, stream, self._h.device_id)
+        # the factorization (and the scan) done before anything is read: cuDSS documents its data queries as
+        # synchronous, but the status of a factorization still queued would be a stale one
+        cuda.synchronize(stream)
         info, npivots = self._status()
+        nonfinite = check is not None and check.flagged()
         if info and self.mtype in (MT.SPD, MT.HPD):
             raise SingularMatrixError(f"a is not positive definite (cuDSS reports info {info} after its Cholesky "
                                       f"factorization); use sparse_system_type=SYMMETRIC (or HERMITIAN) for "
                                       f"indefinite matrices")
-        self.perturbed = npivots if npivots else (1 if info else 0)
+        self.perturbed = npivots if npivots else (1 if info or nonfinite else 0)
         if self.perturbed:
-            self.log.info("cuDSS factorization: %d perturbed pivots, info %d; the solution will be checked", npivots,
-                          info)
+            self.log.info("cuDSS factorization: %d perturbed pivots, info %d%s; the solution will be checked", npivots,
+                          info, ", NaN or inf pivots" if nonfinite else "")
 
     def pivot_globally(self, stream) -> bool:
         """Switch a general matrix's plan to global pivoting (BTF+COLAMD, matching off), analyse and factorize
@@ -346,7 +408,7 @@ class CudssSolver:
         self.config_set(_C.REORDERING_ALG, cudss.ReorderingAlg.BTF_COLAMD)
         self.config_set(_C.MATCHING_ALG, cudss.MatchingAlg.NONE)
         self._execute(stream, cudss.Phase.ANALYSIS, cudss.Phase.FACTORIZATION)
-        self._read_status()
+        self._read_status(stream)
         return True
 
     def _status(self):
