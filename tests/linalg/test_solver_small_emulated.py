@@ -378,3 +378,59 @@ def test_a_non_finite_entry_anywhere_is_reported_on_the_kernel_path(emulated, dt
     others = [q for q in range(count) if q != p]
     if others:
         assert _residual(a[others], x[others], b[others]) < EPS[dtype]
+
+
+# ------------------------------------------------------------------------------------------ native launches
+_LAUNCH_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *([ctypes.c_uint] * 7), ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+_READ = {"P": ctypes.c_uint64, "Q": ctypes.c_uint64, "q": ctypes.c_int64, "i": ctypes.c_int32,
+         "d": ctypes.c_double}
+
+
+@pytest.mark.parametrize("flavour", ["native", "ctypes"])
+def test_loaded_kernels_launch_with_one_native_call(emulated, monkeypatch, lib, flavour):
+    """A loaded kernel's launches are built once per program as native launchers (launch_words: the arguments
+    packed once, the stream the one word per call); a stand-in cuLaunchKernel decodes the kernelParams and runs
+    the host twin, so the packing is checked end to end; a failed launch raises CUDADriverError."""
+    from cumath._core import _fast
+    from cumath._core.kernels import Kernel
+    from cumath.errors import CUDADriverError
+
+    if flavour == "native" and not _fast.NATIVE:
+        pytest.skip("the C extension is not built")
+    if flavour == "ctypes":
+        monkeypatch.setattr(_fast, "_native", None)
+    twins, status = {}, [0]
+
+    def loaded(src, name, arg_types, device_id=None):
+        k = object.__new__(Kernel)
+        k.name, k.function, k.arg_types = name, 0x1000 + len(twins), arg_types
+        twins[k.function] = HostKernel(lib, emulated, name)
+        return k
+
+    def fake_launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        kernel = twins[f]
+        code = "PPqqqPPqqqiiPPPPqqPPqqqiidQPP" if kernel.fused else "PPqqqiiPPPqqPPqqqi"
+        values = [_READ[c].from_address(params[i]).value for i, c in enumerate(code)]
+        if status[0] == 0:
+            kernel.launch(gx, bx, smem, stream, *values)
+        return status[0]
+
+    cfn = _LAUNCH_T(fake_launch)
+    monkeypatch.setattr(_fast, "_cu_launch_kernel", lambda: _LAUNCH_T(ctypes.cast(cfn, ctypes.c_void_p).value))
+    monkeypatch.setattr(small_lu, "get_kernel", loaded)
+    for kind in ("lu", "cholesky"):
+        a0, b0, ref = system((5,), 9, 2, "complex64", kind)
+        opts = _opts(matrix_type="general" if kind == "lu" else "hpd")
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=opts), b0, "complex64")
+        with DirectSolver(device(a0), device(b0), options=opts) as s:
+            s.plan()
+            s.factorize()
+            assert_solves(ref, s.solve(), b0, "complex64")
+            assert all(not isinstance(getattr(fn, "__self__", None), HostKernel) and len(args) == 1  # (the stream)
+                       for prog in s._executor.engine._programs().values() for fn, args in prog)
+    _kernels_only(emulated.calls)
+    status[0] = 719  # CUDA_ERROR_LAUNCH_FAILED
+    plan_cache.clear()
+    with pytest.raises(CUDADriverError, match="cuLaunchKernel of cumath_small_lu<double, 4>"):
+        direct_solver(device(np.eye(3)), device(np.ones(3)), options=_opts())

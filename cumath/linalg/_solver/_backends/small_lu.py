@@ -19,12 +19,14 @@ engines (logged) when the kernels cannot be built and the plan did not ask for t
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 import numpy as np
 
 from ...._core import cuda
-from ...._core.kernels import get_kernel
-from ....errors import CumathError, LAPACKError
+from ...._core._fast import launch_words
+from ...._core.kernels import ArgPacker, Kernel, get_kernel
+from ....errors import LAPACKError
 from . import ProgramCache
 from ._small_kernels import FLAG, FUSED_ARGS, MAX_ORDER, SMALL_SOURCE, SOLVE_ARGS, WARPS, grid, kernel_names
 from .cusolver import _Buffers
@@ -74,6 +76,7 @@ class SmallSystemsEngine(ProgramCache):
         what = "LU" if g.kind == "lu" else "Cholesky"
         self.description = f"cumath's {what} kernels for small systems (a warp per system, order {g.n})"
         self._stream = stream
+        self._packed = deque(maxlen=2 * self.KEEP + 2)  # the arguments the native launchers of the programs point at
         self._mem = mem = _Buffers(allocator, stream)
         try:
             self._info = mem.get(4 * g.count)
@@ -113,6 +116,19 @@ class SmallSystemsEngine(ProgramCache):
         return (grid(self.geom.count), 32 * WARPS, 0, self._stream, *src, a_base, self._a_off, self._a_step,
                 self._rs, self._cs, self.geom.n, self.geom.count, self._perm)
 
+    def _entry(self, kernel, launch: tuple) -> tuple:
+        """A program's (fn, args) for one launch (``launch``: grid, block, shared memory, stream, the kernel's
+        arguments): one native call for a loaded kernel, its arguments packed once (a program is built once per
+        address and stream: only the stream is passed per call); the kernel's own launch() for a stand-in."""
+        if not isinstance(kernel, Kernel):
+            return kernel.launch, launch
+        grid_x, block, shared, stream = launch[:4]
+        packer = ArgPacker(kernel.arg_types)
+        packer.pack(launch[4:])
+        self._packed.append(packer)
+        fn = launch_words(kernel.function, (grid_x, 1, 1), (block, 1, 1), shared, list(packer.params), (), 0, 1)
+        return fn, (stream,)
+
     def factor_program(self, a_base: int) -> list:
         return self._program(("f", a_base, self.source), lambda: self._factor_calls(a_base))
 
@@ -138,7 +154,7 @@ class SmallSystemsEngine(ProgramCache):
             src = (a_base, self._a_off, self._a_step, self._rs, self._cs)
         args = self._launch_args(a_base, src) + (self._info,) + self._rhs_args(x_base) + (
             solve, self._eps, FLAG, self._out, self._flagged)
-        return [(self._fused_kernel.launch, args)]
+        return [self._entry(self._fused_kernel, args)]
 
     def _factor_calls(self, a_base: int) -> list:
         return self._factor_launch(a_base, 0, 0)
@@ -148,7 +164,7 @@ class SmallSystemsEngine(ProgramCache):
 
     def _solve_calls(self, a_base: int, b_base: int) -> list:
         args = self._launch_args(a_base) + self._rhs_args(b_base)
-        return [(self._solve_kernel.launch, args)]
+        return [self._entry(self._solve_kernel, args)]
 
     # ------------------------------------------------------------------------------------------ status
     def read_back(self, a_base: int, pivots: bool = True) -> tuple:
@@ -166,8 +182,11 @@ class SmallSystemsEngine(ProgramCache):
         cuda.synchronize(stream)
         return self._host_infos, self.host_pivots
 
-    def failed(self, status: int, fn) -> None:  # pragma: no cover - a launch reports errors by raising
-        raise CumathError(f"{getattr(fn, '__name__', fn)} returned {status}")
+    def failed(self, status: int, fn) -> None:
+        """A launch's status (cuLaunchKernel's CUresult) as CUDADriverError."""
+        from ...._bindings import cuda as driver
+
+        driver.check(int(status), f"cuLaunchKernel of {self.routines[0]} for {self.geom.count} systems")
 
     def set_stream(self, stream: int) -> None:
         if stream != self._stream:
