@@ -85,7 +85,7 @@ def test_singular_systems_raise_as_the_library_path_does(method):
     a0, b0, _ = system((2, 3), 6, 1, "float64", "lu")
     a0[1, 2, :, 3] = 0
     a0[0, 1, :, 0] = 0
-    a = cp.asarray(np.swapaxes(np.swapaxes(a0, -1, -2).copy(), -1, -2))  # column-major matrices
+    a = cp.asarray(np.swapaxes(a0, -1, -2).copy()).swapaxes(-1, -2)  # column-major matrices
     with pytest.raises(SingularMatrixError, match=r"a\[0, 1\] is singular: U\[0, 0\].*\(2 of the 6") as e:
         direct_solver(a, cp.asarray(b0), options={"batch_method": method})
     assert (e.value.problem, e.value.info, e.value.count) == ((0, 1), 1, 2)
@@ -117,8 +117,8 @@ def test_streams_and_inplace():
     import scipy.linalg as sla
 
     a0, b0, ref = system((4,), 11, 2, "float64", "lu")
-    f = cp.asarray(np.swapaxes(np.swapaxes(a0, -1, -2).copy(), -1, -2))  # column-major matrices: in place
-    bf = cp.asarray(np.swapaxes(np.swapaxes(b0, -1, -2).copy(), -1, -2))
+    f = cp.asarray(np.swapaxes(a0, -1, -2).copy()).swapaxes(-1, -2)  # column-major matrices: in place
+    bf = cp.asarray(np.swapaxes(b0, -1, -2).copy()).swapaxes(-1, -2)
     stream = cp.cuda.Stream(non_blocking=True)
     with DirectSolver(f, bf, options={"inplace_a": True, "inplace_b": True}, stream=stream) as s:
         s.plan()
@@ -171,7 +171,7 @@ def test_not_positive_definite_raises_as_the_library_path_does(method):
     cp = _cupy()
     a0, b0, _ = system((2, 3), 6, 1, "float64", "cholesky")
     a0[1, 0, 3, 3] = -50.0
-    a = cp.asarray(np.swapaxes(np.swapaxes(a0, -1, -2).copy(), -1, -2))  # column-major matrices
+    a = cp.asarray(np.swapaxes(a0, -1, -2).copy()).swapaxes(-1, -2)  # column-major matrices
     with pytest.raises(SingularMatrixError, match=r"a\[1, 0\] is not positive definite: its leading minor of order "
                                                   r"4 is not positive") as e:
         direct_solver(a, cp.asarray(b0), options={"batch_method": method, "matrix_type": "spd"})
