@@ -4,8 +4,10 @@ against its peers, in one process, on the same data.
 Groups (``--list`` shows every case):
   dense     CPU: one float64 system of order 2048 against scipy.linalg.solve and numpy.linalg.solve; a batch of
             4096 float64 systems of order 32 against numpy.linalg.solve. GPU: one float64 system of order 8192
-            and a batch of 16,384 float32 systems of order 32, against torch.linalg.solve, cupy.linalg.solve and
-            nvmath-python where installed; the batch-method table (one cuSOLVER call per system against the
+            and a batch of 16,384 float32 systems of order 32 (b of shape (batch, 32, 1), (batch, 32) and
+            (batch, 32, 8); positive definite ones by Cholesky), against torch.linalg.solve, cupy.linalg.solve and
+            nvmath-python where installed, cumath's small-system kernels beside its library path forced
+            (batch_method='batched'); the batch-method table (one cuSOLVER call per system against the
             batched routines, per order) behind ``DirectSolverOptions(batch_method='auto')``; optional: the CPU
             thread table (``--case dense/cpu-threads``).
   sparse    the sparse direct solver's cases, from benchmarks/solvers_sparse.py when that script is present (it
@@ -66,6 +68,8 @@ def well_conditioned(xp, shape, dtype):
 
 def rel_residual(a, x, b) -> float:
     a, x, b = (np.asarray(v, dtype=np.float64) for v in (a, x, b))
+    if x.ndim == a.ndim - 1:  # one vector per system
+        x, b = x[..., None], b[..., None]
     return float(np.abs(a @ x - b).max() / (np.abs(a).max() * max(1.0, np.abs(x).max()) * a.shape[-1]))
 
 
@@ -159,9 +163,13 @@ def cpu_threads(case):
 
 
 # ------------------------------------------------------------------------------------------------ GPU
-def gpu_contenders(case, a, b, dtype_name):
+LIBRARY = {"batch_method": "batched"}  # the library path forced (cuBLAS's batched LU), for the kernels' cases
+
+
+def gpu_contenders(case, a, b, dtype_name, library=False):
     """Rows for torch/cupy operands (cumath stateful and stateless), torch.linalg.solve, cupy.linalg.solve and
-    nvmath-python's direct solver where importable."""
+    nvmath-python's direct solver where importable; ``library``: cumath's rows again with the library path
+    forced (``batch_method='batched'``: cuBLAS's batched LU instead of cumath's small-system kernels)."""
     torch = optional("torch")
     cp = optional("cupy")
     if (torch is None or not torch.cuda.is_available()) and cp is None:
@@ -176,11 +184,19 @@ def gpu_contenders(case, a, b, dtype_name):
         fns["torch.linalg.solve"] = lambda: torch.linalg.solve(ta, tb)
         fns["cumath DirectSolver factorize+solve (torch)"] = run
         fns["cumath direct_solver (stateless, torch)"] = lambda: direct_solver(ta, tb)
+        if library:
+            s, run = stateful(ta, tb, options=LIBRARY)
+            plans.append(s)
+            fns["cumath DirectSolver factorize+solve (torch, library path)"] = run
+            fns["cumath direct_solver (stateless, torch, library path)"] = lambda: direct_solver(ta, tb, options=LIBRARY)
     if cp is not None:
         ca, cb = cp.asarray(a), cp.asarray(b)
         s, run = stateful(ca, cb)
         plans.append(s)
-        fns["cupy.linalg.solve"] = lambda: cp.linalg.solve(ca, cb)
+        if b.ndim == a.ndim:  # (NumPy 2's rule, which CuPy follows: a b of (batch, n) is not a batch of vectors)
+            fns["cupy.linalg.solve"] = lambda: cp.linalg.solve(ca, cb)
+        else:
+            fns["cupy.linalg.solve (b as (batch, n, 1))"] = lambda: cp.linalg.solve(ca, cb[..., None])
         fns["cumath DirectSolver factorize+solve (cupy)"] = run
         fns["cumath direct_solver (stateless, cupy)"] = lambda: direct_solver(ca, cb)
         if ref is None:
@@ -214,14 +230,20 @@ def gpu_contenders(case, a, b, dtype_name):
     return fns, plans, err
 
 
-def gpu_case(case, a, b, dtype_name, rounds):
-    fns, plans, err = gpu_contenders(case, a, b, dtype_name)
+def gpu_case(case, a, b, dtype_name, rounds, library=False):
+    fns, plans, err = gpu_contenders(case, a, b, dtype_name, library)
     first = next(k for k in fns if k.startswith("cumath DirectSolver"))
     case.time(fns, sync=device_sync(), rounds=rounds, target=0.2, extra={first: {"rel_residual": err}})
     for mine in [k for k in fns if k.startswith("cumath")]:
         for peer in ("torch.linalg.solve", "cupy.linalg.solve", "nvmath.linalg.direct_solver (stateless)"):
             case.ratio(mine, peer)
     case.ratio("cumath DirectSolver factorize+solve (torch)", "nvmath DirectSolver factorize+solve")
+    if library:
+        case.ratio("cumath DirectSolver factorize+solve (torch)",
+                   "cumath DirectSolver factorize+solve (torch, library path)", "kernels / library path (stateful)")
+    engine = getattr(plans[0]._executor, "engine", None) if plans else None
+    if engine is not None:
+        case.note(f"cumath's engine for this case: {engine.description}")
     for p in plans:
         p.free()
 
@@ -240,8 +262,99 @@ def gpu_batched(case):
     count, n = 16384, 32
     a = well_conditioned(np, (count, n, n), np.float32)
     b = RNG.standard_normal((count, n, 1)).astype(np.float32)
-    gpu_case(case, a, b, "float32", case.rounds(7, 3))
+    gpu_case(case, a, b, "float32", case.rounds(7, 3), library=True)
     _pivot_check_alone(case, a)
+    _small_kernel_alone(case, a, b)
+
+
+@bench.case("dense/gpu-batched-16384x32-float32-vector", "GPU, 16,384 float32 systems of order 32, b of shape "
+                                                          "(batch, 32)", gpu=True)
+def gpu_batched_vector(case):
+    count, n = 16384, 32
+    a = well_conditioned(np, (count, n, n), np.float32)
+    gpu_case(case, a, RNG.standard_normal((count, n)).astype(np.float32), "float32", case.rounds(7, 3), library=True)
+
+
+@bench.case("dense/gpu-batched-16384x32-float32-nrhs8", "GPU, 16,384 float32 systems of order 32, b of shape "
+                                                         "(batch, 32, 8)", gpu=True)
+def gpu_batched_nrhs(case):
+    count, n = 16384, 32
+    a = well_conditioned(np, (count, n, n), np.float32)
+    gpu_case(case, a, RNG.standard_normal((count, n, 8)).astype(np.float32), "float32", case.rounds(7, 3),
+             library=True)
+
+
+@bench.case("dense/gpu-batched-16384x32-float32-spd", "GPU, 16,384 float32 positive definite systems of order "
+                                                       "32 (Cholesky), one right-hand side each", gpu=True)
+def gpu_batched_spd(case):
+    torch = optional("torch")
+    if torch is None or not torch.cuda.is_available():
+        raise Skip("needs a CUDA PyTorch")
+    count, n = 16384, 32
+    m = RNG.standard_normal((count, n, n)).astype(np.float32)
+    a = m @ np.swapaxes(m, 1, 2) + n * np.eye(n, dtype=np.float32)
+    b = RNG.standard_normal((count, n, 1)).astype(np.float32)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    spd = {"matrix_type": "spd"}
+    lib = {**spd, **LIBRARY}
+    fns, plans = {}, []
+    for label, opts in (("", spd), (", library path", lib)):
+        s, run = stateful(ta, tb, options=opts)
+        plans.append(s)
+        fns[f"cumath DirectSolver factorize+solve (torch{label})"] = run
+        fns[f"cumath direct_solver (stateless, torch{label})"] = (
+            lambda o: lambda: direct_solver(ta, tb, options=o))(opts)
+    fns["torch.linalg.cholesky + torch.cholesky_solve"] = lambda: torch.cholesky_solve(tb, torch.linalg.cholesky(ta))
+    fns["torch.linalg.solve"] = lambda: torch.linalg.solve(ta, tb)
+    err = rel_residual(a, direct_solver(ta, tb, options=spd).cpu().numpy(), b)
+    first = "cumath DirectSolver factorize+solve (torch)"
+    case.time(fns, sync=device_sync(), rounds=case.rounds(7, 3), target=0.2, extra={first: {"rel_residual": err}})
+    for mine in [k for k in fns if k.startswith("cumath")]:
+        case.ratio(mine, "torch.linalg.cholesky + torch.cholesky_solve")
+    case.ratio(first, "cumath DirectSolver factorize+solve (torch, library path)", "kernels / library path (stateful)")
+    case.note(f"cumath's engine for this case: {plans[0]._executor.engine.description}")
+    for p in plans:
+        p.free()
+
+
+def _small_kernel_alone(case, a, b) -> None:
+    """cumath's small-system kernel on its own: the fused launch (factorize, check, solve: a and b read where they
+    are, the factors and x written into buffers of the plan's layouts), timed with CUDA events over 50 launches,
+    against the factorize+solve row."""
+    cp = optional("cupy")
+    if cp is None:
+        case.note("the small-system kernel alone: needs CuPy")
+        return
+    ca, cb = cp.asarray(a), cp.asarray(b)
+    s = DirectSolver(ca, cb)
+    s.plan()
+    engine = getattr(s._executor, "engine", None)
+    if engine is None or not hasattr(engine, "_fused_calls"):
+        case.note(f"the small-system kernel alone: the plan runs {getattr(engine, 'description', '?')}")
+        s.free()
+        return
+    f = cp.empty_like(ca)  # the factors, in the plan's layout (a row-major a: factorized through its transpose)
+    x = cp.empty((cb.shape[0], cb.shape[2], cb.shape[1]), cb.dtype) if cb.ndim == 3 else cp.empty_like(cb)
+    stream = cp.cuda.get_current_stream()
+    engine.set_stream(stream.ptr)
+    engine.source, engine.b_source = ca.data.ptr, cb.data.ptr  # (what the executor sets before each call)
+    [(launch, args)] = engine._fused_calls(f.data.ptr, x.data.ptr)
+    launch(*args)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    for _ in range(50):
+        launch(*args)
+    end.record(stream)
+    end.synchronize()
+    us = cp.cuda.get_elapsed_time(start, end) * 1e3 / 50
+    case.value("small-system kernel alone (factorize + check + solve, 16,384 systems)", us, "us",
+               bytes_moved=int(2 * f.nbytes + 2 * x.nbytes))  # (a read, the factors written; b read, x written)
+    mine = case.stats("cumath DirectSolver factorize+solve (torch)") or case.stats(
+        "cumath DirectSolver factorize+solve (cupy)")
+    if mine is not None:
+        case.note(f"the kernel is {us / (mine.median * 1e6):.1%} of cumath's factorize+solve median "
+                  f"({2 * f.nbytes / 2 ** 20:.0f} MiB of a read and written in {us:.1f} us)")
+    s.free()
 
 
 def _pivot_check_alone(case, a) -> None:

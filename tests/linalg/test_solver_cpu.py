@@ -342,7 +342,7 @@ def test_operands_of_different_packages():
                                                r"'general', 'spd', 'hpd'"),
     ({"matrix_type": 7}, ValueError, "matrix_type=7 is not supported"),
     ({"batch_method": "fast"}, ValueError, r"batch_method='fast' is not supported; the allowed values are "
-                                           r"\['auto', 'loop', 'batched'\]"),
+                                           r"\['auto', 'loop', 'batched', 'kernel'\]"),
     ({"cpu_lapack": "netlib"}, ValueError, "cpu_lapack='netlib' is not supported"),
     ({"blocking": False}, ValueError, r"blocking=False is not supported; the allowed values are \[True, 'auto'\]"),
     ({"inplace_a": 1.5}, ValueError, "inplace_a=1.5 is not supported"),

@@ -294,17 +294,13 @@ def _opts(kind, method, **more):
     return {"matrix_type": MT[kind], "allocator": HostAllocator(), "batch_method": method, **more}
 
 
-# ------------------------------------------------------------------------------------------------- tests
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kind", ["lu", "cholesky"])
-@pytest.mark.parametrize("method", ["loop", "batched"])
-@pytest.mark.parametrize("layout", ["C", "F", "step"])
-@pytest.mark.parametrize("vector", [False, True])
-def test_device_operands(emulated, dtype, kind, method, layout, vector):
+def solve_device_operands(opts, dtype, kind, layout, vector):
+    """A batch of three systems of order 7 as "device" operands of ``layout``: factorize, solve, a new b, solve
+    again; the caller's a and b are never written."""
     a0, b0, ref = system((3,), 7, 2, dtype, kind, vector)
     a, b = with_layout(a0, layout), with_layout(b0, layout)
     keep_a, keep_b = a.copy(), b.copy()
-    with DirectSolver(device(a), device(b), options=_opts(kind, method)) as s:
+    with DirectSolver(device(a), device(b), options=opts) as s:
         s.plan()
         s.factorize()
         assert_solves(ref, s.solve(), b0, dtype)
@@ -313,6 +309,16 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
         assert_solves(ref, s.solve(), b1, dtype)
     np.testing.assert_array_equal(a, keep_a)  # the caller's memory is never written
     np.testing.assert_array_equal(b, keep_b)
+
+
+# ------------------------------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+@pytest.mark.parametrize("method", ["loop", "batched"])
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_device_operands(emulated, dtype, kind, method, layout, vector):
+    solve_device_operands(_opts(kind, method), dtype, kind, layout, vector)
     used = set(emulated.calls)
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used

@@ -1,6 +1,6 @@
 """The CUDA source of the dense solver's pivot kernels (cumath/linalg/_solver/_backends/_pivots.py), compiled as
 C++ for the CPU and run there: a small shim gives each block of the launch real threads (``__syncthreads`` a
-barrier, warp shuffles an exchange through memory, ``__shared__`` one static array per block, ``atomicAdd`` an
+barrier, warp shuffles an exchange through memory (every thread of the block at once), ``__shared__`` one static array per block, ``atomicAdd`` an
 atomic), so the kernels' own code, reductions across threads included, is checked against NumPy without a GPU:
 the smallest and largest pivot magnitudes, NaN and inf anywhere they are read (on thread 0, on the last thread,
 past the 256 threads of the wide kernel's block, off the diagonal for the scan of the single-system engine), the
@@ -21,6 +21,7 @@ SHIM = r"""
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <math.h>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -40,33 +41,27 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 // a shuffle: every thread of the block publishes its value, waits, reads its partner's, waits (every thread of
 // a block that is still running calls it together, as every lane of a warp does)
 static double cumath_xd[1024];
+static float cumath_xf[1024];
 static int cumath_xi[1024];
 inline double* cumath_slots(double) { return cumath_xd; }
+inline float* cumath_slots(float) { return cumath_xf; }
 inline int* cumath_slots(int) { return cumath_xi; }
-template <class T> T __shfl_xor_sync(unsigned, T v, int m)
+// (lane l of the warp that starts at thread w reads thread w + src: __shfl_sync; w + (l ^ m): __shfl_xor_sync)
+template <class T> T cumath_exchange(T v, unsigned from)
 {
     T* s = cumath_slots(v);
-    const unsigned t = threadIdx.x;
-    s[t] = v;
+    s[threadIdx.x] = v;
     __syncthreads();
-    const T r = s[t ^ (unsigned)m];
+    const T r = s[from];
     __syncthreads();
     return r;
 }
-"""
-
-LAUNCHER = r"""
-typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
-                                 int, double, unsigned long long, double*, unsigned long long*, int);
-typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
-                               unsigned long long*);
-struct cumath_args {
-    const void* const* a; long long lda; int n, count; const int* info; const unsigned long long* bad; int power;
-    double eps; unsigned long long epoch; double* out; unsigned long long* flagged; int part;
-    unsigned long long* scan_bad;
-};
-// every block of the grid in turn, each with its threads running at once
-extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
+template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return cumath_exchange(v, threadIdx.x ^ (unsigned)m); }
+template <class T> T __shfl_sync(unsigned, T v, int src)
+{ return cumath_exchange(v, (threadIdx.x & ~31u) + ((unsigned)src & 31u)); }
+inline void __syncwarp() { __syncthreads(); }
+// every block of a (gx, gy) grid in turn, each with its threads running f() at once
+template <class F> void cumath_run(F f, int gx, int gy, int block)
 {
     blockDim.x = block;
     gridDim.x = gx;
@@ -81,15 +76,33 @@ extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, con
                     threadIdx.x = t;
                     blockIdx.x = bx;
                     blockIdx.y = by;
-                    if (scan)
-                        ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
-                    else
-                        ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps,
-                                               x->epoch, x->out, x->flagged, x->part);
+                    f();
                     bar.arrive_and_drop();  // a thread that returned no longer holds the others at a barrier
                 });
             for (auto& th : threads) th.join();
         }
+}
+"""
+
+LAUNCHER = r"""
+typedef void (*cumath_pivots_fn)(const void* const*, long long, int, int, const int*, const unsigned long long*,
+                                 int, double, unsigned long long, double*, unsigned long long*, int);
+typedef void (*cumath_scan_fn)(const void* const*, long long, int, int, int, unsigned long long,
+                               unsigned long long*);
+struct cumath_args {
+    const void* const* a; long long lda; int n, count; const int* info; const unsigned long long* bad; int power;
+    double eps; unsigned long long epoch; double* out; unsigned long long* flagged; int part;
+    unsigned long long* scan_bad;
+};
+extern "C" void cumath_launch(void* fn, int scan, int gx, int gy, int block, const cumath_args* x)
+{
+    cumath_run([=] {
+        if (scan)
+            ((cumath_scan_fn)fn)(x->a, x->lda, x->n, x->count, x->part, x->epoch, x->scan_bad);
+        else
+            ((cumath_pivots_fn)fn)(x->a, x->lda, x->n, x->count, x->info, x->bad, x->power, x->eps, x->epoch, x->out,
+                                   x->flagged, x->part);
+    }, gx, gy, block);
 }
 """
 
@@ -104,21 +117,26 @@ class _Args(ctypes.Structure):
 _DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def compile_on_host(tmp_path_factory, stem: str, source: str, what: str, opt: str = "-O2"):
+    """``SHIM + source`` compiled as C++ into a shared library (skips without a C++20 compiler)."""
     cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no C++ compiler here")
-    folder = tmp_path_factory.mktemp("pivots")
-    src, so = folder / "pivots.cpp", folder / "pivots.so"
-    src.write_text(SHIM + _pivots.PIVOTS_SOURCE + LAUNCHER)
-    done = subprocess.run([cxx, "-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", str(src), "-o", str(so)],
+    folder = tmp_path_factory.mktemp(stem)
+    src, so = folder / f"{stem}.cpp", folder / f"{stem}.so"
+    src.write_text(SHIM + source)
+    done = subprocess.run([cxx, "-std=c++20", opt, "-shared", "-fPIC", "-pthread", str(src), "-o", str(so)],
                           capture_output=True, text=True)
     if done.returncode:
         if "barrier" in done.stderr and "No such file" in done.stderr:
             pytest.skip("the C++ compiler has no C++20 <barrier>")
-        pytest.fail(f"the pivot kernels' source does not compile as C++:\n{done.stderr[-4000:]}")
+        pytest.fail(f"{what} does not compile as C++:\n{done.stderr[-4000:]}")
     return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return compile_on_host(tmp_path_factory, "pivots", _pivots.PIVOTS_SOURCE + LAUNCHER, "the pivot kernels' source")
 
 
 class State:

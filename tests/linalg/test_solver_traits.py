@@ -132,6 +132,14 @@ def test_batch_method_and_threads_tables(monkeypatch):
     assert T.choose_batch_method("lu", 32, 1) == "loop"
     assert T.choose_batch_method("cholesky", 4096, 8) == "loop"
     assert T.choose_batch_method("lu", 4096, 8, "batched") == "batched"
+    # the small-system kernels, where allowed (CUMATH_SOLVER_KERNEL): LU up to order 32, one system or many
+    assert T.choose_batch_method("lu", 32, 1000, kernel=True) == "kernel"
+    assert T.choose_batch_method("lu", 1, 1, kernel=True) == "kernel"
+    assert T.choose_batch_method("lu", 33, 1000, kernel=True) == "batched"
+    assert T.choose_batch_method("cholesky", 8, 1000, kernel=True) == "kernel"
+    assert T.choose_batch_method("cholesky", 40, 1000, kernel=True) == "batched"
+    assert T.choose_batch_method("lu", 8, 1000, "batched", kernel=True) == "batched"
+    assert T.choose_batch_method("lu", 8, 1000, "kernel") == "kernel"
     assert T.cpu_threads(32, 1, 2) == 1
     assert T.cpu_threads(32, 100, 2, named=8) == 8
     assert T.cpu_threads(32, 3, 2, named=8) == 3
@@ -200,3 +208,15 @@ def test_options():
     assert (o.matrix_type, o.cpu_lapack, o.batch_method) == (DirectSolverMatrixType.GENERAL, "auto", "auto")
     with pytest.raises(TypeError):
         DirectSolverOptions(False)  # keyword-only
+
+
+def test_the_kernels_switch(monkeypatch):
+    from cumath.linalg._solver._backends import kernel_enabled
+
+    monkeypatch.delenv("CUMATH_SOLVER_KERNEL", raising=False)
+    assert kernel_enabled()
+    for off in ("0", "off", "False", " no "):
+        monkeypatch.setenv("CUMATH_SOLVER_KERNEL", off)
+        assert not kernel_enabled()
+    monkeypatch.setenv("CUMATH_SOLVER_KERNEL", "1")
+    assert kernel_enabled()

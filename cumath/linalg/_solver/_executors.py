@@ -28,9 +28,9 @@ from ..._core.layout import dense_strides
 from ..._core.logging import format_bytes
 from ..._core.operand import Operand, adapter
 from ..._core.recycle import Recycler
-from ._backends import Problems, create_engine
-from ._traits import (IllConditionedWarning, batch_offsets, check_infos, choose_batch_method, dense_offsets,
-                      factor_layout, ill_conditioned, rhs_layout, staging_perm, x_perm)
+from ._backends import Problems, create_engine, kernel_enabled
+from ._traits import (KERNEL_UP_TO, IllConditionedWarning, batch_offsets, check_infos, choose_batch_method,
+                      dense_offsets, factor_layout, ill_conditioned, rhs_layout, staging_perm, x_perm)
 
 __all__ = ["FACTORIES", "HostExecutor", "DeviceExecutor", "HostToDeviceExecutor", "DeviceToHostExecutor"]
 
@@ -66,6 +66,8 @@ class _SameSpace:
         self.recycler = None
         self.engine = None
         self.base = None  # the address of the factors of the last factorization
+        self._reads_a = False  # the engine copies a into the factor buffer itself, as it factorizes
+        self._reads_b = False  # the engine reads b where it is and writes x, as it solves
         try:
             if f.in_place:
                 a_offsets = batch_offsets(geom.batch_shape, a.strides[:nb]) * item
@@ -86,8 +88,18 @@ class _SameSpace:
                     self.recycler = Recycler(a.package, new, self.adapter.pointer, nbytes, device=self.on_gpu)
             if not geom.empty:
                 hint = a.ptr if f.in_place else self._ptr(self.fbuf)
-                problems = Problems(geom, f, r, a_offsets, b_offsets, hint)
+                # (a Cholesky factor copied back into a for inplace_a must carry a's other triangle too: the
+                # buffer is filled from a then, not by an engine that writes the factor's triangle alone)
+                own_fill = f.in_place or (f.copy_back and geom.kind != "lu")
+                source = None if own_fill else (batch_offsets(geom.batch_shape, a.strides[:nb]) * item,
+                                                a.strides[-2], a.strides[-1])
+                b_source = None if r.in_place else (batch_offsets(geom.batch_shape, b.strides[:nb]) * item,
+                                                    b.strides[-1] if geom.vector else b.strides[-2],
+                                                    0 if geom.vector else b.strides[-1])
+                problems = Problems(geom, f, r, a_offsets, b_offsets, hint, source, b_source)
                 self.engine = create_engine(method, problems, placement, options, log, allocator, stream)
+                self._reads_a = getattr(self.engine, "reads_a", False)
+                self._reads_b = getattr(self.engine, "reads_b", False)
         except BaseException:
             self.free()
             raise
@@ -105,7 +117,10 @@ class _SameSpace:
         """The address of the factor storage, with a copied in when the factorization runs in a buffer."""
         if self.factor.in_place:
             return a.ptr
-        self._fill(self.fbuf, a, self.factor.conj_in)
+        if self._reads_a:
+            self.engine.source = a.ptr
+        else:
+            self._fill(self.fbuf, a, self.factor.conj_in)
         return self._ptr(self.fbuf)
 
     def _x(self, b: Operand):
@@ -115,11 +130,15 @@ class _SameSpace:
             if conj:
                 self._conj(b.obj)
             return b.obj, b.obj, b.ptr
+        if self._reads_b:
+            self.engine.b_source = b.ptr
         if self.xbuf is not None:  # the result (b with inplace_b, else a new array) is made by _finish
-            self._fill(self.xbuf, b, conj)
+            if not self._reads_b:
+                self._fill(self.xbuf, b, conj)
             return None, self.xbuf, self._ptr(self.xbuf)
         x, ptr = self.recycler.take(self._stream)
-        self._fill(x, b, conj, ptr)
+        if not self._reads_b:
+            self._fill(x, b, conj, ptr)
         return x, x, ptr
 
     def _after_factor(self, a: Operand, base: int) -> None:
@@ -241,7 +260,11 @@ class DeviceExecutor(_SameSpace):
                  problem=None, method=None):
         self._stream = stream
         if method is None:
-            method = choose_batch_method(geom.kind, geom.n, geom.count, options.batch_method)
+            method = choose_batch_method(geom.kind, geom.n, geom.count, options.batch_method, kernel_enabled())
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("solver batch method: %s (asked %r; kernels for LU up to order %d%s)", method,
+                          options.batch_method, KERNEL_UP_TO["lu"], "" if kernel_enabled() else ", off by "
+                          "CUMATH_SOLVER_KERNEL")
         super().__init__(geom, ops, options, placement, log, allocator, stream, scratch=scratch, problem=problem,
                          method=method)
 

@@ -12,7 +12,7 @@ from ..._core.options import check_choice
 __all__ = ["DirectSolverOptions", "DirectSolverMatrixType", "CPU_LAPACK", "BATCH_METHODS", "matrix_type_of"]
 
 CPU_LAPACK = ("auto", "openblas", "mkl", "nvpl")
-BATCH_METHODS = ("auto", "loop", "batched")
+BATCH_METHODS = ("auto", "loop", "batched", "kernel")
 
 
 class DirectSolverMatrixType(enum.IntEnum):
@@ -76,8 +76,11 @@ class DirectSolverOptions:
             system's, MKL), 'openblas', 'mkl' or 'nvpl' (Arm only, untested on Arm hardware). The environment variable CUMATH_BLAS sets the default for 'auto' (as for the matmul's BLAS).
         batch_method: how a GPU batch of problems runs: 'loop' (one cuSOLVER 64-bit call per problem), 'batched'
             (one call for all: cuBLAS getrfBatched/getrsBatched for LU, cuSOLVER potrfBatched/potrsBatched for
-            Cholesky; sizes below 2^31), or 'auto' (the default): chosen per problem size from a table of
-            measurements (``cumath.linalg._solver._traits.BATCHED_UP_TO``).
+            Cholesky; sizes below 2^31), 'kernel' (cumath's own kernels for systems of order at most 32, LU or
+            Cholesky: one launch factorizes, checks and solves every system, a warp each), or 'auto' (the
+            default): the kernels for order at most 32 (``_traits.KERNEL_UP_TO``; the environment variable
+            ``CUMATH_SOLVER_KERNEL=0`` turns them off), else chosen per problem size from a table of measurements
+            (``cumath.linalg._solver._traits.BATCHED_UP_TO``). The choice is logged (INFO, 'solver engine').
     """
 
     allocator: object | None = dataclasses.field(default=None, compare=False)
@@ -88,7 +91,7 @@ class DirectSolverOptions:
     inplace_b: bool = False
     matrix_type: DirectSolverMatrixType | str = DirectSolverMatrixType.GENERAL
     cpu_lapack: Literal["auto", "openblas", "mkl", "nvpl"] = "auto"
-    batch_method: Literal["auto", "loop", "batched"] = "auto"
+    batch_method: Literal["auto", "loop", "batched", "kernel"] = "auto"
 
     def __post_init__(self):
         check_choice("inplace_a", self.inplace_a, (True, False))

@@ -46,7 +46,8 @@ def wrap(x, name: str) -> Operand:
 
 class DirectSolver(Operation):
     """A planned dense direct solver of ``a @ x = b`` for operands of fixed shapes, layouts, dtype, package and
-    device, on the CPU (LAPACK) or a GPU (cuSOLVER, or cuBLAS's batched LU for batches of small systems).
+    device, on the CPU (LAPACK) or a GPU (cumath's own kernels for systems of order up to 32, one warp each;
+    cuSOLVER, or cuBLAS's batched LU for batches of larger small systems: ``DirectSolverOptions.batch_method``).
 
     ``a``: a square matrix ``(n, n)`` or a batch of them ``(*batch, n, n)``; ``b``: ``(*batch, n)`` (one vector
     per system) or ``(*batch, n, k)`` (k right-hand sides per system), with a's batch shape. Any strides; float32,

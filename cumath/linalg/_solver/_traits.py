@@ -21,7 +21,7 @@ from ..._core.overlap import self_overlapping as overlapping  # (the solvers' na
 from ._options import DirectSolverMatrixType
 
 __all__ = ["DTYPES", "Geometry", "geometry", "matrix_order", "FactorLayout", "factor_layout", "RhsLayout",
-           "rhs_layout", "x_perm", "staging_perm", "batch_offsets", "overlapping", "BATCHED_UP_TO",
+           "rhs_layout", "x_perm", "staging_perm", "batch_offsets", "overlapping", "BATCHED_UP_TO", "KERNEL_UP_TO",
            "choose_batch_method", "THREADS_FROM", "cpu_threads", "SingularMatrixError", "IllConditionedWarning",
            "problem_label", "check_infos", "ill_conditioned"]
 
@@ -242,10 +242,22 @@ def dense_x_strides(geom: Geometry) -> tuple:
 BATCHED_UP_TO = {"lu": 128, "cholesky": 128}
 
 
-def choose_batch_method(kind: str, n: int, count: int, requested: str = "auto") -> str:
-    """'loop' or 'batched' for a GPU problem set (``requested``: the option; 'auto' reads BATCHED_UP_TO)."""
+#: GPU: the largest order n for which 'auto' runs cumath's own kernels (``_backends/small_lu.py``: a warp per system,
+#: a row per lane, so 32 at most; LU and Cholesky), for one system or a batch. Expected on the H200 for 16,384 systems of order 32
+#: in float32: one read and one write of the factors (~35 us at ~4 TB/s, plus the copy of a into the plan's
+#: buffer) and ~900 shuffles per system (~50 us on 132 SMs), against ~480 us for cuBLAS's batched routines and the
+#: separate check pass; orders 33-64 would need two rows per lane (128-512 registers for complex128) or shared
+#: memory, and stay on the libraries until measured.
+KERNEL_UP_TO = {"lu": 32, "cholesky": 32}
+
+
+def choose_batch_method(kind: str, n: int, count: int, requested: str = "auto", kernel: bool = False) -> str:
+    """'kernel', 'loop' or 'batched' for a GPU problem set (``requested``: the option; 'auto' reads KERNEL_UP_TO
+    where ``kernel`` allows the kernels (the environment variable CUMATH_SOLVER_KERNEL), then BATCHED_UP_TO)."""
     if requested != "auto":
         return requested
+    if kernel and n <= KERNEL_UP_TO[kind]:
+        return "kernel"
     return "batched" if count >= 2 and n <= BATCHED_UP_TO[kind] else "loop"
 
 

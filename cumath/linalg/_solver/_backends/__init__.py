@@ -1,7 +1,8 @@
 """Engines of the dense direct solver, behind one small protocol, and the registry that picks one per plan:
 ``lapack`` (CPU: LAPACK getrf/getrs, potrf/potrs, over threads for batches), ``cusolver`` (GPU: one cuSOLVER
-64-bit call per system) and ``cublas_batched`` (GPU: one pointer-array call for a whole batch of small
-systems: cuBLAS getrfBatched/getrsBatched for LU, cuSOLVER potrfBatched/potrsBatched for Cholesky).
+64-bit call per system), ``cublas_batched`` (GPU: one pointer-array call for a whole batch of small
+systems: cuBLAS getrfBatched/getrsBatched for LU, cuSOLVER potrfBatched/potrsBatched for Cholesky) and
+``small_lu`` (GPU: cumath's own kernels for LU of order up to 32, factorization, check and solve in one launch).
 
 An engine turns the addresses of the factor storage and of the right-hand sides into *programs*: lists of
 ``(fn, args)`` whose every entry is one native call (``fn`` the bound ctypes function; it returns None on the CPU,
@@ -16,15 +17,25 @@ every system fine on the device gives (None, None).
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-__all__ = ["Engine", "Problems", "ProgramCache", "ENGINES", "create_engine"]
+__all__ = ["Engine", "Problems", "ProgramCache", "ENGINES", "KERNEL_ENV", "kernel_enabled", "create_engine"]
 
-#: engine choice -> module ('cpu': the CPU engine; 'loop' / 'batched': the GPU's two ways to run a batch)
-ENGINES = {"cpu": "lapack", "loop": "cusolver", "batched": "cublas_batched"}
+#: engine choice -> module ('cpu': the CPU engine; 'loop' / 'batched': the GPU libraries' two ways to run a batch;
+#: 'kernel': cumath's own LU kernels for small systems)
+ENGINES = {"cpu": "lapack", "loop": "cusolver", "batched": "cublas_batched", "kernel": "small_lu"}
+
+KERNEL_ENV = "CUMATH_SOLVER_KERNEL"  # '0', 'off', 'false' or 'no': batch_method='auto' uses the libraries instead
+
+
+def kernel_enabled() -> bool:
+    """Whether batch_method='auto' may pick the small-system kernels (the environment variable
+    ``CUMATH_SOLVER_KERNEL``; read at each plan)."""
+    return os.environ.get(KERNEL_ENV, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +50,11 @@ class Problems:
     a_offsets: np.ndarray
     b_offsets: np.ndarray
     a_base: int = 0  # an address of the factor storage at planning (workspace queries take one)
+    # where the plan copies a into its factor buffer: (byte offsets of a's systems from its address, a's row and
+    # column strides in elements), for an engine that reads a itself while it factorizes (``reads_a``)
+    a_source: tuple | None = None
+    # likewise where the plan copies b into x: (byte offsets, b's row stride, column stride) for ``reads_b``
+    b_source: tuple | None = None
 
 
 class ProgramCache:

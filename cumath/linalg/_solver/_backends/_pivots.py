@@ -33,14 +33,14 @@ import numpy as np
 from ...._core import cuda
 from ...._core.kernels import get_kernel
 
-__all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
-           "pivot_kernel", "scan_grid"]
+__all__ = ["SCALARS_SOURCE", "PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART",
+           "PivotCheck", "pivot_kernel", "scan_grid"]
 
 logger = logging.getLogger(__name__)
 
 _PREFIX = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 
-PIVOTS_SOURCE = r"""
+SCALARS_SOURCE = r"""
 // Per matrix p of a batch (an array of device pointers, leading dimension lda, column-major): out[2 p] and
 // out[2 p + 1] are the smallest and largest magnitude of its diagonal, both NaN when an entry it reads is not
 // finite. *flagged becomes epoch (a number the host gives each check: nothing needs clearing between checks)
@@ -73,6 +73,9 @@ __device__ __forceinline__ void cumath_verdict(int p, double lo, double hi, bool
     if (bad || !(r >= eps) || info[p] != 0) *flagged = epoch;  // (every writer stores the same value)
 }
 
+"""
+
+PIVOTS_SOURCE = SCALARS_SOURCE + r"""
 // Batches of small systems: one warp per matrix (blockDim.x a multiple of 32). The warp reads every entry of the
 // part of the factor the factorization wrote (part 0: all of it, 1: the lower triangle, 2: the upper) for NaN and
 // inf, and the diagonal's magnitudes on the way: a NaN that a pivot search passed over and moved into L is seen as
