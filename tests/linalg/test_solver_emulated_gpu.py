@@ -77,10 +77,12 @@ class FakeSolverLibs:
         """The pivot kernels in NumPy: the wide one reads the diagonals, the scan and the narrow one check every
         entry of the part ``part`` of each factor; where a system is flagged they store the check's epoch as the
         CUDA source does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
-        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_")
+        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
+                 "cumath_solver_copy_finite_")
         assert name[:-1] in kinds and name[-1] in "sdcz"
-        scan, wide = "finite" in name, "wide" in name
-        assert arg_types == ("PqiiiQP" if scan else "PqiiPPidQPPi")
+        copy = "copy" in name
+        scan, wide = "finite" in name and not copy, "wide" in name
+        assert arg_types == ("PPqqQP" if copy else "PqiiiQP" if scan else "PqiiPPidQPPi")
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
@@ -120,7 +122,20 @@ class FakeSolverLibs:
                     if not ok or not ratio >= eps or infos[p] != 0:
                         verdict[0] = epoch
 
-        return Scan() if scan else Kernel()
+        class Copy:
+            """The copy of dense matrices with their scan: src into dst, a flag per system of per entries."""
+
+            def launch(self, grid, block, shared, stream, src, dst, total, per, epoch, bad):
+                assert 1 <= grid <= 4096 and block == 256 and total % per == 0
+                fake.calls.append(name)
+                item = np.dtype(dtype).itemsize
+                assert src + total * item <= dst or dst + total * item <= src, "the copy's ends overlap"
+                ctypes.memmove(dst, src, total * item)
+                flags = fake._device_ints(bad, total // per, "uint64")
+                values = from_pointer(dst, (total // per, per), (per, 1), dtype)
+                flags[~np.isfinite(values).all(axis=1)] = epoch
+
+        return Copy() if copy else Scan() if scan else Kernel()
 
     # ----------------------------------------------------------------------------------- handles
     def live(self, handle):
@@ -317,8 +332,14 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_"))
-                   for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
+                                 "cumath_solver_copy_finite_")) for n in used), used
+        # a dense a of the buffer's order (here: C, the batch outermost) is copied and scanned in one pass for
+        # LU; otherwise (Cholesky's triangle, a strided or batch-innermost a) it is copied, then scanned
+        fused = kind == "lu" and layout == "C"
+        copies = [n for n in emulated.calls if n.startswith("cumath_solver_copy_finite_")]
+        scans = [n for n in emulated.calls if n.startswith("cumath_solver_finite_")]
+        assert (len(copies), len(scans)) == ((1, 1) if fused else (0, 2)), emulated.calls
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 

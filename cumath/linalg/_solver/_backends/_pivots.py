@@ -34,7 +34,7 @@ from ...._core import cuda
 from ...._core.kernels import get_kernel
 
 __all__ = ["PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART", "PivotCheck",
-           "pivot_kernel", "scan_grid"]
+           "pivot_kernel", "scan_grid", "copy_grid"]
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,34 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
                        epoch, out, flagged);
 }
 
+// The copy of a into the plan's buffer with the input scan on the way (one pass where a copy and a scan read a
+// twice): src and dst are dense in the same order, total entries in all, per entries per system; bad[k / per]
+// becomes epoch for each non-finite entry k (the failure path alone writes). Each thread has UNROLL independent
+// loads in flight before its first store: a loop of single loads would wait for each one.
+#define CUMATH_COPY_UNROLL 4
+template <typename T>
+__device__ __forceinline__ void cumath_copy_finite(const T* src, T* dst, long long total, long long per,
+                                                   unsigned long long epoch, unsigned long long* bad)
+{
+    const long long step = (long long)gridDim.x * blockDim.x;
+    long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; k + (CUMATH_COPY_UNROLL - 1) * step < total; k += CUMATH_COPY_UNROLL * step) {
+        T v[CUMATH_COPY_UNROLL];
+#pragma unroll
+        for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) v[u] = src[k + u * step];
+#pragma unroll
+        for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) {
+            dst[k + u * step] = v[u];
+            if (!cumath_finite(v[u])) bad[(k + u * step) / per] = epoch;
+        }
+    }
+    for (; k < total; k += step) {
+        const T v = src[k];
+        dst[k] = v;
+        if (!cumath_finite(v)) bad[k / per] = epoch;
+    }
+}
+
 #define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, \
     const unsigned long long* bad, int power, double eps, unsigned long long epoch, double* out, \
     unsigned long long* flagged, int part
@@ -189,7 +217,11 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
     extern "C" __global__ void cumath_solver_finite_##suffix(const T* const* a, long long lda, int n, int count, \
                                                             int part, unsigned long long epoch, \
                                                             unsigned long long* bad) \
-    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); }
+    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); } \
+    extern "C" __global__ void cumath_solver_copy_finite_##suffix(const T* src, T* dst, long long total, \
+                                                                 long long per, unsigned long long epoch, \
+                                                                 unsigned long long* bad) \
+    { cumath_copy_finite<T>(src, dst, total, per, epoch, bad); }
 CUMATH_PIVOTS(s, float)
 CUMATH_PIVOTS(d, double)
 CUMATH_PIVOTS(c, cumath_c32)
@@ -199,6 +231,8 @@ CUMATH_PIVOTS(z, cumath_c64)
 ARG_TYPES = "PqiiPPidQPPi"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, epoch,
 #                            out, flagged, part (narrow: the part of each factor it checks; wide: unused)
 SCAN_ARG_TYPES = "PqiiiQP"  # a, lda, n, count, part, epoch, bad
+COPY_ARG_TYPES = "PPqqQP"  # src, dst, total, per, epoch, bad
+COPY_BLOCKS = 4096  # blocks of the copy with the input scan (grid-stride: fewer where the matrices are small)
 PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the scan checks: LU's whole matrix, a triangle
 SCAN_BLOCKS = 1024  # blocks of the finiteness scan in all (at least one per matrix, at most one per column)
 WIDE = 256  # threads per matrix of the wide kernel (CUMATH_WIDE)
@@ -207,16 +241,18 @@ NARROW_BLOCK = 128  # threads per block of the narrow kernel: 4 systems (a warp 
 _unavailable: list = []  # why the kernels could not be had (logged once)
 
 
-def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False):
+def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False, copy: bool = False):
     """A kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): the pivots, one warp per
     matrix (launched with blocks of ``NARROW_BLOCK`` threads) or (``wide``) one block of ``WIDE`` threads per
-    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks)."""
+    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks); or (``copy``) the
+    copy of dense matrices with their finiteness scan (``copy_grid``)."""
     if _unavailable:
         return None
-    kind = "finite_" if scan else "pivots_wide_" if wide else "pivots_"
+    kind = "copy_finite_" if copy else "finite_" if scan else "pivots_wide_" if wide else "pivots_"
     name = "cumath_solver_" + kind + _PREFIX[dtype].lower()
+    types = COPY_ARG_TYPES if copy else SCAN_ARG_TYPES if scan else ARG_TYPES
     try:
-        return get_kernel(PIVOTS_SOURCE, name, SCAN_ARG_TYPES if scan else ARG_TYPES, device_id=device_id)
+        return get_kernel(PIVOTS_SOURCE, name, types, device_id=device_id)
     except Exception as exc:  # noqa: BLE001 - the check is optional; the solve is not
         _unavailable.append(exc)
         logger.warning("the pivot check of GPU solves is off: its kernel could not be built (%s)", exc)
@@ -226,6 +262,12 @@ def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = Fa
 def scan_grid(n: int, count: int) -> tuple:
     """The grid of the finiteness scan: (count, ny), SCAN_BLOCKS blocks in all where the columns allow."""
     return count, max(1, min(n, -(-SCAN_BLOCKS // max(1, count)), 65535))
+
+
+def copy_grid(total: int) -> int:
+    """The blocks (of ``WIDE`` threads) of the copy with the input scan for ``total`` entries: at most
+    ``COPY_BLOCKS``, at least one, each thread with up to four entries a round."""
+    return max(1, min(COPY_BLOCKS, -(-total // (WIDE * 4))))
 
 
 class PivotCheck:
@@ -269,6 +311,20 @@ class PivotCheck:
         self._scanned = True
         self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
                                 self._epoch, self._flagged + 8)
+
+    def copy_input(self, stream: int, src: int, dst: int, device_id: int) -> bool:
+        """The copy of the matrices into the factor storage ``dst`` with their finiteness scan in the same pass
+        (``src`` and ``dst`` dense in the same order, whole matrices: LU's part), flagging with the epoch of the
+        next ``run`` as ``scan_input`` does. False (nothing done) without the kernel."""
+        kernel = pivot_kernel(self.geom.dtype, device_id, copy=True) if self._kernels[1] is not None else None
+        if kernel is None:
+            return False
+        g = self.geom
+        self._epoch += 1
+        self._scanned = True
+        total = g.count * g.n * g.n
+        kernel.launch(copy_grid(total), WIDE, 0, stream, src, dst, total, g.n * g.n, self._epoch, self._flagged + 8)
+        return True
 
     def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
         """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""

@@ -142,6 +142,7 @@ class CusolverEngine(ProgramCache):
         self._a_ptrs = self._mem.get(8 * count)
         self._a_ptrs_base = None
         self._a_ptrs_host = np.zeros(count, np.uint64)
+        self._copied = False  # copy_input scanned the matrices of the factorization to come
         self._dt = dt
         names = ("cusolverDnXgetrf", "cusolverDnXgetrs") if self.lu else ("cusolverDnXpotrf", "cusolverDnXpotrs")
         self._factor, self._solve = (cusolver.raw(name) for name in names)
@@ -215,10 +216,25 @@ class CusolverEngine(ProgramCache):
                       "solver pointer array")
             self._a_ptrs_base = a_base
 
+    def copy_input(self, dst: int, src: int | None) -> bool:
+        """Copy the matrices (``src``, dense in the order of the factor storage ``dst``) into ``dst`` and scan
+        them for NaN and inf in the same pass, in place of the program's own scan of ``dst``: one read of ``a``
+        instead of two. LU alone (Cholesky's scan reads the triangle the library reads, a copy reads all of it).
+        False, with nothing done, where it does not apply (no kernel, or ``src`` None: a not dense in that order):
+        the caller copies, the program scans."""
+        self._copied = False
+        if src is None or not self.lu or self._check.kernel(self.device_id) is None:
+            return False
+        self._copied = self._check.copy_input(self._h.stream, src, dst, self.device_id)
+        return self._copied
+
     def _scan_input(self, a_base: int) -> int:
         """The first entry of a factorization program: the finiteness scan of the matrices about to be factorized
-        (``PivotCheck.scan_input``), judged with the check that follows the factorization. Returns 0 (a program
-        entry's status)."""
+        (``PivotCheck.scan_input``), judged with the check that follows the factorization; skipped where
+        ``copy_input`` scanned them on the way into the factor storage. Returns 0 (a program entry's status)."""
+        if self._copied:
+            self._copied = False
+            return 0
         stream = self._h.stream
         self._pointers(a_base, stream)
         self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld)
