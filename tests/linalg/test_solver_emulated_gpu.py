@@ -129,10 +129,12 @@ class FakeSolverLibs:
                 assert 1 <= grid <= 4096 and block == 256 and total % per == 0
                 fake.calls.append(name)
                 item = np.dtype(dtype).itemsize
-                assert src + total * item <= dst or dst + total * item <= src, "the copy's ends overlap"
-                ctypes.memmove(dst, src, total * item)
+                if dst:  # (null: the flat scan of dense factors alone)
+                    assert src + total * item <= dst or dst + total * item <= src, "the copy's ends overlap"
+                    ctypes.memmove(dst, src, total * item)
+                    fake.calls.append(name + ":copy")
                 flags = fake._device_ints(bad, total // per, "uint64")
-                values = from_pointer(dst, (total // per, per), (per, 1), dtype)
+                values = from_pointer(src, (total // per, per), (per, 1), dtype)
                 flags[~np.isfinite(values).all(axis=1)] = epoch
 
         return Copy() if copy else Scan() if scan else Kernel()
@@ -334,12 +336,15 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     else:
         assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
                                  "cumath_solver_copy_finite_")) for n in used), used
-        # a dense a of the buffer's order (here: C, the batch outermost) is copied and scanned in one pass for
-        # LU; otherwise (Cholesky's triangle, a strided or batch-innermost a) it is copied, then scanned
-        fused = kind == "lu" and layout == "C"
-        copies = [n for n in emulated.calls if n.startswith("cumath_solver_copy_finite_")]
-        scans = [n for n in emulated.calls if n.startswith("cumath_solver_finite_")]
-        assert (len(copies), len(scans)) == ((1, 1) if fused else (0, 2)), emulated.calls
+        # LU: a dense a of the buffer's order (here: C, the batch outermost) is copied and scanned in one pass,
+        # another one is copied, then scanned; the plan's buffer (dense, ld n) is scanned as one flat array after
+        # the factorization. Cholesky: a copy, and both scans by columns over the triangle
+        calls = emulated.calls
+        copies = sum(n.startswith("cumath_solver_copy_finite_") and n.endswith(":copy") for n in calls)
+        flat = sum(n.startswith("cumath_solver_copy_finite_") and not n.endswith(":copy") for n in calls)
+        columns = sum(n.startswith("cumath_solver_finite_") for n in calls)
+        want = ((1, 2, 0) if layout == "C" else (0, 2, 0)) if kind == "lu" else (0, 0, 2)
+        assert (copies, flat, columns) == want, calls
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -436,7 +441,7 @@ def test_a_nan_the_factorization_drops_is_still_reported(emulated, inplace):
         assert any("non-finite pivots" in msg for msg in messages) == flagged, messages
         if not flagged:
             np.testing.assert_allclose(a @ x, np.ones(n), rtol=1e-10, atol=1e-10)
-    assert "cumath_solver_finite_d" in emulated.calls
+    assert "cumath_solver_copy_finite_d" in emulated.calls  # (the scans of a dense a, ld n: flat)
 
 
 @pytest.mark.parametrize("kind", ["lu", "cholesky"])
@@ -554,7 +559,7 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
     wanted = ({"cumath_solver_pivots_d"} if method == "batched"
-              else {"cumath_solver_finite_d", "cumath_solver_pivots_wide_d"})
+              else {"cumath_solver_copy_finite_d", "cumath_solver_pivots_wide_d"})
     assert wanted <= set(emulated.calls)
 
 
@@ -676,3 +681,29 @@ def test_a_nan_the_batched_lu_moves_into_l_is_reported(emulated):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IllConditionedWarning)
         assert_solves(ref, direct_solver(device(a), device(b), options=_opts("lu", "batched")), b, "float64")
+
+
+@pytest.mark.parametrize("ld_extra, flat", [(0, True), (3, False)])
+def test_scans_of_a_factorized_in_place(emulated, ld_extra, flat):
+    """With inplace_a the caller's column-major a is scanned where it is: as one flat array where its leading
+    dimension is n, by columns through the pointer array where it is larger; a NaN is reported either way, and
+    entries between the columns (rows n.. of a larger array) are never read as a's."""
+    emulated.drops_nan = True
+    n = 67
+    rng = np.random.default_rng(11)
+    a0 = rng.standard_normal((n, n)) + n * np.eye(n)
+    for bad, flagged in ((False, False), (True, True)):
+        store = np.asfortranarray(np.full((n + ld_extra, n), np.nan))
+        a = store[:n]
+        a[...] = a0
+        if bad:
+            a[3, n - 5] = np.nan
+        del emulated.calls[:]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            direct_solver(device(a), device(np.ones(n)), options=_opts("lu", "loop", inplace_a=True))
+        messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+        assert any("non-finite pivots" in msg for msg in messages) == flagged, messages
+        kinds = {"cumath_solver_copy_finite_d", "cumath_solver_finite_d"} & set(emulated.calls)
+        assert kinds == {"cumath_solver_copy_finite_d" if flat else "cumath_solver_finite_d"}, emulated.calls
+        assert not any(c.endswith(":copy") for c in emulated.calls)  # (in place: nothing is copied)

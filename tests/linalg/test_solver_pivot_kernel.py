@@ -340,13 +340,15 @@ def test_narrow_kernel_reads_the_triangle_of_a_cholesky_factor(lib, suffix):
         assert np.isnan(out[1]).all() == bool(flagged), (i, j, part)
 
 
-def copy_scan(lib, suffix, src, per, *, grid, block=_pivots.WIDE, epoch=7, bad=None):
-    """The copy kernel on the flat array ``src`` (systems of ``per`` entries): (the copy, the flags)."""
-    dst = np.full_like(src, 3)
+def copy_scan(lib, suffix, src, per, *, grid, block=_pivots.WIDE, epoch=7, bad=None, store=True):
+    """The copy kernel on the flat array ``src`` (systems of ``per`` entries): (the copy, the flags); without
+    ``store`` the scan alone (a null destination: the copy is None)."""
+    dst = np.full_like(src, 3) if store else None
     bad = np.zeros(src.size // per, np.uint64) if bad is None else bad
     fn = ctypes.cast(getattr(lib, "cumath_solver_copy_finite_" + suffix), ctypes.c_void_p).value
     lib.cumath_launch_copy(ctypes.c_void_p(fn), grid, block, ctypes.c_void_p(src.ctypes.data),
-                           ctypes.c_void_p(dst.ctypes.data), ctypes.c_longlong(src.size), ctypes.c_longlong(per),
+                           ctypes.c_void_p(dst.ctypes.data if store else 0), ctypes.c_longlong(src.size),
+                           ctypes.c_longlong(per),
                            ctypes.c_ulonglong(epoch), ctypes.c_void_p(bad.ctypes.data))
     return dst, bad
 
@@ -374,6 +376,10 @@ def test_copy_with_the_input_scan(lib, suffix, count, n, grid, block):
                 dst, flags = copy_scan(lib, suffix, flat, per, grid=grid, block=block, epoch=9, bad=old)
                 np.testing.assert_array_equal(dst, flat)
                 assert flags[p] == 9 and all(flags[q] == 5 for q in range(count) if q != p), (p, k)
+                keep = flat.copy()  # the flat scan of the factors: the same kernel with a null destination
+                _, flags = copy_scan(lib, suffix, flat, per, grid=grid, block=block, epoch=11, store=False)
+                np.testing.assert_array_equal(flat, keep)
+                assert flags[p] == 11 and all(flags[q] == 0 for q in range(count) if q != p), (p, k)
 
 
 def test_copy_grid():

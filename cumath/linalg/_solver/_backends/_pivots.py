@@ -181,7 +181,8 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
 // The copy of a into the plan's buffer with the input scan on the way (one pass where a copy and a scan read a
 // twice): src and dst are dense in the same order, total entries in all, per entries per system; bad[k / per]
 // becomes epoch for each non-finite entry k (the failure path alone writes). Each thread has UNROLL independent
-// loads in flight before its first store: a loop of single loads would wait for each one.
+// loads in flight before its first store: a loop of single loads would wait for each one. dst null: the scan
+// alone, of dense whole matrices (LU's factors, ld n, one after another).
 #define CUMATH_COPY_UNROLL 4
 template <typename T>
 __device__ __forceinline__ void cumath_copy_finite(const T* src, T* dst, long long total, long long per,
@@ -195,13 +196,13 @@ __device__ __forceinline__ void cumath_copy_finite(const T* src, T* dst, long lo
         for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) v[u] = src[k + u * step];
 #pragma unroll
         for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) {
-            dst[k + u * step] = v[u];
+            if (dst) dst[k + u * step] = v[u];
             if (!cumath_finite(v[u])) bad[(k + u * step) / per] = epoch;
         }
     }
     for (; k < total; k += step) {
         const T v = src[k];
-        dst[k] = v;
+        if (dst) dst[k] = v;
         if (!cumath_finite(v)) bad[k / per] = epoch;
     }
 }
@@ -294,29 +295,44 @@ class PivotCheck:
         self._kernels = None
 
     def kernel(self, device_id: int):
-        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it."""
+        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it, and for
+        LU's whole factors the flat scan (the copy kernel without its stores)."""
         if self._kernels is None:
             main = pivot_kernel(self.geom.dtype, device_id, wide=self.wide)
             scan = pivot_kernel(self.geom.dtype, device_id, scan=True) if self.wide and main is not None else None
-            self._kernels = (main if scan is not None or not self.wide else None, scan)
+            flat = (pivot_kernel(self.geom.dtype, device_id, copy=True)
+                    if scan is not None and self.part == PART["lu"] else None)
+            self._kernels = (main if scan is not None or not self.wide else None, scan, flat)
         return self._kernels[0]
 
-    def scan_input(self, stream: int, a_ptrs: int, lda: int) -> None:
+    def _scan(self, stream: int, a_ptrs: int, lda: int, flat: int | None, epoch: int) -> None:
+        """The finiteness scan of the factors into the per-system flags: of dense whole matrices one after
+        another at ``flat`` (LU, ld n) by the flat kernel, each thread with several loads in flight; else by
+        columns through the pointer array."""
+        g = self.geom
+        if flat is not None and self._kernels[2] is not None:
+            total = g.count * g.n * g.n
+            self._kernels[2].launch(copy_grid(total), WIDE, 0, stream, flat, 0, total, g.n * g.n, epoch,
+                                    self._flagged + 8)
+        else:
+            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
+                                    epoch, self._flagged + 8)
+
+    def scan_input(self, stream: int, a_ptrs: int, lda: int, flat: int | None = None) -> None:
         """Before the factorization: the finiteness scan of the matrices themselves (all of each, or the triangle
         the library reads), flagging with the epoch of the next ``run``. A library need not keep a NaN of ``a``
         in its factors (a pivot search that passes over NaN, or an update that does not read it, can drop it),
-        so the check of the factors alone can miss it; the scan of both sees every non-finite input."""
-        g = self.geom
+        so the check of the factors alone can miss it; the scan of both sees every non-finite input. ``flat``:
+        as in ``run``."""
         self._epoch += 1  # (a check left behind by a failed call never lends its flags to the next one)
         self._scanned = True
-        self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
-                                self._epoch, self._flagged + 8)
+        self._scan(stream, a_ptrs, lda, flat, self._epoch)
 
     def copy_input(self, stream: int, src: int, dst: int, device_id: int) -> bool:
         """The copy of the matrices into the factor storage ``dst`` with their finiteness scan in the same pass
         (``src`` and ``dst`` dense in the same order, whole matrices: LU's part), flagging with the epoch of the
         next ``run`` as ``scan_input`` does. False (nothing done) without the kernel."""
-        kernel = pivot_kernel(self.geom.dtype, device_id, copy=True) if self._kernels[1] is not None else None
+        kernel = self._kernels[2]
         if kernel is None:
             return False
         g = self.geom
@@ -326,8 +342,10 @@ class PivotCheck:
         kernel.launch(copy_grid(total), WIDE, 0, stream, src, dst, total, g.n * g.n, self._epoch, self._flagged + 8)
         return True
 
-    def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
-        """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
+    def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos, flat: int | None = None) -> tuple:
+        """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None).
+        ``flat``: the address of the factors where they are dense whole matrices one after another (LU, ld n),
+        scanned as one flat array."""
         g = self.geom
         if not self._scanned:
             self._epoch += 1
@@ -335,8 +353,7 @@ class PivotCheck:
         epoch = self._epoch
         if self.wide:
             bad = self._flagged + 8
-            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
-                                    epoch, bad)
+            self._scan(stream, a_ptrs, lda, flat, epoch)
             grid, block = g.count, WIDE
         else:
             bad, grid, block = 0, -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK

@@ -149,6 +149,8 @@ class CusolverEngine(ProgramCache):
         self.routines = names
         self.factor_routine = names[0]
         self._a_off = [int(o) for o in problems.a_offsets]
+        item = np.dtype(g.dtype).itemsize
+        self._dense = self.lu and f.ld == n and self._a_off == [i * n * n * item for i in range(count)]
         self._b_off = [int(o) for o in problems.b_offsets]
         self.nbytes = self._mem.nbytes + self._host_work.nbytes
 
@@ -194,7 +196,8 @@ class CusolverEngine(ProgramCache):
         kernel = self._check.kernel(self.device_id) if pivots else None
         if kernel is not None:
             self._pointers(a_base, stream)
-            return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos)
+            return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos,
+                                   self._flat(a_base))
         cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
                   "solver info")
         if pivots:
@@ -237,8 +240,13 @@ class CusolverEngine(ProgramCache):
             return 0
         stream = self._h.stream
         self._pointers(a_base, stream)
-        self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld)
+        self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld, self._flat(a_base))
         return 0
+
+    def _flat(self, a_base: int) -> int | None:
+        """``a_base`` where the factors are dense whole matrices one after another (LU, ld n: one flat array for
+        the scans), else None."""
+        return a_base if self._dense else None
 
     def failed(self, status: int, fn) -> None:
         cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")
