@@ -20,6 +20,10 @@ the per-system magnitudes only when it flags something. Compiled by NVRTC once a
   miss it. The scan reads the factor once (an order-8192 float64 factor: 512 MiB, about 0.15 ms on an H200,
   ~1% of its factorization). The single-system engine runs the scan on the matrices before the factorization
   too, with the same epoch: a library need not keep a NaN of ``a`` in its factors at all.
+- ``cumath_solver_copy_finite_<t>`` (single-system engine, LU): the copy of a dense ``a`` into the plan's buffer
+  with that input scan on the way (one read of ``a`` where a copy and then a scan read it twice: 512 MiB less at
+  order 8192 in float64); with a null destination, the scan alone of factors that are dense whole matrices (ld
+  n), as one flat array with several loads in flight per thread, in place of the scan by columns.
 
 Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the diagonals.
 """
