@@ -176,6 +176,9 @@ def gpu_contenders(case, a, b, dtype_name):
         fns["torch.linalg.solve"] = lambda: torch.linalg.solve(ta, tb)
         fns["cumath DirectSolver factorize+solve (torch)"] = run
         fns["cumath direct_solver (stateless, torch)"] = lambda: direct_solver(ta, tb)
+        # cuSOLVER's non-deterministic algorithms (cumath's default keeps cuSOLVER's deterministic results)
+        fns["cumath direct_solver (stateless, torch, deterministic=False)"] = lambda: direct_solver(
+            ta, tb, options={"deterministic": False})
     if cp is not None:
         ca, cb = cp.asarray(a), cp.asarray(b)
         s, run = stateful(ca, cb)

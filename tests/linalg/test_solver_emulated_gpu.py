@@ -707,3 +707,21 @@ def test_scans_of_a_factorized_in_place(emulated, ld_extra, flat):
         kinds = {"cumath_solver_copy_finite_d", "cumath_solver_finite_d"} & set(emulated.calls)
         assert kinds == {"cumath_solver_copy_finite_d" if flat else "cumath_solver_finite_d"}, emulated.calls
         assert not any(c.endswith(":copy") for c in emulated.calls)  # (in place: nothing is copied)
+
+
+@pytest.mark.parametrize("kind, method", [("lu", "loop"), ("cholesky", "loop"), ("cholesky", "batched")])
+def test_deterministic_option_sets_the_mode_of_created_handles_only(emulated, monkeypatch, kind, method):
+    """deterministic=False asks cuSOLVER for its non-deterministic algorithms on each handle the plan creates
+    (ALLOW_NON_DETERMINISTIC_RESULTS = 2); the default leaves cuSOLVER's deterministic default alone, and the
+    caller's handle is never changed but for its stream. Plans of either mode are cached apart."""
+    from cumath._bindings import cusolver
+
+    modes = []
+    monkeypatch.setattr(cusolver, "cusolverDnSetDeterministicMode", lambda h, mode: modes.append((h, mode)))
+    a0, b0, ref = system((2,), 5, 1, "float64", kind)
+    for opts, want in ((_opts(kind, method), []), (_opts(kind, method, deterministic=False), [2]),
+                       (_opts(kind, method, deterministic=False, handle=0x7777), [])):
+        del modes[:], emulated.created[:]
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=opts), b0, "float64")
+        assert [m for _, m in modes] == want
+        assert {h for h, _ in modes} <= set(emulated.created)

@@ -374,3 +374,16 @@ def test_copy_with_the_input_scan_on_the_gpu(package, dtype, layout, n):
         np.testing.assert_array_equal(to_host(ga), a)  # the caller's a is only read
         if where is None:
             assert_solves(a0, x, b0, dtype)
+
+
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_non_deterministic_mode_solves(kind):
+    """deterministic=False (cuSOLVER's non-deterministic algorithms) on a large system: the same residuals."""
+    cp = _cupy()
+    n = 1031
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((n, n))
+    a = m @ m.T + n * np.eye(n) if kind == "cholesky" else m + n * np.eye(n)
+    b = rng.standard_normal((n, 2))
+    x = direct_solver(cp.asarray(a), cp.asarray(b), options={"matrix_type": MT[kind], "deterministic": False})
+    assert_solves(a, x, b, "float64")

@@ -38,6 +38,7 @@ _OP = {"N": int(cusolver.cublasOperation_t.CUBLAS_OP_N), "T": int(cusolver.cubla
 _FILL = {"L": int(cusolver.cublasFillMode_t.CUBLAS_FILL_MODE_LOWER),
          "U": int(cusolver.cublasFillMode_t.CUBLAS_FILL_MODE_UPPER)}
 _D2H = 2  # cudaMemcpyDeviceToHost
+_ALLOW_NON_DETERMINISTIC = 2  # cusolverDeterministicMode_t: CUSOLVER_ALLOW_NON_DETERMINISTIC_RESULTS
 
 
 def _destroy(handle: int, params: int, owned: bool) -> None:
@@ -55,12 +56,14 @@ class SolverHandle:
     destroyed) with a parameters object of the 64-bit API, bound to one stream at a time; ``free()`` destroys
     what it owns (once; a finalizer does it if nobody calls free)."""
 
-    def __init__(self, device_id: int, stream: int, handle: int | None = None):
+    def __init__(self, device_id: int, stream: int, handle: int | None = None, deterministic: bool = True):
         set_device(device_id)
         self.device_id = device_id
         self.owned = handle is None
         self.value = cusolver.cusolverDnCreate() if handle is None else int(handle)
         try:
+            if self.owned and not deterministic:  # (a created handle starts deterministic: cuSOLVER's default)
+                cusolver.cusolverDnSetDeterministicMode(self.value, _ALLOW_NON_DETERMINISTIC)
             self.params = cusolver.cusolverDnCreateParams()
         except BaseException:
             _destroy(self.value, 0, self.owned)
@@ -108,9 +111,10 @@ class CusolverEngine(ProgramCache):
     direct = True
     error_class = CUSOLVERError
 
-    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger):
+    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger,
+                 deterministic: bool = True):
         self.geom, self.problems, self.device_id = problems.geom, problems, device_id
-        self._h = SolverHandle(device_id, stream, handle)
+        self._h = SolverHandle(device_id, stream, handle, deterministic)
         self._mem = _Buffers(allocator, stream)
         try:
             self._setup(problems, stream)
@@ -265,7 +269,7 @@ class CusolverEngine(ProgramCache):
 
 
 def create(problems, placement, options, log, allocator=None, stream=None) -> CusolverEngine:
-    engine = CusolverEngine(problems, placement.device, stream, allocator, options.handle, log)
+    engine = CusolverEngine(problems, placement.device, stream, allocator, options.handle, log, options.deterministic)
     if log.isEnabledFor(logging.INFO):
         log.info("solver engine: %s (%s), %d system(s), one call each, on GPU %d", engine.description,
                  ", ".join(engine.routines), problems.geom.count, placement.device)
