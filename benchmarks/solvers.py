@@ -189,6 +189,9 @@ def gpu_contenders(case, a, b, dtype_name, library=False):
             plans.append(s)
             fns["cumath DirectSolver factorize+solve (torch, library path)"] = run
             fns["cumath direct_solver (stateless, torch, library path)"] = lambda: direct_solver(ta, tb, options=LIBRARY)
+        # cuSOLVER's non-deterministic algorithms (cumath's default keeps cuSOLVER's deterministic results)
+        fns["cumath direct_solver (stateless, torch, deterministic=False)"] = lambda: direct_solver(
+            ta, tb, options={"deterministic": False})
     if cp is not None:
         ca, cb = cp.asarray(a), cp.asarray(b)
         s, run = stateful(ca, cb)

@@ -4,11 +4,11 @@ Enum values and signatures were read from ``cusolver_common.h`` and ``cusolverDn
 ``nvidia-cusolver`` 12.4.1.2 wheel (CUSOLVER_VERSION 12401). The fill modes and operations are cuBLAS's
 (``cublasFillMode_t``, ``cublasOperation_t``), data types ``cudaDataType`` (both defined once, elsewhere).
 
-Functions: the handle (``cusolverDnCreate``/``Destroy``/``SetStream``/``GetStream``), the parameters of the
-64-bit API (``cusolverDnCreateParams``/``DestroyParams``), LU (``cusolverDnXgetrf_bufferSize``, ``Xgetrf``,
-``Xgetrs``), Cholesky (``cusolverDnXpotrf_bufferSize``, ``Xpotrf``, ``Xpotrs``), the batched Cholesky of the
-legacy API (``cusolverDn{S,D,C,Z}potrfBatched``/``potrsBatched``: 32-bit integers, arrays of device pointers
-in device memory, and ``nrhs`` must be 1 for potrsBatched, as the header says), and the library's version.
+Functions: the handle (``cusolverDnCreate``/``Destroy``/``SetStream``/``GetStream``/``SetDeterministicMode``), the
+parameters of the 64-bit API (``cusolverDnCreateParams``/``DestroyParams``), LU (``cusolverDnXgetrf_bufferSize``,
+``Xgetrf``, ``Xgetrs``), Cholesky (``cusolverDnXpotrf_bufferSize``, ``Xpotrf``, ``Xpotrs``), the batched Cholesky of
+the legacy API (``cusolverDn{S,D,C,Z}potrfBatched``/``potrsBatched``: 32-bit integers, arrays of device pointers in
+device memory, and ``nrhs`` must be 1 for potrsBatched, as the header says), and the library's version.
 
 Conventions: nothing is loaded at import time (the functions of ``TABLE`` are bound on the first call of any
 wrapper); handles, device pointers, host pointers and streams are Python ints; wrappers return their outputs
@@ -43,6 +43,7 @@ __all__ = [
     "cusolverDnDestroy",
     "cusolverDnSetStream",
     "cusolverDnGetStream",
+    "cusolverDnSetDeterministicMode",
     "cusolverDnCreateParams",
     "cusolverDnDestroyParams",
     "cusolverDnXgetrf_bufferSize",
@@ -93,6 +94,8 @@ TABLE = {
     "cusolverDnDestroy": (c_int, [_p]),
     "cusolverDnSetStream": (c_int, [_p, _p]),
     "cusolverDnGetStream": (c_int, [_p, POINTER(c_void_p)]),
+    # (CUDA 12.2+) mode: CUSOLVER_DETERMINISTIC_RESULTS = 1 (the default), CUSOLVER_ALLOW_NON_DETERMINISTIC_RESULTS = 2
+    "cusolverDnSetDeterministicMode": (c_int, [_p, c_int]),
     "cusolverDnCreateParams": (c_int, [POINTER(c_void_p)]),
     "cusolverDnDestroyParams": (c_int, [_p]),
     # handle params m n dataTypeA A lda computeType *workspaceInBytesOnDevice *workspaceInBytesOnHost
@@ -145,6 +148,7 @@ def _make_wrapper(cname: str, names: str):
 _PLAIN = {
     "cusolverDnDestroy": "handle",
     "cusolverDnSetStream": "handle streamId",
+    "cusolverDnSetDeterministicMode": "handle mode",
     "cusolverDnDestroyParams": "params",
     "cusolverDnXgetrf": "handle params m n dataTypeA A lda ipiv computeType bufferOnDevice workspaceInBytesOnDevice "
                         "bufferOnHost workspaceInBytesOnHost info",

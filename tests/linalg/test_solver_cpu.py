@@ -344,6 +344,8 @@ def test_operands_of_different_packages():
     ({"batch_method": "fast"}, ValueError, r"batch_method='fast' is not supported; the allowed values are "
                                            r"\['auto', 'loop', 'batched', 'kernel'\]"),
     ({"cpu_lapack": "netlib"}, ValueError, "cpu_lapack='netlib' is not supported"),
+    ({"deterministic": "yes"}, ValueError, r"deterministic='yes' is not supported; the allowed values are "
+                                           r"\[True, False\]"),
     ({"blocking": False}, ValueError, r"blocking=False is not supported; the allowed values are \[True, 'auto'\]"),
     ({"inplace_a": 1.5}, ValueError, "inplace_a=1.5 is not supported"),
     ({"handle": "h"}, TypeError, r"handle must be a cuSOLVER handle \(an int\) or None, not str"),

@@ -77,10 +77,12 @@ class FakeSolverLibs:
         """The pivot kernels in NumPy: the wide one reads the diagonals, the scan and the narrow one check every
         entry of the part ``part`` of each factor; where a system is flagged they store the check's epoch as the
         CUDA source does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
-        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_")
+        kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
+                 "cumath_solver_copy_finite_")
         assert name[:-1] in kinds and name[-1] in "sdcz"
-        scan, wide = "finite" in name, "wide" in name
-        assert arg_types == ("PqiiiQP" if scan else "PqiiPPidQPPi")
+        copy = "copy" in name
+        scan, wide = "finite" in name and not copy, "wide" in name
+        assert arg_types == ("PPqqQP" if copy else "PqiiiQP" if scan else "PqiiPPidQPPi")
         assert f"CUMATH_PIVOTS({name[-1]}, " in source
         dtype = _LETTER[name[-1].upper()]
         fake = self
@@ -120,7 +122,22 @@ class FakeSolverLibs:
                     if not ok or not ratio >= eps or infos[p] != 0:
                         verdict[0] = epoch
 
-        return Scan() if scan else Kernel()
+        class Copy:
+            """The copy of dense matrices with their scan: src into dst, a flag per system of per entries."""
+
+            def launch(self, grid, block, shared, stream, src, dst, total, per, epoch, bad):
+                assert 1 <= grid <= 4096 and block == 256 and total % per == 0
+                fake.calls.append(name)
+                item = np.dtype(dtype).itemsize
+                if dst:  # (null: the flat scan of dense factors alone)
+                    assert src + total * item <= dst or dst + total * item <= src, "the copy's ends overlap"
+                    ctypes.memmove(dst, src, total * item)
+                    fake.calls.append(name + ":copy")
+                flags = fake._device_ints(bad, total // per, "uint64")
+                values = from_pointer(src, (total // per, per), (per, 1), dtype)
+                flags[~np.isfinite(values).all(axis=1)] = epoch
+
+        return Copy() if copy else Scan() if scan else Kernel()
 
     # ----------------------------------------------------------------------------------- handles
     def live(self, handle):
@@ -323,8 +340,17 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
     if method == "batched":
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
-        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_"))
-                   for n in used), used
+        assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
+                                 "cumath_solver_copy_finite_")) for n in used), used
+        # LU: a dense a of the buffer's order (here: C, the batch outermost) is copied and scanned in one pass,
+        # another one is copied, then scanned; the plan's buffer (dense, ld n) is scanned as one flat array after
+        # the factorization. Cholesky: a copy, and both scans by columns over the triangle
+        calls = emulated.calls
+        copies = sum(n.startswith("cumath_solver_copy_finite_") and n.endswith(":copy") for n in calls)
+        flat = sum(n.startswith("cumath_solver_copy_finite_") and not n.endswith(":copy") for n in calls)
+        columns = sum(n.startswith("cumath_solver_finite_") for n in calls)
+        want = ((1, 2, 0) if layout == "C" else (0, 2, 0)) if kind == "lu" else (0, 0, 2)
+        assert (copies, flat, columns) == want, calls
     assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
 
 
@@ -421,7 +447,7 @@ def test_a_nan_the_factorization_drops_is_still_reported(emulated, inplace):
         assert any("non-finite pivots" in msg for msg in messages) == flagged, messages
         if not flagged:
             np.testing.assert_allclose(a @ x, np.ones(n), rtol=1e-10, atol=1e-10)
-    assert "cumath_solver_finite_d" in emulated.calls
+    assert "cumath_solver_copy_finite_d" in emulated.calls  # (the scans of a dense a, ld n: flat)
 
 
 @pytest.mark.parametrize("kind", ["lu", "cholesky"])
@@ -539,7 +565,7 @@ def test_ill_conditioned_gpu_system_warns(emulated, layout, method):
     with pytest.warns(IllConditionedWarning, match=r"a\[0\] has non-finite pivots .*\(2 of the 2 systems"):
         direct_solver(device(a), device(np.ones((2, 6))), options=_opts("lu", method))
     wanted = ({"cumath_solver_pivots_d"} if method == "batched"
-              else {"cumath_solver_finite_d", "cumath_solver_pivots_wide_d"})
+              else {"cumath_solver_copy_finite_d", "cumath_solver_pivots_wide_d"})
     assert wanted <= set(emulated.calls)
 
 
@@ -661,3 +687,47 @@ def test_a_nan_the_batched_lu_moves_into_l_is_reported(emulated):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IllConditionedWarning)
         assert_solves(ref, direct_solver(device(a), device(b), options=_opts("lu", "batched")), b, "float64")
+
+
+@pytest.mark.parametrize("ld_extra, flat", [(0, True), (3, False)])
+def test_scans_of_a_factorized_in_place(emulated, ld_extra, flat):
+    """With inplace_a the caller's column-major a is scanned where it is: as one flat array where its leading
+    dimension is n, by columns through the pointer array where it is larger; a NaN is reported either way, and
+    entries between the columns (rows n.. of a larger array) are never read as a's."""
+    emulated.drops_nan = True
+    n = 67
+    rng = np.random.default_rng(11)
+    a0 = rng.standard_normal((n, n)) + n * np.eye(n)
+    for bad, flagged in ((False, False), (True, True)):
+        store = np.asfortranarray(np.full((n + ld_extra, n), np.nan))
+        a = store[:n]
+        a[...] = a0
+        if bad:
+            a[3, n - 5] = np.nan
+        del emulated.calls[:]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            direct_solver(device(a), device(np.ones(n)), options=_opts("lu", "loop", inplace_a=True))
+        messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+        assert any("non-finite pivots" in msg for msg in messages) == flagged, messages
+        kinds = {"cumath_solver_copy_finite_d", "cumath_solver_finite_d"} & set(emulated.calls)
+        assert kinds == {"cumath_solver_copy_finite_d" if flat else "cumath_solver_finite_d"}, emulated.calls
+        assert not any(c.endswith(":copy") for c in emulated.calls)  # (in place: nothing is copied)
+
+
+@pytest.mark.parametrize("kind, method", [("lu", "loop"), ("cholesky", "loop"), ("cholesky", "batched")])
+def test_deterministic_option_sets_the_mode_of_created_handles_only(emulated, monkeypatch, kind, method):
+    """deterministic=False asks cuSOLVER for its non-deterministic algorithms on each handle the plan creates
+    (ALLOW_NON_DETERMINISTIC_RESULTS = 2); the default leaves cuSOLVER's deterministic default alone, and the
+    caller's handle is never changed but for its stream. Plans of either mode are cached apart."""
+    from cumath._bindings import cusolver
+
+    modes = []
+    monkeypatch.setattr(cusolver, "cusolverDnSetDeterministicMode", lambda h, mode: modes.append((h, mode)))
+    a0, b0, ref = system((2,), 5, 1, "float64", kind)
+    for opts, want in ((_opts(kind, method), []), (_opts(kind, method, deterministic=False), [2]),
+                       (_opts(kind, method, deterministic=False, handle=0x7777), [])):
+        del modes[:], emulated.created[:]
+        assert_solves(ref, direct_solver(device(a0), device(b0), options=opts), b0, "float64")
+        assert [m for _, m in modes] == want
+        assert {h for h, _ in modes} <= set(emulated.created)

@@ -343,3 +343,47 @@ def test_agrees_with_torch():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-rA"]))
+
+
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("layout", ["C", "F", "step"])
+@pytest.mark.parametrize("n", [257, 1031])
+def test_copy_with_the_input_scan_on_the_gpu(package, dtype, layout, n):
+    """The copy of a dense a into the plan's buffer with the scan for NaN and inf in the same pass (C and F: the
+    buffer's order), the copy then the flat scan (step: a strided a): sound systems solve, a never changes, and a
+    NaN or inf anywhere in a (first entry, last entry, off the diagonal) is reported, the plan reused after it."""
+    if package == "cupy":
+        _cupy()
+    else:
+        _torch_cuda()
+    rng = np.random.default_rng(n + len(layout))
+    a0 = (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dtype)
+    b0 = rng.standard_normal(n).astype(dtype)
+    for where, value in ((None, None), ((0, 0), np.nan), ((n - 1, n - 1), np.inf), ((n // 3, n - 2), np.nan),
+                         (None, None)):
+        a = a0.copy()
+        if where is not None:
+            a[where] = value
+        ga, gb = on_gpu(package, a, layout), on_gpu(package, b0)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            x = direct_solver(ga, gb)
+        messages = [str(w.message) for w in seen if issubclass(w.category, IllConditionedWarning)]
+        assert any("non-finite pivots" in m for m in messages) == (where is not None), (where, messages)
+        np.testing.assert_array_equal(to_host(ga), a)  # the caller's a is only read
+        if where is None:
+            assert_solves(a0, x, b0, dtype)
+
+
+@pytest.mark.parametrize("kind", ["lu", "cholesky"])
+def test_non_deterministic_mode_solves(kind):
+    """deterministic=False (cuSOLVER's non-deterministic algorithms) on a large system: the same residuals."""
+    cp = _cupy()
+    n = 1031
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((n, n))
+    a = m @ m.T + n * np.eye(n) if kind == "cholesky" else m + n * np.eye(n)
+    b = rng.standard_normal((n, 2))
+    x = direct_solver(cp.asarray(a), cp.asarray(b), options={"matrix_type": MT[kind], "deterministic": False})
+    assert_solves(a, x, b, "float64")

@@ -82,6 +82,26 @@ template <class F> void cumath_run(F f, int gx, int gy, int block)
             for (auto& th : threads) th.join();
         }
 }
+typedef void (*cumath_copy_fn)(const void*, void*, long long, long long, unsigned long long, unsigned long long*);
+// the copy with the input scan: gx blocks of block threads, one block after another
+extern "C" void cumath_launch_copy(void* fn, int gx, int block, const void* src, void* dst, long long total,
+                                   long long per, unsigned long long epoch, unsigned long long* bad)
+{
+    blockDim.x = block;
+    gridDim.x = gx;
+    gridDim.y = 1;
+    for (int bx = 0; bx < gx; ++bx) {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < block; ++t)
+            threads.emplace_back([=] {
+                threadIdx.x = t;
+                blockIdx.x = bx;
+                blockIdx.y = 0;
+                ((cumath_copy_fn)fn)(src, dst, total, per, epoch, bad);
+            });
+        for (auto& th : threads) th.join();
+    }
+}
 """
 
 LAUNCHER = r"""
@@ -336,3 +356,50 @@ def test_narrow_kernel_reads_the_triangle_of_a_cholesky_factor(lib, suffix):
         out, got = launch(lib, suffix, bad, wide=False, part=_pivots.PART[part], power=2)
         assert got == flagged, (i, j, part)
         assert np.isnan(out[1]).all() == bool(flagged), (i, j, part)
+
+
+def copy_scan(lib, suffix, src, per, *, grid, block=_pivots.WIDE, epoch=7, bad=None, store=True):
+    """The copy kernel on the flat array ``src`` (systems of ``per`` entries): (the copy, the flags); without
+    ``store`` the scan alone (a null destination: the copy is None)."""
+    dst = np.full_like(src, 3) if store else None
+    bad = np.zeros(src.size // per, np.uint64) if bad is None else bad
+    fn = ctypes.cast(getattr(lib, "cumath_solver_copy_finite_" + suffix), ctypes.c_void_p).value
+    lib.cumath_launch_copy(ctypes.c_void_p(fn), grid, block, ctypes.c_void_p(src.ctypes.data),
+                           ctypes.c_void_p(dst.ctypes.data if store else 0), ctypes.c_longlong(src.size),
+                           ctypes.c_longlong(per),
+                           ctypes.c_ulonglong(epoch), ctypes.c_void_p(bad.ctypes.data))
+    return dst, bad
+
+
+@pytest.mark.parametrize("suffix", ["s", "d", "c", "z"])
+@pytest.mark.parametrize("count, n", [(1, 1), (1, 37), (3, 37), (2, 64), (1, 101)])
+@pytest.mark.parametrize("grid, block", [(None, _pivots.WIDE), (1, 32), (3, 32), (2, 64)])
+def test_copy_with_the_input_scan(lib, suffix, count, n, grid, block):
+    """The copy of a into the factor storage with the finiteness scan on the way: every entry copied exactly
+    (the unrolled rounds and the tail, one block or several, totals that are and are not multiples of a round),
+    each system flagged with the epoch where it holds a NaN or an inf, the others left alone."""
+    rng = np.random.default_rng(count * 1000 + n)
+    mats = good(rng, count, n, _DTYPES[suffix])
+    per = n * n
+    grid = _pivots.copy_grid(count * per) if grid is None else grid
+    dst, bad = copy_scan(lib, suffix, mats.ravel(), per, grid=grid, block=block)
+    np.testing.assert_array_equal(dst, mats.ravel())
+    assert not bad.any()
+    for p in range(count):
+        for k in sorted({0, per - 1, per // 2, min(per - 1, 31), min(per - 1, 4 * block - 1)}):
+            for value in (np.nan, np.inf, -np.inf):
+                flat = mats.copy().ravel()
+                flat[p * per + k] = value
+                old = np.full(count, 5, np.uint64)  # the flags of an earlier check: kept unless flagged now
+                dst, flags = copy_scan(lib, suffix, flat, per, grid=grid, block=block, epoch=9, bad=old)
+                np.testing.assert_array_equal(dst, flat)
+                assert flags[p] == 9 and all(flags[q] == 5 for q in range(count) if q != p), (p, k)
+                keep = flat.copy()  # the flat scan of the factors: the same kernel with a null destination
+                _, flags = copy_scan(lib, suffix, flat, per, grid=grid, block=block, epoch=11, store=False)
+                np.testing.assert_array_equal(flat, keep)
+                assert flags[p] == 11 and all(flags[q] == 0 for q in range(count) if q != p), (p, k)
+
+
+def test_copy_grid():
+    assert _pivots.copy_grid(1) == 1 and _pivots.copy_grid(1024) == 1 and _pivots.copy_grid(1025) == 2
+    assert _pivots.copy_grid(8192 * 8192) == _pivots.COPY_BLOCKS

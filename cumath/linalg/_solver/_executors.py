@@ -282,6 +282,19 @@ class DeviceExecutor(_SameSpace):
     def _fill(self, dst, src: Operand, conj: bool, ptr=None) -> None:
         self.adapter.copy_into(dst, src.obj)  # (GPU layouts never ask for a conjugation)
 
+    def _a_base(self, a: Operand) -> int:
+        """As the base class's, but a dense a of the buffer's order is copied by the engine where it can scan it
+        for NaN and inf on the way (``copy_input``: one pass over a, not a copy and then a scan)."""
+        copy = getattr(self.engine, "copy_input", None)
+        if self.factor.in_place or copy is None:
+            return super()._a_base(a)
+        base = self._ptr(self.fbuf)
+        dense = (a.dtype == self.geom.dtype and a.device_id == self.engine.device_id
+                 and a.is_dense_in(_matrix_perm(len(self.geom.batch_shape), self.factor.order)))
+        if not copy(base, a.ptr if dense else None):
+            self._fill(self.fbuf, a, False)
+        return base
+
     def _conj(self, x) -> None:  # pragma: no cover - factor_layout(can_conj=False) never plans it
         raise AssertionError("a GPU plan conjugated its right-hand sides")
 

@@ -51,8 +51,8 @@ def matrix_type_of(value) -> DirectSolverMatrixType:
 class DirectSolverOptions:
     """Options of :class:`cumath.linalg.DirectSolver` and :func:`cumath.linalg.direct_solver`.
 
-    ``allocator`` to ``inplace_b`` are nvmath-python's; ``matrix_type``, ``cpu_lapack`` and ``batch_method`` are
-    cumath's additions.
+    ``allocator`` to ``inplace_b`` are nvmath-python's; ``matrix_type``, ``cpu_lapack``, ``batch_method`` and
+    ``deterministic`` are cumath's additions.
 
     Attributes:
         allocator: device memory for workspaces, pivots and staging (see :mod:`cumath.memory`); by default the
@@ -81,6 +81,10 @@ class DirectSolverOptions:
             default): the kernels for order at most 32 (``_traits.KERNEL_UP_TO``; the environment variable
             ``CUMATH_SOLVER_KERNEL=0`` turns them off), else chosen per problem size from a table of measurements
             (``cumath.linalg._solver._traits.BATCHED_UP_TO``). The choice is logged (INFO, 'solver engine').
+        deterministic: True (the default, cuSOLVER's own): the same input gives bit-identical results on every
+            run. False lets cuSOLVER use non-deterministic algorithms where it has faster ones
+            (``cusolverDnSetDeterministicMode(CUSOLVER_ALLOW_NON_DETERMINISTIC_RESULTS)``, CUDA 12.2 and later;
+            set on the handles the plan creates, never on the caller's ``handle``). Host solves ignore it.
     """
 
     allocator: object | None = dataclasses.field(default=None, compare=False)
@@ -92,6 +96,7 @@ class DirectSolverOptions:
     matrix_type: DirectSolverMatrixType | str = DirectSolverMatrixType.GENERAL
     cpu_lapack: Literal["auto", "openblas", "mkl", "nvpl"] = "auto"
     batch_method: Literal["auto", "loop", "batched", "kernel"] = "auto"
+    deterministic: bool = True
 
     def __post_init__(self):
         check_choice("inplace_a", self.inplace_a, (True, False))
@@ -103,5 +108,6 @@ class DirectSolverOptions:
         object.__setattr__(self, "matrix_type", matrix_type_of(self.matrix_type))
         check_choice("cpu_lapack", self.cpu_lapack, CPU_LAPACK)
         check_choice("batch_method", self.batch_method, BATCH_METHODS)
+        check_choice("deterministic", self.deterministic, (True, False))
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise TypeError(f"logger must be a logging.Logger, not {type(self.logger).__name__}")

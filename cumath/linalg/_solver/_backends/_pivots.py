@@ -20,6 +20,10 @@ the per-system magnitudes only when it flags something. Compiled by NVRTC once a
   miss it. The scan reads the factor once (an order-8192 float64 factor: 512 MiB, about 0.15 ms on an H200,
   ~1% of its factorization). The single-system engine runs the scan on the matrices before the factorization
   too, with the same epoch: a library need not keep a NaN of ``a`` in its factors at all.
+- ``cumath_solver_copy_finite_<t>`` (single-system engine, LU): the copy of a dense ``a`` into the plan's buffer
+  with that input scan on the way (one read of ``a`` where a copy and then a scan read it twice: 512 MiB less at
+  order 8192 in float64); with a null destination, the scan alone of factors that are dense whole matrices (ld
+  n), as one flat array with several loads in flight per thread, in place of the scan by columns.
 
 Without NVRTC they are unavailable (logged once) and the engines solve without the check, or copy the diagonals.
 """
@@ -34,7 +38,7 @@ from ...._core import cuda
 from ...._core.kernels import get_kernel
 
 __all__ = ["SCALARS_SOURCE", "PIVOTS_SOURCE", "WIDE", "NARROW_BLOCK", "ARG_TYPES", "SCAN_ARG_TYPES", "PART",
-           "PivotCheck", "pivot_kernel", "scan_grid"]
+           "PivotCheck", "pivot_kernel", "scan_grid", "copy_grid"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +185,35 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
                        epoch, out, flagged);
 }
 
+// The copy of a into the plan's buffer with the input scan on the way (one pass where a copy and a scan read a
+// twice): src and dst are dense in the same order, total entries in all, per entries per system; bad[k / per]
+// becomes epoch for each non-finite entry k (the failure path alone writes). Each thread has UNROLL independent
+// loads in flight before its first store: a loop of single loads would wait for each one. dst null: the scan
+// alone, of dense whole matrices (LU's factors, ld n, one after another).
+#define CUMATH_COPY_UNROLL 4
+template <typename T>
+__device__ __forceinline__ void cumath_copy_finite(const T* src, T* dst, long long total, long long per,
+                                                   unsigned long long epoch, unsigned long long* bad)
+{
+    const long long step = (long long)gridDim.x * blockDim.x;
+    long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; k + (CUMATH_COPY_UNROLL - 1) * step < total; k += CUMATH_COPY_UNROLL * step) {
+        T v[CUMATH_COPY_UNROLL];
+#pragma unroll
+        for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) v[u] = src[k + u * step];
+#pragma unroll
+        for (int u = 0; u < CUMATH_COPY_UNROLL; ++u) {
+            if (dst) dst[k + u * step] = v[u];
+            if (!cumath_finite(v[u])) bad[(k + u * step) / per] = epoch;
+        }
+    }
+    for (; k < total; k += step) {
+        const T v = src[k];
+        if (dst) dst[k] = v;
+        if (!cumath_finite(v)) bad[k / per] = epoch;
+    }
+}
+
 #define CUMATH_PIVOT_ARGS(T) const T* const* a, long long lda, int n, int count, const int* info, \
     const unsigned long long* bad, int power, double eps, unsigned long long epoch, double* out, \
     unsigned long long* flagged, int part
@@ -192,7 +225,11 @@ __device__ __forceinline__ void cumath_pivots_wide(const T* const* a, long long 
     extern "C" __global__ void cumath_solver_finite_##suffix(const T* const* a, long long lda, int n, int count, \
                                                             int part, unsigned long long epoch, \
                                                             unsigned long long* bad) \
-    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); }
+    { cumath_finite_scan<T>(a, lda, n, count, part, epoch, bad); } \
+    extern "C" __global__ void cumath_solver_copy_finite_##suffix(const T* src, T* dst, long long total, \
+                                                                 long long per, unsigned long long epoch, \
+                                                                 unsigned long long* bad) \
+    { cumath_copy_finite<T>(src, dst, total, per, epoch, bad); }
 CUMATH_PIVOTS(s, float)
 CUMATH_PIVOTS(d, double)
 CUMATH_PIVOTS(c, cumath_c32)
@@ -202,6 +239,8 @@ CUMATH_PIVOTS(z, cumath_c64)
 ARG_TYPES = "PqiiPPidQPPi"  # a, lda, n, count, info, bad (wide: the scan's flags; else 0), power, eps, epoch,
 #                            out, flagged, part (narrow: the part of each factor it checks; wide: unused)
 SCAN_ARG_TYPES = "PqiiiQP"  # a, lda, n, count, part, epoch, bad
+COPY_ARG_TYPES = "PPqqQP"  # src, dst, total, per, epoch, bad
+COPY_BLOCKS = 4096  # blocks of the copy with the input scan (grid-stride: fewer where the matrices are small)
 PART = {"lu": 0, "L": 1, "U": 2}  # the part of a factor the scan checks: LU's whole matrix, a triangle
 SCAN_BLOCKS = 1024  # blocks of the finiteness scan in all (at least one per matrix, at most one per column)
 WIDE = 256  # threads per matrix of the wide kernel (CUMATH_WIDE)
@@ -210,16 +249,18 @@ NARROW_BLOCK = 128  # threads per block of the narrow kernel: 4 systems (a warp 
 _unavailable: list = []  # why the kernels could not be had (logged once)
 
 
-def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False):
+def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = False, copy: bool = False):
     """A kernel for matrices of ``dtype`` (None, logged once, when it cannot be built): the pivots, one warp per
     matrix (launched with blocks of ``NARROW_BLOCK`` threads) or (``wide``) one block of ``WIDE`` threads per
-    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks)."""
+    matrix; or (``scan``) the finiteness scan of whole factors (a grid of (count, ny) blocks); or (``copy``) the
+    copy of dense matrices with their finiteness scan (``copy_grid``)."""
     if _unavailable:
         return None
-    kind = "finite_" if scan else "pivots_wide_" if wide else "pivots_"
+    kind = "copy_finite_" if copy else "finite_" if scan else "pivots_wide_" if wide else "pivots_"
     name = "cumath_solver_" + kind + _PREFIX[dtype].lower()
+    types = COPY_ARG_TYPES if copy else SCAN_ARG_TYPES if scan else ARG_TYPES
     try:
-        return get_kernel(PIVOTS_SOURCE, name, SCAN_ARG_TYPES if scan else ARG_TYPES, device_id=device_id)
+        return get_kernel(PIVOTS_SOURCE, name, types, device_id=device_id)
     except Exception as exc:  # noqa: BLE001 - the check is optional; the solve is not
         _unavailable.append(exc)
         logger.warning("the pivot check of GPU solves is off: its kernel could not be built (%s)", exc)
@@ -229,6 +270,12 @@ def pivot_kernel(dtype: str, device_id: int, wide: bool = False, scan: bool = Fa
 def scan_grid(n: int, count: int) -> tuple:
     """The grid of the finiteness scan: (count, ny), SCAN_BLOCKS blocks in all where the columns allow."""
     return count, max(1, min(n, -(-SCAN_BLOCKS // max(1, count)), 65535))
+
+
+def copy_grid(total: int) -> int:
+    """The blocks (of ``WIDE`` threads) of the copy with the input scan for ``total`` entries: at most
+    ``COPY_BLOCKS``, at least one, each thread with up to four entries a round."""
+    return max(1, min(COPY_BLOCKS, -(-total // (WIDE * 4))))
 
 
 class PivotCheck:
@@ -255,26 +302,57 @@ class PivotCheck:
         self._kernels = None
 
     def kernel(self, device_id: int):
-        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it."""
+        """The pivot kernel (None without NVRTC: logged once); the wide check builds the scan with it, and for
+        LU's whole factors the flat scan (the copy kernel without its stores)."""
         if self._kernels is None:
             main = pivot_kernel(self.geom.dtype, device_id, wide=self.wide)
             scan = pivot_kernel(self.geom.dtype, device_id, scan=True) if self.wide and main is not None else None
-            self._kernels = (main if scan is not None or not self.wide else None, scan)
+            flat = (pivot_kernel(self.geom.dtype, device_id, copy=True)
+                    if scan is not None and self.part == PART["lu"] else None)
+            self._kernels = (main if scan is not None or not self.wide else None, scan, flat)
         return self._kernels[0]
 
-    def scan_input(self, stream: int, a_ptrs: int, lda: int) -> None:
+    def _scan(self, stream: int, a_ptrs: int, lda: int, flat: int | None, epoch: int) -> None:
+        """The finiteness scan of the factors into the per-system flags: of dense whole matrices one after
+        another at ``flat`` (LU, ld n) by the flat kernel, each thread with several loads in flight; else by
+        columns through the pointer array."""
+        g = self.geom
+        if flat is not None and self._kernels[2] is not None:
+            total = g.count * g.n * g.n
+            self._kernels[2].launch(copy_grid(total), WIDE, 0, stream, flat, 0, total, g.n * g.n, epoch,
+                                    self._flagged + 8)
+        else:
+            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
+                                    epoch, self._flagged + 8)
+
+    def scan_input(self, stream: int, a_ptrs: int, lda: int, flat: int | None = None) -> None:
         """Before the factorization: the finiteness scan of the matrices themselves (all of each, or the triangle
         the library reads), flagging with the epoch of the next ``run``. A library need not keep a NaN of ``a``
         in its factors (a pivot search that passes over NaN, or an update that does not read it, can drop it),
-        so the check of the factors alone can miss it; the scan of both sees every non-finite input."""
-        g = self.geom
+        so the check of the factors alone can miss it; the scan of both sees every non-finite input. ``flat``:
+        as in ``run``."""
         self._epoch += 1  # (a check left behind by a failed call never lends its flags to the next one)
         self._scanned = True
-        self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
-                                self._epoch, self._flagged + 8)
+        self._scan(stream, a_ptrs, lda, flat, self._epoch)
 
-    def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos) -> tuple:
-        """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None)."""
+    def copy_input(self, stream: int, src: int, dst: int, device_id: int) -> bool:
+        """The copy of the matrices into the factor storage ``dst`` with their finiteness scan in the same pass
+        (``src`` and ``dst`` dense in the same order, whole matrices: LU's part), flagging with the epoch of the
+        next ``run`` as ``scan_input`` does. False (nothing done) without the kernel."""
+        kernel = self._kernels[2]
+        if kernel is None:
+            return False
+        g = self.geom
+        self._epoch += 1
+        self._scanned = True
+        total = g.count * g.n * g.n
+        kernel.launch(copy_grid(total), WIDE, 0, stream, src, dst, total, g.n * g.n, self._epoch, self._flagged + 8)
+        return True
+
+    def run(self, kernel, stream: int, a_ptrs: int, lda: int, info: int, host_infos, flat: int | None = None) -> tuple:
+        """(host_infos, magnitudes) filled from the device when a system was flagged, else (None, None).
+        ``flat``: the address of the factors where they are dense whole matrices one after another (LU, ld n),
+        scanned as one flat array."""
         g = self.geom
         if not self._scanned:
             self._epoch += 1
@@ -282,8 +360,7 @@ class PivotCheck:
         epoch = self._epoch
         if self.wide:
             bad = self._flagged + 8
-            self._kernels[1].launch(scan_grid(g.n, g.count), WIDE, 0, stream, a_ptrs, lda, g.n, g.count, self.part,
-                                    epoch, bad)
+            self._scan(stream, a_ptrs, lda, flat, epoch)
             grid, block = g.count, WIDE
         else:
             bad, grid, block = 0, -(-g.count // (NARROW_BLOCK // 32)), NARROW_BLOCK

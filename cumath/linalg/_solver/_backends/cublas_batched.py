@@ -49,7 +49,8 @@ class BatchedEngine:
     threads = 1
     direct = True
 
-    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger):
+    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger,
+                 deterministic: bool = True):
         g, f, r = problems.geom, problems.factor, problems.rhs
         for what, value in (("the order n", g.n), ("the leading dimension of a", f.ld),
                             ("the leading dimension of b", r.ld), ("the batch size", g.count)):
@@ -61,7 +62,8 @@ class BatchedEngine:
         self._mem = _Buffers(allocator, stream)
         self._h = None
         try:
-            self._h = CublasHandle(device_id, stream) if self.lu else SolverHandle(device_id, stream, handle)
+            self._h = CublasHandle(device_id, stream) if self.lu else SolverHandle(device_id, stream, handle,
+                                                                                        deterministic)
             self._setup(stream)
         except BaseException:
             self.free()
@@ -190,7 +192,7 @@ class BatchedEngine:
 
 
 def create(problems, placement, options, log, allocator=None, stream=None) -> BatchedEngine:
-    engine = BatchedEngine(problems, placement.device, stream, allocator, options.handle, log)
+    engine = BatchedEngine(problems, placement.device, stream, allocator, options.handle, log, options.deterministic)
     if log.isEnabledFor(logging.INFO):
         log.info("solver engine: %s (%s), a batch of %d systems of order %d in one call, on GPU %d",
                  engine.description, ", ".join(engine.routines), problems.geom.count, problems.geom.n, placement.device)

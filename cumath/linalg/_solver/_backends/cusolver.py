@@ -38,6 +38,7 @@ _OP = {"N": int(cusolver.cublasOperation_t.CUBLAS_OP_N), "T": int(cusolver.cubla
 _FILL = {"L": int(cusolver.cublasFillMode_t.CUBLAS_FILL_MODE_LOWER),
          "U": int(cusolver.cublasFillMode_t.CUBLAS_FILL_MODE_UPPER)}
 _D2H = 2  # cudaMemcpyDeviceToHost
+_ALLOW_NON_DETERMINISTIC = 2  # cusolverDeterministicMode_t: CUSOLVER_ALLOW_NON_DETERMINISTIC_RESULTS
 
 
 def _destroy(handle: int, params: int, owned: bool) -> None:
@@ -55,12 +56,14 @@ class SolverHandle:
     destroyed) with a parameters object of the 64-bit API, bound to one stream at a time; ``free()`` destroys
     what it owns (once; a finalizer does it if nobody calls free)."""
 
-    def __init__(self, device_id: int, stream: int, handle: int | None = None):
+    def __init__(self, device_id: int, stream: int, handle: int | None = None, deterministic: bool = True):
         set_device(device_id)
         self.device_id = device_id
         self.owned = handle is None
         self.value = cusolver.cusolverDnCreate() if handle is None else int(handle)
         try:
+            if self.owned and not deterministic:  # (a created handle starts deterministic: cuSOLVER's default)
+                cusolver.cusolverDnSetDeterministicMode(self.value, _ALLOW_NON_DETERMINISTIC)
             self.params = cusolver.cusolverDnCreateParams()
         except BaseException:
             _destroy(self.value, 0, self.owned)
@@ -108,9 +111,10 @@ class CusolverEngine(ProgramCache):
     direct = True
     error_class = CUSOLVERError
 
-    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger):
+    def __init__(self, problems, device_id: int, stream: int, allocator, handle: int | None = None, log=logger,
+                 deterministic: bool = True):
         self.geom, self.problems, self.device_id = problems.geom, problems, device_id
-        self._h = SolverHandle(device_id, stream, handle)
+        self._h = SolverHandle(device_id, stream, handle, deterministic)
         self._mem = _Buffers(allocator, stream)
         try:
             self._setup(problems, stream)
@@ -142,12 +146,15 @@ class CusolverEngine(ProgramCache):
         self._a_ptrs = self._mem.get(8 * count)
         self._a_ptrs_base = None
         self._a_ptrs_host = np.zeros(count, np.uint64)
+        self._copied = False  # copy_input scanned the matrices of the factorization to come
         self._dt = dt
         names = ("cusolverDnXgetrf", "cusolverDnXgetrs") if self.lu else ("cusolverDnXpotrf", "cusolverDnXpotrs")
         self._factor, self._solve = (cusolver.raw(name) for name in names)
         self.routines = names
         self.factor_routine = names[0]
         self._a_off = [int(o) for o in problems.a_offsets]
+        item = np.dtype(g.dtype).itemsize
+        self._dense = self.lu and f.ld == n and self._a_off == [i * n * n * item for i in range(count)]
         self._b_off = [int(o) for o in problems.b_offsets]
         self.nbytes = self._mem.nbytes + self._host_work.nbytes
 
@@ -193,7 +200,8 @@ class CusolverEngine(ProgramCache):
         kernel = self._check.kernel(self.device_id) if pivots else None
         if kernel is not None:
             self._pointers(a_base, stream)
-            return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos)
+            return self._check.run(kernel, stream, self._a_ptrs, ld, self._info, self._host_infos,
+                                   self._flat(a_base))
         cuda.copy(self._host_infos.ctypes.data, self._info, self._host_infos.nbytes, cuda.D2H, stream,
                   "solver info")
         if pivots:
@@ -215,14 +223,34 @@ class CusolverEngine(ProgramCache):
                       "solver pointer array")
             self._a_ptrs_base = a_base
 
+    def copy_input(self, dst: int, src: int | None) -> bool:
+        """Copy the matrices (``src``, dense in the order of the factor storage ``dst``) into ``dst`` and scan
+        them for NaN and inf in the same pass, in place of the program's own scan of ``dst``: one read of ``a``
+        instead of two. LU alone (Cholesky's scan reads the triangle the library reads, a copy reads all of it).
+        False, with nothing done, where it does not apply (no kernel, or ``src`` None: a not dense in that order):
+        the caller copies, the program scans."""
+        self._copied = False
+        if src is None or not self.lu or self._check.kernel(self.device_id) is None:
+            return False
+        self._copied = self._check.copy_input(self._h.stream, src, dst, self.device_id)
+        return self._copied
+
     def _scan_input(self, a_base: int) -> int:
         """The first entry of a factorization program: the finiteness scan of the matrices about to be factorized
-        (``PivotCheck.scan_input``), judged with the check that follows the factorization. Returns 0 (a program
-        entry's status)."""
+        (``PivotCheck.scan_input``), judged with the check that follows the factorization; skipped where
+        ``copy_input`` scanned them on the way into the factor storage. Returns 0 (a program entry's status)."""
+        if self._copied:
+            self._copied = False
+            return 0
         stream = self._h.stream
         self._pointers(a_base, stream)
-        self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld)
+        self._check.scan_input(stream, self._a_ptrs, self.problems.factor.ld, self._flat(a_base))
         return 0
+
+    def _flat(self, a_base: int) -> int | None:
+        """``a_base`` where the factors are dense whole matrices one after another (LU, ld n: one flat array for
+        the scans), else None."""
+        return a_base if self._dense else None
 
     def failed(self, status: int, fn) -> None:
         cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")
@@ -241,7 +269,7 @@ class CusolverEngine(ProgramCache):
 
 
 def create(problems, placement, options, log, allocator=None, stream=None) -> CusolverEngine:
-    engine = CusolverEngine(problems, placement.device, stream, allocator, options.handle, log)
+    engine = CusolverEngine(problems, placement.device, stream, allocator, options.handle, log, options.deterministic)
     if log.isEnabledFor(logging.INFO):
         log.info("solver engine: %s (%s), %d system(s), one call each, on GPU %d", engine.description,
                  ", ".join(engine.routines), problems.geom.count, placement.device)
