@@ -226,10 +226,30 @@ def test_element_type_mismatch_on_gpu():
             f.plan(epilog=ltoir("epilog", "complex64"))
 
 
-def test_numpy_compat_step_applied():
-    ltoir("prolog", "complex64")
-    if tuple(int(v) for v in np.__version__.split(".")[:2]) >= (2, 5):
-        assert np.row_stack is np.vstack  # put back for numba-cuda (see cumath/_core/numba_compat.py)
+COMPAT = r"""
+import numpy as np
+import cumath.fft as F
+def weight_load(data_in, offset, user_info, unused):
+    return data_in[offset] * user_info[offset]
+F.compile_prolog(weight_load, "complex64", "float32")
+print(getattr(np, "row_stack", None) is np.vstack, np.__version__)
+"""
+
+
+def test_numpy_compat_step_applied(tmp_path):
+    """A callback compiled by numba-cuda (a fresh process with an empty cache folder: a hit of the disk cache
+    would not import numba-cuda at all) works with NumPy 2.5, which removed ``row_stack``: the compatibility step
+    put it back (see cumath/_core/numba_compat.py)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, CUMATH_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", COMPAT], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    aliased, version = out.stdout.split()
+    if tuple(int(v) for v in version.split(".")[:2]) >= (2, 5):
+        assert aliased == "True"
 
 
 SECOND = r"""

@@ -301,8 +301,9 @@ def _main_ptx(jit, src):
 
 def test_ptx_of_the_layouts():
     """The register layouts' PTX: 16-byte read-only loads of b, streaming 16-byte stores of d, no shared memory
-    or barrier (the diagonals' table is in registers), no 64-bit divide or modulo; the staged default: b through
-    shared memory (16-byte shared loads and stores, a barrier), offsets as constants."""
+    or barrier (the diagonals' table is in registers), no 64-bit divide or modulo (the default, the persistent
+    register layout, too); the staged layout: b through shared memory (16-byte shared loads and stores, a
+    barrier), offsets as constants."""
     jit = _nvrtc_or_skip()
     offs = (-1000, -1, 0, 1, 1000)
     main = _main_ptx(jit, spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, variant="8x2-mb3"))
@@ -310,6 +311,9 @@ def test_ptx_of_the_layouts():
     assert "bar.sync" not in main and ".shared" not in main
     assert not any(op in main for op in ("div.s64", "rem.s64", "div.u64", "rem.u64"))
     main = _main_ptx(jit, spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, offsets=offs))
+    assert "ld.global.nc.v4" in main and "st.global.cs.v4.f32" in main and ".shared" not in main  # the default
+    main = _main_ptx(jit, spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, offsets=offs,
+                                      variant="8x2-stage"))
     assert "ld.global.nc.v4" in main and "st.shared.v4" in main and "ld.shared.v4" in main and "bar.sync" in main
     assert "st.global.cs.v4.f32" in main
     plain = spmm_source(N.DIAI, (1_000_000, 1_000_000), "float32", "int32", ndiag=5, variant="8x2-plain")

@@ -153,9 +153,14 @@ class CuBLASMpMatmul:
         if epilog.name not in GPU_EPILOGS:
             raise NotImplementedError(f"epilog {epilog.name} is not supported by the GPU engine (cuBLASMp); the "
                                       f"supported epilogs are {list(GPU_EPILOGS)}")
-        if epilog.name == "ALLREDUCE":
-            _check_allreduce(mm._flags, mm.dtype.kind == "c")
         group = ctx.process_group
+        if epilog.name == "ALLREDUCE":
+            _check_allreduce(mm._flags, mm.dtype.kind == "c")  # on every grid, so code that runs on one runs on all
+            if group.nranks == 1:
+                # an all-reduce over one process is the identity: the product is DEFAULT's (cuBLASMp 0.10 refuses
+                # GEMM+AllReduce on a 1 x 1 grid with NOT_SUPPORTED)
+                logger.info("epilog ALLREDUCE on one rank: the product runs as epilog DEFAULT (nothing to reduce)")
+                epilog = type(epilog)["DEFAULT"]
         dist_d = mm._dist_c
         blocks_d = block_sizes(dist_d, (m, n))
         _check_blocks(mm._flags, mm._a.blocks, mm._b.blocks, blocks_d)
