@@ -225,6 +225,18 @@ def _sys_path_dirs() -> list[str]:
     return [p for p in sys.path if p and os.path.isdir(p)]
 
 
+def _other_major_folder(spec: LibrarySpec, path: str) -> bool:
+    """Whether ``path`` lies in the wheel folder of the CUDA major version this process does not load: cuRAND
+    (``libcurand.so.10``) and cuSPARSE (``libcusparse.so.12``) keep one soname across CUDA 12 and 13, so only the
+    folder tells a CUDA 13 build (``nvidia/cu13/lib``) from a CUDA 12 one (``nvidia/<component>/lib``,
+    ``nvidia/cu12/lib``)."""
+    if not spec.cuda12:
+        return False
+    parts = os.path.normpath(path).split(os.sep)
+    other = "cu13" if cuda_major() == 12 else "cu12"
+    return any(a == "nvidia" and b == other for a, b in zip(parts, parts[1:]))
+
+
 def _nvidia_wheel_candidates(spec: LibrarySpec) -> list[str]:
     found = []
     subs = ("nvidia/cu13/lib", "nvidia/*/lib", "nvidia/*/lib64")
@@ -233,7 +245,8 @@ def _nvidia_wheel_candidates(spec: LibrarySpec) -> list[str]:
     for base in _sys_path_dirs():
         for sub in subs:
             for soname in _sonames(spec):
-                found.extend(sorted(glob.glob(os.path.join(base, sub, soname))))
+                found.extend(p for p in sorted(glob.glob(os.path.join(base, sub, soname)))
+                             if p not in found and not _other_major_folder(spec, p))
     return found
 
 
@@ -266,6 +279,10 @@ def _try_pathfinder(spec: LibrarySpec) -> str | None:
     if path and spec.cuda12 and os.path.basename(path) not in _sonames(spec) and not any(
             os.path.basename(path).startswith(s + ".") for s in _sonames(spec)):
         logger.debug("cuda-pathfinder found %s, not a CUDA %d build: looking further", path, cuda_major())
+        return None
+    if path and _other_major_folder(spec, path):  # the same soname in the other major version's folder
+        logger.debug("cuda-pathfinder found %s, in a CUDA %d wheel folder: looking further", path,
+                     25 - cuda_major())
         return None
     return path
 
