@@ -209,19 +209,24 @@ def select(problem: GemmProblem, tuning: Tuning = TUNING) -> "MemoryBoundGemm | 
                 ok, why = False, "bfloat16 conversions need compute capability 8.0"
         except Exception as exc:  # no GPU: nothing to run on
             ok, why = False, f"no usable GPU ({exc})"
+    return built("memory-bound GEMM", ok, why, problem, lambda: MemoryBoundGemm(problem, tuning))
+
+
+def built(label: str, ok: bool, why: str, problem, make, log=logger):
+    """The engine ``make()`` builds for ``problem`` where the rules allowed it (``ok``), else None; the choice,
+    or why there is none, logged on ``log`` (a build failure: no NVRTC, no GPU, a compile error, leaves cuBLASLt the work)."""
+    dims = (problem.m, problem.n, problem.k, problem.dtype)
     if not ok:
-        logger.info("memory-bound GEMM not chosen for m=%d n=%d k=%d %s: %s", problem.m, problem.n, problem.k,
-                    problem.dtype, why)
+        log.info("%s not chosen for m=%d n=%d k=%d %s: %s", label, *dims, why)
         return None
     try:
-        gemm = MemoryBoundGemm(problem, tuning)
-    except Exception as exc:  # no NVRTC, no GPU, a compile failure: cuBLASLt does the work
-        logger.warning("memory-bound GEMM unavailable for m=%d n=%d k=%d %s (%s: %s); using cuBLASLt",
-                       problem.m, problem.n, problem.k, problem.dtype, type(exc).__name__, exc)
+        engine = make()
+    except Exception as exc:
+        log.warning("%s unavailable for m=%d n=%d k=%d %s (%s: %s); using cuBLASLt", label, *dims,
+                       type(exc).__name__, exc)
         return None
-    logger.info("memory-bound GEMM chosen for m=%d n=%d k=%d %s: %s", problem.m, problem.n, problem.k,
-                problem.dtype, why)
-    return gemm
+    log.info("%s chosen for m=%d n=%d k=%d %s: %s", label, *dims, why)
+    return engine
 
 
 def _rows_per_block(ch: int, target: int) -> int:

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 
 from ...errors import InvalidStateError
-from ._memory_bound import _DTYPES, GemmProblem, stride_define
+from ._memory_bound import _DTYPES, GemmProblem, built, stride_define
 
 __all__ = ["SmallProblem", "SmallGemm", "decide", "select", "variant_defines", "render", "enabled", "LIMITS",
            "KERNEL_NAME", "ARG_TYPES", "TILE"]
@@ -170,18 +170,7 @@ def select(problem: SmallProblem, limits: Limits = LIMITS) -> "SmallGemm | None"
                 ok, why = False, "bfloat16 conversions need compute capability 8.0"
         except Exception as exc:
             ok, why = False, f"no usable GPU ({type(exc).__name__}: {exc})"
-    if not ok:
-        logger.info("small-GEMM kernel not chosen for m=%d n=%d k=%d %s: %s", problem.m, problem.n, problem.k,
-                    problem.dtype, why)
-        return None
-    try:
-        gemm = SmallGemm(problem)
-    except Exception as exc:  # no NVRTC, no GPU, a compile failure: cuBLASLt does the work
-        logger.warning("small-GEMM kernel unavailable for m=%d n=%d k=%d %s (%s: %s); using cuBLASLt",
-                       problem.m, problem.n, problem.k, problem.dtype, type(exc).__name__, exc)
-        return None
-    logger.info("small-GEMM kernel chosen: %s", why)
-    return gemm
+    return built("small-GEMM kernel", ok, why, problem, lambda: SmallGemm(problem), logger)
 
 
 class SmallGemm:
