@@ -95,6 +95,8 @@ ROUTINES = {
     "trmm": ("SDCZ", "cublas{p}trmm_v2_64",
              [c_int, c_int, c_int, c_int, _i64, _i64, _p, _p, _i64, _p, _i64, _p, _i64],
              "side uplo trans diag m n alpha A lda B ldb C ldc"),
+    "trsm": ("SDCZ", "cublas{p}trsm_v2_64", [c_int, c_int, c_int, c_int, _i64, _i64, _p, _p, _i64, _p, _i64],
+             "side uplo trans diag m n alpha A lda B ldb"),
     "geam": ("SDCZ", "cublas{p}geam_64", [c_int, c_int, _i64, _i64, _p, _p, _i64, _p, _p, _i64, _p, _i64],
              "transa transb m n alpha A lda beta B ldb C ldc"),
     "dgmm": ("SDCZ", "cublas{p}dgmm_64", [c_int, _i64, _i64, _p, _i64, _p, _i64, _p, _i64],

@@ -59,6 +59,15 @@ class FakeSolverLibs:
         self.drops_nan = False  # a library whose factors need not keep a NaN of a (as cuSOLVER's LU was seen to)
         self.nan_into_l = False  # a batched LU whose factor of a NaN matrix holds it in L alone (off U's diagonal)
         self.created, self.destroyed, self.copies = cuda.created, cuda.destroyed, cuda.copies
+        self.cublas_created, self.cublas_destroyed = [], []  # the cuBLAS handles of the LU solve step (trsm)
+
+    def create_cublas(self):
+        self.cublas_created.append(0x5000 + 16 * len(self.cublas_created))
+        return self.cublas_created[-1]
+
+    def destroy_cublas(self, handle):
+        assert handle in self.cublas_created and handle not in self.cublas_destroyed
+        self.cublas_destroyed.append(handle)
 
     # ------------------------------------------------------------------------------------ memory
     def is_device(self, ptr, nbytes=1) -> bool:
@@ -77,6 +86,8 @@ class FakeSolverLibs:
         """The pivot kernels in NumPy: the wide one reads the diagonals, the scan and the narrow one check every
         entry of the part ``part`` of each factor; where a system is flagged they store the check's epoch as the
         CUDA source does (whose logic test_solver_pivot_kernel.py checks on the CPU)."""
+        if name.startswith("cumath_lu_permute_"):
+            return self._permute_kernel(source, name, arg_types)
         kinds = ("cumath_solver_pivots_", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
                  "cumath_solver_copy_finite_")
         assert name[:-1] in kinds and name[-1] in "sdcz"
@@ -139,6 +150,39 @@ class FakeSolverLibs:
 
         return Copy() if copy else Scan() if scan else Kernel()
 
+    def _permute_kernel(self, source, name, arg_types):
+        """The LU solve step's permutation (``_lu_solve``): getrf's 1-based interchanges composed in order, then
+        each column of x gathered (scatter 0) or scattered (1) through the scratch column w, moved as bytes."""
+        item = int(name.rsplit("_", 1)[1])
+        assert item in (4, 8, 16) and arg_types == "PiPqiPii" and f"CUMATH_PERMUTE({item}, " in source
+        fake = self
+
+        class Permute:
+            attributes = {}
+
+            def set_attribute(self, attrib, value):
+                self.attributes[attrib] = value
+
+            def launch(self, grid, block, shared, stream, ipiv, n, x, ldx, nrhs, w, scatter, piv_shared):
+                assert grid == 1 and block == 1024 and shared == (8 if piv_shared else 4) * n
+                assert shared <= 48 * 1024 or self.attributes.get(8, 0) >= shared
+                assert fake.is_device(w, n * item), "the scratch column must be in device memory"
+                fake.calls.append(name)
+                perm = np.arange(n)
+                for i, p in enumerate(fake._device_ints(ipiv, n, "int64") - 1):
+                    assert i <= p < n
+                    perm[i], perm[p] = perm[p], perm[i]
+                for j in range(nrhs):
+                    col = from_pointer(x + j * ldx * item, (n, item), (item, 1), "uint8")
+                    if scatter:
+                        moved = np.empty_like(col)
+                        moved[perm] = col
+                    else:
+                        moved = col[perm]
+                    col[...] = moved
+
+        return Permute()
+
     # ----------------------------------------------------------------------------------- handles
     def live(self, handle):
         assert handle not in self.destroyed, "a call on a destroyed handle"
@@ -181,6 +225,24 @@ class FakeSolverLibs:
         x, inf = _lapack("getrs", dtype)(lu, piv, b.copy(), trans=trans)
         b[...] = x
         self._device_ints(info, 1, "int32")[0] = inf
+        return 0
+
+    def _trsm(self, name, h, side, uplo, trans, diag, m, n, alpha, A, lda, B, ldb):
+        """cublas<t>trsm_v2_64, left side: op(A) X = alpha B with A's triangle ``uplo`` (0 lower), B overwritten."""
+        import scipy.linalg
+
+        dtype = _LETTER[name[len("cublas")]]
+        assert side == 0 and trans in (0, 1) and diag in (0, 1) and lda >= max(1, m) and ldb >= max(1, m)
+        assert not self.is_device(alpha, 1), "alpha is read on the host (pointer mode HOST)"
+        a = _mat(A, m, m, lda, dtype)
+        b = _mat(B, m, n, ldb, dtype)
+        scale = from_pointer(alpha, (1,), (1,), dtype)[0]
+        try:
+            b[...] = scipy.linalg.solve_triangular(a, scale * b, trans=trans, lower=uplo == 0,
+                                                   unit_diagonal=diag == 1, check_finite=False)
+        except np.linalg.LinAlgError:  # a zero on the diagonal: cuBLAS divides by it
+            b[...] = np.nan
+
         return 0
 
     def _cusolverDnXpotrf(self, name, h, params, uplo, n, dt, A, lda, ct, dwork, dsize, hwork, hsize, info):
@@ -261,6 +323,7 @@ for _p in "SDCZ":  # the batched routines are found by their generic names
     setattr(FakeSolverLibs, f"_cusolverDn{_p}potrsBatched", FakeSolverLibs._potrsBatched)
     setattr(FakeSolverLibs, f"_cublas{_p}getrfBatched", FakeSolverLibs._getrfBatched)
     setattr(FakeSolverLibs, f"_cublas{_p}getrsBatched", FakeSolverLibs._getrsBatched)
+    setattr(FakeSolverLibs, f"_cublas{_p}trsm_v2_64", FakeSolverLibs._trsm)
 
 def emulation(monkeypatch):
     """The generic matmul's CUDA emulation, plus cuSOLVER and cuBLAS's batched LU; yields the solvers' fake."""
@@ -282,6 +345,13 @@ def emulation(monkeypatch):
     from cumath.linalg._solver._backends import _pivots
 
     monkeypatch.setattr(_pivots, "get_kernel", fake.get_kernel)
+    from cumath.linalg._solver._backends import _lu_solve
+
+    monkeypatch.setattr(_lu_solve, "get_kernel", fake.get_kernel)
+    monkeypatch.setattr(_lu_solve, "_unavailable", [])
+    monkeypatch.setattr(cublas, "cublasCreate_v2", fake.create_cublas)
+    monkeypatch.setattr(cublas, "cublasDestroy_v2", fake.destroy_cublas)
+    monkeypatch.setattr(cudart, "cudaDeviceGetAttribute", lambda attr, dev: 232448 if attr == 97 else 0)
 
     def copy2d(dst, dpitch, src, spitch, width, height, kind, stream=0):
         fake.copies.append("2d")
@@ -341,7 +411,8 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
         assert all("Batched" in n or n.startswith("cumath_solver_pivots_") for n in used), used
     else:
         assert all(n.startswith(("cusolverDnX", "cumath_solver_pivots_wide_", "cumath_solver_finite_",
-                                 "cumath_solver_copy_finite_")) for n in used), used
+                                 "cumath_solver_copy_finite_", "cumath_lu_permute_")) or
+                   (n.startswith("cublas") and n.endswith("trsm_v2_64")) for n in used), used
         # LU: a dense a of the buffer's order (here: C, the batch outermost) is copied and scanned in one pass,
         # another one is copied, then scanned; the plan's buffer (dense, ld n) is scanned as one flat array after
         # the factorization. Cholesky: a copy, and both scans by columns over the triangle
@@ -351,7 +422,10 @@ def test_device_operands(emulated, dtype, kind, method, layout, vector):
         columns = sum(n.startswith("cumath_solver_finite_") for n in calls)
         want = ((1, 2, 0) if layout == "C" else (0, 2, 0)) if kind == "lu" else (0, 0, 2)
         assert (copies, flat, columns) == want, calls
-    assert len(set(emulated.created)) == 1 and emulated.destroyed == emulated.created
+    # one library handle (cuSOLVER's, or cuBLAS's for the batched LU); the LU solve step of single systems
+    # (permutation + trsm) has a cuBLAS handle of its own; all destroyed with the plan
+    assert len(set(emulated.created)) + len(emulated.cublas_created) == 1 + (kind == "lu" and method == "loop")
+    assert emulated.destroyed == emulated.created and emulated.cublas_destroyed == emulated.cublas_created
 
 
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
@@ -634,6 +708,39 @@ def test_the_pivot_kernel_compiles():
     assert art.kind in ("cubin", "ptx") and len(art.data) > 1000
 
 
+def test_the_lu_permutation_kernel_compiles():
+    """The CUDA source of the LU solve step's permutation compiles with NVRTC for sm_90 (where NVRTC is here)."""
+    from cumath._core import jit
+    from cumath.linalg._solver._backends import _lu_solve
+
+    try:
+        art = jit.compile_source(_lu_solve.PERMUTE_SOURCE, cc=90, name="lu_permute.cu", what="the permutation")
+    except Exception as exc:  # noqa: BLE001 - no NVRTC in this environment
+        pytest.skip(f"NVRTC is not usable here: {exc}")
+    assert art.kind in ("cubin", "ptx") and len(art.data) > 1000
+
+
+def test_lu_solve_step_keeps_getrs_where_the_permutation_does_not_fit(emulated, monkeypatch, caplog):
+    """Orders whose permutation does not fit the device's shared memory (and CUMATH_SOLVER_KERNEL=0) solve with
+    getrs; the solutions are the same."""
+    from cumath._bindings import cudart
+
+    a0, b0, ref = system((), 9, 2, "float64")
+    monkeypatch.setattr(cudart, "cudaDeviceGetAttribute", lambda attr, dev: 4 * 9 - 1)
+    assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "loop")), b0, "float64")
+    assert "cusolverDnXgetrs" in emulated.calls and not any(c.startswith("cumath_lu_permute") for c in emulated.calls)
+    plan_cache.clear()
+    emulated.calls.clear()
+    monkeypatch.setattr(cudart, "cudaDeviceGetAttribute", lambda attr, dev: 4 * 9)  # the pivots in device memory
+    assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "loop")), b0, "float64")
+    assert "cumath_lu_permute_8" in emulated.calls and "cusolverDnXgetrs" not in emulated.calls
+    plan_cache.clear()
+    emulated.calls.clear()
+    monkeypatch.setenv("CUMATH_SOLVER_KERNEL", "0")
+    assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", "loop")), b0, "float64")
+    assert "cusolverDnXgetrs" in emulated.calls
+
+
 def test_cached_gpu_call_reaches_the_library_within_four_frames(emulated, monkeypatch):
     import cumath.linalg._solver._functions as F
     from cumath._bindings import cublas, cusolver
@@ -659,7 +766,7 @@ def test_cached_gpu_call_reaches_the_library_within_four_frames(emulated, monkey
         seen.clear()
         for _ in range(3):
             assert_solves(ref, direct_solver(device(a0), device(b0), options=_opts("lu", method)), b0, "float64")
-        assert len(seen) == 6
+        assert len(seen) == (9 if method == "loop" else 6)  # loop: getrf and two trsm (the solve step) a call
         for frames in seen[2:]:
             assert len(frames) <= 4, frames
 

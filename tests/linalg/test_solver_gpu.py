@@ -387,3 +387,83 @@ def test_non_deterministic_mode_solves(kind):
     b = rng.standard_normal((n, 2))
     x = direct_solver(cp.asarray(a), cp.asarray(b), options={"matrix_type": MT[kind], "deterministic": False})
     assert_solves(a, x, b, "float64")
+
+
+def _routines(caplog) -> str:
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("solver engine:")]
+    return lines[-1] if lines else ""
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("nrhs", ["vector", 1, 3])
+@pytest.mark.parametrize("n", [2, 257, 1031])
+def test_lu_solve_step_without_getrs(dtype, layout, nrhs, n, caplog, monkeypatch):
+    """The solve step of single large LU systems: getrf's interchanges as one permutation (cumath's kernel), then
+    two cuBLAS trsm calls, trans N (an F-order a) and T (a C-order a: its transpose is factorized), on random
+    matrices that pivot on almost every row; the same solution as getrs (CUMATH_SOLVER_KERNEL=0)."""
+    import logging
+
+    cp = _cupy()
+    rng = np.random.default_rng(n * 7 + len(layout))
+    a0 = rng.standard_normal((n, n))
+    if dtype.startswith("complex"):
+        a0 = a0 + 1j * rng.standard_normal((n, n))
+    a0 = a0.astype(dtype)
+    b0 = rng.standard_normal(n if nrhs == "vector" else (n, nrhs)).astype(dtype)
+    ga = cp.asarray(a0, order=layout)
+    caplog.set_level(logging.INFO, logger="cumath")
+    x = direct_solver(ga, cp.asarray(b0), options={"batch_method": "loop"})
+    assert "cumath_lu_permute" in _routines(caplog) and "trsm" in _routines(caplog), _routines(caplog)
+    assert_solves(a0, x, b0, dtype)
+    np.testing.assert_array_equal(ga.get(), a0)
+    monkeypatch.setenv("CUMATH_SOLVER_KERNEL", "0")
+    plan_cache.clear()
+    y = direct_solver(ga, cp.asarray(b0), options={"batch_method": "loop"})
+    assert "Xgetrs" in _routines(caplog), _routines(caplog)
+    tol = {"float32": 1e-3, "complex64": 1e-3}.get(dtype, 1e-10)
+    np.testing.assert_allclose(x.get(), y.get(), rtol=tol, atol=tol * np.abs(y.get()).max())
+
+
+def test_lu_solve_step_stateful_streams_and_new_b():
+    """A DirectSolver reusing its factors for new right-hand sides on another stream (the permutation and trsm
+    follow the plan's stream), and an explicit batch of two large systems (one launch per system, one scratch)."""
+    cp = _cupy()
+    n = 701
+    rng = np.random.default_rng(11)
+    a0 = rng.standard_normal((n, n))
+    b0 = rng.standard_normal((n, 2))
+    with DirectSolver(cp.asarray(a0), cp.asarray(b0)) as s:
+        s.plan()
+        s.factorize()
+        assert_solves(a0, s.solve(), b0, "float64")
+        other = cp.cuda.Stream(non_blocking=True)
+        for k in range(3):
+            b1 = rng.standard_normal((n, 2))
+            with other:
+                gb = cp.asarray(b1)
+            s.reset_operands(b=gb, stream=other)
+            x = s.solve()
+            assert_solves(a0, x.get(stream=other), b1, "float64")
+    a1 = rng.standard_normal((n, n))
+    xs = direct_solver([cp.asarray(a0), cp.asarray(a1)], [cp.asarray(b0), cp.asarray(b0)])
+    assert_solves(a0, xs[0], b0, "float64")
+    assert_solves(a1, xs[1], b0, "float64")
+
+
+@pytest.mark.parametrize("n", [30011])
+def test_lu_solve_step_with_pivots_in_device_memory(n, caplog):
+    """An order whose pivots no longer fit the shared memory beside the permutation (8 bytes a row over the
+    device's opt-in limit): the kernel reads them from device memory; residual in float64 on the GPU."""
+    import logging
+
+    cp = _cupy()
+    rng = cp.random.default_rng(5)
+    a = rng.standard_normal((n, n), dtype=cp.float32)
+    b = rng.standard_normal((n, 1), dtype=cp.float32)
+    caplog.set_level(logging.INFO, logger="cumath")
+    x = direct_solver(a, b, options={"batch_method": "loop"})
+    assert "cumath_lu_permute" in _routines(caplog)
+    r = a.astype(cp.float64) @ x.astype(cp.float64) - b
+    err = float(cp.abs(r).max() / (cp.abs(a).max() * max(1.0, float(cp.abs(x).max())) * n))
+    assert err < 1e-6, err

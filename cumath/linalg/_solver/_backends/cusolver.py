@@ -19,12 +19,13 @@ import weakref
 
 import numpy as np
 
-from ...._bindings import cudart, cusolver
+from ...._bindings import cublas, cudart, cusolver
 from ...._core import cuda
 from ...._core.cuda import set_device
 from ....errors import CUSOLVERError
 from ....memory import allocate
-from . import ProgramCache
+from . import ProgramCache, kernel_enabled
+from ._lu_solve import TriangularSolve, permute_kernel, shared_bytes
 from ._pivots import PART, PivotCheck
 
 __all__ = ["SolverHandle", "CusolverEngine", "DATA_TYPES", "create"]
@@ -156,7 +157,25 @@ class CusolverEngine(ProgramCache):
         item = np.dtype(g.dtype).itemsize
         self._dense = self.lu and f.ld == n and self._a_off == [i * n * n * item for i in range(count)]
         self._b_off = [int(o) for o in problems.b_offsets]
+        self._tri = self._triangular(g, item, stream) if self.lu else None
+        if self._tri is not None:
+            self.routines = (names[0], "cumath_lu_permute", self._tri.routine)
         self.nbytes = self._mem.nbytes + self._host_work.nbytes
+
+    def _triangular(self, g, item: int, stream):
+        """The solve step without getrs (``_lu_solve``) where its permutation fits the device's shared memory
+        and cumath's own kernels are allowed (``CUMATH_SOLVER_KERNEL``); None keeps getrs."""
+        if g.n < 2 or not kernel_enabled():
+            return None
+        shared, piv_shared = shared_bytes(g.n, self.device_id)
+        kernel = permute_kernel(item, self.device_id) if shared else None
+        if kernel is None:
+            return None
+        from ..._backends.cublas import CublasHandle
+
+        self._cublas = CublasHandle(self.device_id, stream)
+        return TriangularSolve(kernel, self._cublas, g.dtype, g.n, g.nrhs, self._mem.get(item * g.n), shared,
+                               piv_shared)
 
     # ------------------------------------------------------------------------------------------ programs
     def _fused_calls(self, a_base: int, b_base: int) -> list:
@@ -181,7 +200,9 @@ class CusolverEngine(ProgramCache):
         h, params, dt, n, k = self._h.value, self._h.params, self._dt, g.n, g.nrhs
         calls = []
         for i, (oa, ob) in enumerate(zip(self._a_off, self._b_off)):
-            if self.lu:
+            if self.lu and self._tri is not None:
+                calls.extend(self._tri.calls(a_base + oa, f.ld, self._ipiv + 8 * i * n, b_base + ob, r.ld, f.trans))
+            elif self.lu:
                 ipiv = self._ipiv + 8 * i * max(1, n)
                 calls.append((self._solve, (h, params, _OP[f.trans], n, k, dt, a_base + oa, f.ld, ipiv, dt,
                                             b_base + ob, r.ld, self._sinfo)))
@@ -253,19 +274,25 @@ class CusolverEngine(ProgramCache):
         return a_base if self._dense else None
 
     def failed(self, status: int, fn) -> None:
-        cusolver.check(int(status), f"{getattr(fn, '__name__', fn)} of a system of order {self.geom.n}")
+        name = str(getattr(fn, "__name__", fn))
+        (cublas.check if name.startswith("cublas") else cusolver.check)(
+            int(status), f"{name} of a system of order {self.geom.n}")
 
     def set_stream(self, stream: int) -> None:
         self._h.set_stream(stream)
+        tri = self.__dict__.get("_cublas")
+        if tri is not None:
+            tri.set_stream(stream)
 
     def free(self) -> None:
         self._clear_programs()
         mem = self.__dict__.pop("_mem", None)
         if mem is not None:
             mem.free()
-        h = self.__dict__.pop("_h", None)
-        if h is not None:
-            h.free()
+        for key in ("_h", "_cublas"):
+            h = self.__dict__.pop(key, None)
+            if h is not None:
+                h.free()
 
 
 def create(problems, placement, options, log, allocator=None, stream=None) -> CusolverEngine:
