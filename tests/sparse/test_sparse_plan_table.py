@@ -41,6 +41,9 @@ def test_the_plan_settings_table_on_the_emulation(emulated, monkeypatch):
                         __import__(name, fromlist=["_"]))
     monkeypatch.setattr(bench, "device_sync", lambda: (lambda: None))
     monkeypatch.setattr(_executors, "default_allocator", lambda package, device_id: HostAllocator(emulated))
+    from cumath.sparse.advanced._backends import cudss as backend
+
+    saved = backend.PLAN_DEFAULTS
     case = _Case()
     bench._plan_table(case, 6, skip={"reordering NONE (natural order)"})
     rows = {r["contender"]: r for r in case.rows}
@@ -61,4 +64,4 @@ def test_the_plan_settings_table_on_the_emulation(emulated, monkeypatch):
     from cumath.sparse.advanced._backends import cudss as backend
     from cumath._bindings import cudss
 
-    assert backend.PLAN_DEFAULTS == () and backend.ANALYSIS_PHASES == (cudss.Phase.ANALYSIS,)  # put back
+    assert backend.PLAN_DEFAULTS == saved and backend.ANALYSIS_PHASES == (cudss.Phase.ANALYSIS,)  # put back

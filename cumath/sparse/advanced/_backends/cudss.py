@@ -62,9 +62,11 @@ SETTINGS = {
 #: ``((lowest order, {setting name or cudss.ConfigParam: value}), ...)`` in increasing order (the last class the
 #: order reaches applies). A setting goes here only when benchmarks/solvers_sparse.py's ``sparse/gpu-plan-settings``
 #: tables (90k and 1M Poisson) measured it planning much faster than cuDSS's default with factorize and solve
-#: within 1.05x; the table prints the line to put here. Empty: cuDSS's own choices (nested dissection, AUTO
-#: matching and pivoting, superpanels) measured best so far.
-PLAN_DEFAULTS: tuple = ()
+#: within 1.05x; the table prints the line to put here. Measured on an H200 (16 host threads, 90k Poisson):
+#: ND_UBFACTOR=1 (the nested dissection's separators balanced strictly) planned in 0.82x cuDSS's default time
+#: (111.9 against 136.0 ms: the reordering 92.5 against 117.0) with 1.16x the fill and factorize / solve at
+#: 1.01x / 1.005x; orders below 50,000 keep cuDSS's own choices (not measured).
+PLAN_DEFAULTS: tuple = ((50_000, {_C.ND_UBFACTOR: 1}),)
 #: the cuDSS phases of an analysis: ANALYSIS in one call, or (benchmarks) REORDERING then SYMBOLIC_FACTORIZATION
 #: as two, so that the plan's step timings show each (the same work either way)
 ANALYSIS_PHASES: tuple = (cudss.Phase.ANALYSIS,)
