@@ -4,8 +4,9 @@ and data (mpi4py-fft for the FFT) and against the single-process cumath call (ma
 Cases (``--list``):
   cpu/fft-128cube     3-D C2C FFT of 128^3 complex128, Slab.X in (cumath, FFTW_MEASURE per-rank plans) against
                       mpi4py-fft's PFFT (FFTW_MEASURE) on the same slab decomposition (forward, output in the
-                      other slab, as cumath with redistribute=False; cumath with redistribute=True too, with
-                      engine 'auto' and each CPU engine: MKL Cluster DFT and per-rank plans + transposes)
+                      other slab, as cumath with redistribute=False: target at most 1.0x); cumath with
+                      redistribute=True too, with engine 'auto' (per-rank plans + transposes) and 'mkl' (MKL
+                      Cluster DFT)
   cpu/matmul-2048     2048^2 float64 matmul on a 1 x P block-cyclic grid (ScaLAPACK p?gemm), against
                       single-process cumath.linalg.matmul on rank 0 with all the process's threads
   cpu/solve-2048      LU solve of order 2048 float64, 1 right-hand side (p?getrf + p?getrs) against
@@ -22,7 +23,9 @@ Cases (``--list``):
   gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side (cuSOLVERMp getrf +
                       getrs, 256 x 256 blocks) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
 
-GPU contenders run in turns within each round (A B C, then C B A), on data they all hold at once.
+Contenders run in turns within each round (A B C, then C B A), on data they all hold at once; CPU cases also
+report the CPU time (``time.process_time``) of rank 0, the calling rank, and of all ranks together, which the
+load of a shared machine disturbs less than wall time.
 
 The script launches itself under ``mpiexec -n RANKS`` (``--ranks``, default 2); every rank runs the same fixed
 number of calls between barriers (the harness's calibration would give ranks different counts, and collective
@@ -49,35 +52,42 @@ CASES = ["cpu/fft-128cube", "cpu/matmul-2048", "cpu/solve-2048", "gpu/fft-512cub
          "gpu/solve-8192"]
 
 
-def _timed(comm, fn, rounds, number):
+def _interleaved_cpu(comm, contenders: dict, rounds: int, number: int) -> tuple:
+    """CPU contenders timed in turns: each round runs them in A B ... B A order, so that the load of the shared
+    machine falls on all alike. A contender is ``(fn, collective)``: a collective one runs on every rank (a sample
+    starts after a barrier; its wall time is the slowest rank's); a single-process one runs on rank 0 while the
+    other ranks sleep on an ``MPI_Ibarrier`` (a busy MPI barrier would take a core from rank 0). Every sample
+    also records the CPU time (``time.process_time``: all the process's threads) of rank 0, the calling rank,
+    and of all ranks together. Returns ``(wall, cpu_rank0, cpu_all)``, each ``{name: [seconds per call]}``."""
     from mpi4py import MPI
 
-    fn()  # warm-up: plans, caches
-    samples = []
-    for _ in range(rounds):
-        comm.Barrier()
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        dt = (time.perf_counter() - t) / number
-        samples.append(comm.allreduce(dt, op=MPI.MAX))
-    return samples
-
-
-def _single(comm, fn, rounds, number):
-    """A single-process call timed on rank 0 while the other ranks sleep (all the process's threads)."""
-    samples = []
-    if comm.rank == 0:
-        fn()
-        for _ in range(rounds):
-            t = time.perf_counter()
+    def sample(fn, collective):
+        if collective:
+            comm.Barrier()
+        w, c = time.perf_counter(), time.process_time()
+        if collective or comm.rank == 0:
             for _ in range(number):
                 fn()
-            samples.append((time.perf_counter() - t) / number)
-    request = comm.Ibarrier()  # the other ranks wait asleep: a busy MPI barrier would take a core from rank 0
-    while not request.Test():
-        time.sleep(0.005)
-    return comm.bcast(samples)
+        w, c = (time.perf_counter() - w) / number, (time.process_time() - c) / number
+        if not collective:
+            request = comm.Ibarrier()
+            while not request.Test():
+                time.sleep(0.005)
+            w, c = comm.bcast((w, c))
+            return w, c, c
+        return comm.allreduce(w, op=MPI.MAX), comm.bcast(c), comm.allreduce(c, op=MPI.SUM)
+
+    for fn, collective in contenders.values():  # warm-up: plans, caches, first-touch of buffers
+        sample(fn, collective)
+    wall, cpu0, cpu_all = ({name: [] for name in contenders} for _ in range(3))
+    order = list(contenders)
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            w, c, a = sample(*contenders[name])
+            wall[name].append(w)
+            cpu0[name].append(c)
+            cpu_all[name].append(a)
+    return wall, cpu0, cpu_all
 
 
 def _interleaved_gpu(contenders: dict, rounds: int, number: int) -> dict:
@@ -227,15 +237,16 @@ def worker(case: str, rounds: int) -> dict:
         return {"case": case, "skipped": f"no GPU case named {case}"}
     dist.initialize(None, comm)
     rng = np.random.default_rng(0)
-    rows = {}
+    contenders, targets, free = {}, [], []
     if case == "cpu/fft-128cube":
         n = 128
         ix = Slab.X.indices((n, n, n), r, p)
         x = (rng.standard_normal((len(ix[0]), n, n)) + 1j * rng.standard_normal((len(ix[0]), n, n)))
         from cumath.distributed.fft import FFT
 
-        # mpi4py-fft first: MKL's LP64 layer, loaded globally for the Cluster DFT and ScaLAPACK, exports FFTW3
-        # wrappers that would take the place of FFTW in mpi4py-fft's calls not yet bound (its plans then fail)
+        # mpi4py-fft first (planned and run once): MKL's LP64 layer, loaded globally for the Cluster DFT and
+        # ScaLAPACK, exports FFTW3 wrappers that would take the place of FFTW in mpi4py-fft's calls not yet bound
+        peer = "mpi4py-fft PFFT forward"
         try:
             from mpi4py_fft import PFFT, newDistArray
 
@@ -243,22 +254,20 @@ def worker(case: str, rounds: int) -> dict:
             u = newDistArray(pf, False)
             u[:] = x if u.shape == x.shape else rng.standard_normal(u.shape)
             uh = newDistArray(pf, True)
-            rows["mpi4py-fft PFFT forward"] = _timed(comm, lambda: pf.forward(u, uh, normalize=False), rounds, 3)
+            pf.forward(u, uh, normalize=False)
+            contenders[peer] = (lambda: pf.forward(u, uh, normalize=False), True)
         except ImportError:
-            rows["mpi4py-fft PFFT forward"] = None
-        f_keep = FFT(x, distribution=Slab.X, options={"redistribute": False, "planning_effort": "measure"})
-        f_keep.plan()
-        f_back = FFT(x, distribution=Slab.X, options={"redistribute": True, "planning_effort": "measure"})
-        f_back.plan()
-        rows["cumath redistribute=False"] = _timed(comm, f_keep.execute, rounds, 3)
-        rows[f"cumath redistribute=True (auto: {f_back.engine})"] = _timed(comm, f_back.execute, rounds, 3)
-        for engine in ("mkl", "transposes"):  # both CPU engines, Slab.X in and out
-            f = FFT(x, distribution=Slab.X, options={"engine": engine, "planning_effort": "measure"})
+            print("mpi4py-fft is not installed: no peer row", flush=True)
+        keep = "cumath redistribute=False"
+        for name, options in ((keep, {"redistribute": False}), ("cumath redistribute=True", {"redistribute": True}),
+                              ("cumath engine=mkl redistribute=True", {"engine": "mkl"})):
+            f = FFT(x, distribution=Slab.X, options={**options, "planning_effort": "measure"})
             f.plan()
-            rows[f"cumath engine={engine} redistribute=True"] = _timed(comm, f.execute, rounds, 3)
-            f.free()
-        f_keep.free()
-        f_back.free()
+            free.append(f)
+            contenders[f"{name} ({f.engine})"] = (f.execute, True)
+            if name == keep and peer in contenders:
+                targets.append((f"{name} ({f.engine})", peer, 1.0))
+        number = 3
     elif case in ("cpu/matmul-2048", "cpu/solve-2048"):
         n = 2048
         grid = ProcessGrid(shape=(1, p))
@@ -274,25 +283,33 @@ def worker(case: str, rounds: int) -> dict:
 
             mm = Matmul(a, b, distributions=[d, d, d])
             mm.plan()
-            rows["cumath.distributed matmul"] = _timed(comm, mm.execute, rounds, 1)
-            rows["cumath.linalg.matmul (1 process)"] = _single(comm, lambda: cumath.linalg.matmul(A, B), rounds, 1)
-            mm.free()
+            free.append(mm)
+            names = ("cumath.distributed matmul", "cumath.linalg.matmul (1 process)")
+            contenders[names[0]] = (mm.execute, True)
+            contenders[names[1]] = (lambda: cumath.linalg.matmul(A, B), False)
         else:
             from cumath.distributed.linalg import DirectSolver
 
             s = DirectSolver(a, b, distributions=[d, d])
             s.plan()
+            free.append(s)
 
             def run():
                 s.factorize()
                 return s.solve()
 
-            rows["cumath.distributed direct_solver"] = _timed(comm, run, rounds, 1)
-            rows["cumath.linalg.direct_solver (1 process)"] = _single(
-                comm, lambda: cumath.linalg.direct_solver(A, B), rounds, 1)
-            s.free()
+            names = ("cumath.distributed direct_solver", "cumath.linalg.direct_solver (1 process)")
+            contenders[names[0]] = (run, True)
+            contenders[names[1]] = (lambda: cumath.linalg.direct_solver(A, B), False)
+        targets.append((names[0], names[1], 1.3))
+        number = 1
+    wall, cpu0, cpu_all = _interleaved_cpu(comm, contenders, rounds, number)
+    for op in free:
+        op.free()
     dist.finalize()
-    return {"case": case, "ranks": p, "rows": rows}
+    load = os.getloadavg()
+    return {"case": case, "ranks": p, "rows": wall, "cpu_rank0": cpu0, "cpu_all_ranks": cpu_all,
+            "targets": targets, "notes": [f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end"]}
 
 
 def gpu_linalg(case: str, rounds: int, comm) -> dict:
@@ -368,14 +385,25 @@ def report(result: dict) -> list:
         s = stats[name]
         print(f"   {name:42s} median {s.median * 1e3:9.2f} ms  spread {s.spread:5.2f}  "
               f"ratio to first {s.median / base.median:5.2f}x")
-        out.append({"case": result["case"], "name": name, "median_s": s.median, "spread": s.spread,
-                    "samples": s.samples})
+        row = {"case": result["case"], "name": name, "median_s": s.median, "spread": s.spread,
+               "samples": s.samples}
+        for key, label in (("cpu_rank0", "CPU time of rank 0"), ("cpu_all_ranks", "CPU time of all ranks")):
+            if result.get(key, {}).get(name):
+                c = Stats(result[key][name])
+                print(f"   {'':42s} {label:21s} {c.median * 1e3:9.2f} ms  spread {c.spread:5.2f}")
+                row[key] = {"median_s": c.median, "spread": c.spread, "samples": c.samples}
+        out.append(row)
     for num, den, target in result.get("targets", []):
         if num in stats and den in stats:
             ratio = stats[num].median / stats[den].median
             print(f"   target: {num} / {den} = {ratio:.3f}x (at most {target:.2f}x: "
                   f"{'met' if ratio <= target else 'NOT met'})")
-            out.append({"case": result["case"], "ratio": [num, den], "value": ratio, "target": target})
+            entry = {"case": result["case"], "ratio": [num, den], "value": ratio, "target": target}
+            cpu = result.get("cpu_rank0", {})
+            if cpu.get(num) and cpu.get(den):
+                entry["cpu_rank0_value"] = Stats(cpu[num]).median / Stats(cpu[den]).median
+                print(f"   the same ratio in rank 0's CPU time: {entry['cpu_rank0_value']:.3f}x")
+            out.append(entry)
     for note in result.get("notes", []):
         print(f"   {note}")
     return out

@@ -4,9 +4,13 @@ cuFFTMp plans through ``cufftCreate``, ``cufftMpAttachComm(CUFFT_COMM_NONE)``, `
 (``cufftXtSetSubformatDefault`` for native slabs, ``cufftXtSetDistribution`` for boxes) and ``cufftMakePlan*``, in
 that order, as its samples do. A native plan made without its subformats plans but its first ``cufftExec*``
 returns CUFFT_INVALID_PLAN (seen on one rank, where the engine used to leave the subformats out), so the
-subformats are set on every rank count. No GPU is needed: the recorder stands in for the library's symbols.
+subformats are set on every rank count. One rank runs a single-GPU plan of libcufftMp instead (no communicator,
+no subformats); the tests of cuFFTMp's distributed sequence on one rank turn that off
+(``CUMATH_CUFFTMP_SINGLE_GPU=0``, the ``distributed_one_rank`` fixture). No GPU is needed: the recorder stands
+in for the library's symbols.
 """
 
+import math
 import os
 import re
 import sys
@@ -98,6 +102,12 @@ def lib(monkeypatch):
     return rec
 
 
+@pytest.fixture
+def distributed_one_rank(monkeypatch):
+    """cuFFTMp's distributed plan on one rank too (the single-GPU plan turned off)."""
+    monkeypatch.setenv("CUMATH_CUFFTMP_SINGLE_GPU", "0")
+
+
 def make(fft_type="C2C", dtype=np.complex64, shape=(64, 64, 64), nranks=1, native=True, in_slab=0, boxes=None):
     geometry = types.SimpleNamespace(fft_type=fft_type, in_dtype=dtype,
                                      out_dtype=np.result_type(dtype, np.complex64) if fft_type != "C2R" else
@@ -113,7 +123,7 @@ def make(fft_type="C2C", dtype=np.complex64, shape=(64, 64, 64), nranks=1, nativ
     return plan
 
 
-def test_one_rank_native_plan_sets_the_subformats_before_make_plan(lib):
+def test_one_rank_native_plan_sets_the_subformats_before_make_plan(lib, distributed_one_rank):
     plan = make()
     h = plan._plan_for("forward", 0xABC)
     assert h == 7
@@ -131,7 +141,8 @@ def test_one_rank_native_plan_sets_the_subformats_before_make_plan(lib):
 @pytest.mark.parametrize("in_slab, direction, pair", [
     (0, "forward", (INPLACE, SHUFFLED)), (0, "inverse", (SHUFFLED, INPLACE)),
     (1, "forward", (SHUFFLED, INPLACE)), (1, "inverse", (INPLACE, SHUFFLED))])
-def test_native_subformats_follow_the_operand_slab_and_direction(lib, nranks, in_slab, direction, pair):
+def test_native_subformats_follow_the_operand_slab_and_direction(lib, distributed_one_rank, nranks, in_slab, direction,
+                                                                pair):
     make(nranks=nranks, in_slab=in_slab)._plan_for(direction, 0)
     sub = [args for name, args in lib.calls if name == "cufftXtSetSubformatDefault"]
     assert sub == [(7,) + pair]
@@ -157,7 +168,7 @@ def test_box_plans_set_the_distribution_and_swap_it_for_the_inverse(lib):
     assert dists[1] == (8, 3, [0, 0, 0], [64, 32, 48], [0, 0, 0], [32, 64, 48], [1536, 48, 1], [3072, 48, 1])
 
 
-def test_real_transforms_plan_the_real_shape(lib):
+def test_real_transforms_plan_the_real_shape(lib, distributed_one_rank):
     makes = []
     for kind, dtype, shape, direction in (("R2C", np.float32, (16, 12, 9), "forward"),
                                           ("C2R", np.complex128, (16, 12, 5), "inverse")):
@@ -170,7 +181,8 @@ def test_real_transforms_plan_the_real_shape(lib):
 @pytest.mark.parametrize("shape", [(20, 15), (16, 12, 10), (9, 7, 11)])
 @pytest.mark.parametrize("kind, direction", [("R2C", "forward"), ("C2R", "inverse")])
 @pytest.mark.parametrize("in_slab", [0, 1])
-def test_native_real_plans_take_the_documented_subformat_pair(lib, shape, kind, direction, in_slab):
+def test_native_real_plans_take_the_documented_subformat_pair(lib, distributed_one_rank, shape, kind, direction,
+                                                              in_slab):
     """R2C and C2R plans both take (INPLACE, INPLACE_SHUFFLED), as cuFFTMp's samples set on both: the real side in
     X slabs, the complex side (the C2R input) in Y slabs, whatever slab the operand was given in (native real
     transforms run on one rank only, where both slabs are the whole array). The C2R plan with the pair swapped
@@ -209,7 +221,7 @@ def test_box_real_plans_take_the_real_box_as_input(lib):
     assert makes == [(16, 12, 10, R2C), (16, 12, 10, C2R)]
 
 
-def test_two_dimensional_plans(lib):
+def test_two_dimensional_plans(lib, distributed_one_rank):
     make(dtype=np.complex128, shape=(7, 11))._plan_for("forward", 0)
     assert lib.calls[-1] == ("cufftMakePlan2d", (7, 7, 11, Z2Z))
 
@@ -268,7 +280,7 @@ class SymOperand:
         self.shape = shape
 
 
-def test_execute_plans_on_the_device_with_the_stream_then_runs_in_place(lib, monkeypatch):
+def test_execute_plans_on_the_device_with_the_stream_then_runs_in_place(lib, distributed_one_rank, monkeypatch):
     fake = _FakeCuPy(lib)
     monkeypatch.setitem(sys.modules, "cupy", fake)
     plan = make(shape=(8, 6, 5))
@@ -448,13 +460,19 @@ def test_the_binding_table_matches_cufftmps_headers():
     assert all(formats[m.name] == int(m) for m in cufftmp.SubFormat), formats
 
 
-@pytest.mark.parametrize("native, words", [(True, "native slabs, subformats INPLACE/INPLACE_SHUFFLED"),
-                                           (False, "boxes in ((0, 0, 0), (8, 6, 5)) out ((0, 0, 0), (8, 6, 5)), "
-                                                   "subformats DISTRIBUTED_INPUT/DISTRIBUTED_OUTPUT")])
-def test_an_execution_failure_names_the_plan_and_the_alternative(lib, monkeypatch, native, words):
+@pytest.mark.parametrize("native, single_gpu, words, alternative", [
+    (True, "0", "native slabs, subformats INPLACE/INPLACE_SHUFFLED",
+     "another distribution (Box pairs run as cuFFTMp boxes)"),
+    (False, "1", "boxes in ((0, 0, 0), (8, 6, 5)) out ((0, 0, 0), (8, 6, 5)), "
+                 "subformats DISTRIBUTED_INPUT/DISTRIBUTED_OUTPUT", "Slab.X or Slab.Y"),
+    (True, "1", "a single-GPU plan of libcufftMp (one rank: no communicator attached, no exchange through NVSHMEM)",
+     "CUMATH_CUFFTMP_SINGLE_GPU=0 (cuFFTMp's distributed plan on one rank)")])
+def test_an_execution_failure_names_the_plan_and_the_alternative(lib, monkeypatch, native, single_gpu, words,
+                                                                 alternative):
     """A cufftExec* failure keeps cuFFT's error (type and status) and says which plan failed and what to try."""
     from cumath.errors import CUFFTError
 
+    monkeypatch.setenv("CUMATH_CUFFTMP_SINGLE_GPU", single_gpu)
     monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(lib))
     plan = make(shape=(8, 6, 5), native=native)
     ptr = lib.state.malloc(plan.nbytes)
@@ -463,5 +481,103 @@ def test_an_execution_failure_names_the_plan_and_the_alternative(lib, monkeypatc
         plan.execute(SymOperand(ptr, (8, 6, 5)), "cupy", True, "forward")
     note = "\n".join(getattr(info.value, "__notes__", []))
     if sys.version_info >= (3, 11):
-        assert "cuFFTMp C2C forward of global shape (8, 6, 5) on 1 rank(s), " + words in note
-        assert ("Slab.X or Slab.Y" if not native else "Box pairs") in note
+        assert "cuFFTMp C2C forward of global shape (8, 6, 5) on 1 rank(s), " + words + ": try " + alternative \
+            in note, note
+
+
+# -- one rank: a single-GPU plan of libcufftMp (no communicator, no subformats, no exchange through NVSHMEM)
+
+@pytest.mark.parametrize("value, expected", [(None, True), ("1", True), ("0", False), ("off", False),
+                                             (" False ", False), ("no", False), ("yes", True)])
+def test_the_single_gpu_plan_is_for_one_rank_with_native_slabs(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv("CUMATH_CUFFTMP_SINGLE_GPU", raising=False)
+    else:
+        monkeypatch.setenv("CUMATH_CUFFTMP_SINGLE_GPU", value)
+    assert _cufftmp.single_gpu_plan(1, True) is expected
+    assert not _cufftmp.single_gpu_plan(2, True) and not _cufftmp.single_gpu_plan(4, True), "many ranks: cuFFTMp"
+    assert not _cufftmp.single_gpu_plan(1, False), "box plans forced on one rank stay cuFFTMp's"
+
+
+CASES_ONE_RANK = [("C2C", np.complex64, (64, 64, 64), (64, 64, 64), C2C),
+                  ("C2C", np.complex128, (7, 11), (7, 11), Z2Z),
+                  ("R2C", np.float32, (16, 12, 9), (16, 12, 9), R2C),
+                  ("R2C", np.float64, (20, 15), (20, 15), 0x6A),  # D2Z
+                  ("C2R", np.complex64, (16, 12, 5), (16, 12, 9), C2R),
+                  ("C2R", np.complex128, (20, 8), (20, 15), 0x6C)]  # Z2D
+
+
+@pytest.mark.parametrize("kind, dtype, shape, real, code", CASES_ONE_RANK)
+@pytest.mark.parametrize("in_slab", [0, 1])
+def test_one_rank_plans_are_single_gpu_plans_without_a_communicator(lib, kind, dtype, shape, real, code, in_slab):
+    """Every FFT type, 2-D and 3-D, from X or Y slabs (whole-array boxes plan as native slabs on one rank): create,
+    stream, make plan of the real shape for R2C / C2R; no cufftMpAttachComm, no subformats, no distribution."""
+    p = make(fft_type=kind, dtype=dtype, shape=shape, in_slab=in_slab)
+    p.geometry.out_shape = real
+    assert p.single_gpu and p.native
+    direction = "inverse" if kind == "C2R" else "forward"
+    assert p._plan_for(direction, 0xABC) == 7
+    assert lib.calls == [("cufftCreate", ()), ("cufftSetStream", (7, 0xABC)),
+                         ("cufftMakePlan%dd" % len(shape), (7,) + tuple(real) + (code,))]
+
+
+def test_one_rank_c2c_runs_both_directions_on_one_plan(lib, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCuPy(lib))
+    plan = make(shape=(8, 6, 5))
+    ptr = lib.state.malloc(plan.nbytes)
+    x = SymOperand(ptr, (8, 6, 5))
+    assert plan.execute(x, "cupy", True, "forward") == ("view", ptr, (8, 6, 5), "complex64", "cupy")
+    plan.execute(x, "cupy", True, "inverse", stream=0xBEEF)
+    assert lib.calls == [("cufftCreate", ()), ("cufftSetStream", (7, 0xD00D)), ("cufftMakePlan3d", (7, 8, 6, 5, C2C)),
+                         ("cufftExecC2C", (7, ptr, ptr, -1)),
+                         ("cufftSetStream", (7, 0xBEEF)), ("cufftExecC2C", (7, ptr, ptr, 1))]
+    assert list(plan._plans.values()) == [7], "one plan for both directions"
+    plan.release_native()
+    assert lib.calls[-1] == ("cufftDestroy", (7,)) and plan._plans == {}
+
+
+@pytest.mark.parametrize("kind, dtype, shape, real, code", CASES_ONE_RANK[2:])
+def test_one_rank_real_transforms_keep_the_padded_rows(lib, monkeypatch, kind, dtype, shape, real, code):
+    """The single-GPU in-place layout of R2C / C2R is the native plan's: the real side's rows padded to 2 (n//2+1)
+    reals, so the staging buffer, the stored shapes and the results are unchanged."""
+    real_box = ((0,) * len(real), tuple(real))
+    complex_box = ((0,) * len(real), tuple(real[:-1]) + (real[-1] // 2 + 1,))
+    boxes = (real_box, complex_box) if kind == "R2C" else (complex_box, real_box)
+    p = make(fft_type=kind, dtype=dtype, shape=shape, boxes=boxes)
+    m = real[-1] // 2 + 1
+    padded = tuple(real[:-1]) + (2 * m,)
+    assert (p.in_stored if kind == "R2C" else p.out_stored) == padded
+    assert p.nbytes == math.prod(padded) * np.dtype(np.float32 if dtype in (np.float32, np.complex64)
+                                                     else np.float64).itemsize
+    monkeypatch.setenv("CUMATH_CUFFTMP_SINGLE_GPU", "0")
+    q = make(fft_type=kind, dtype=dtype, shape=shape, boxes=boxes)
+    assert not q.single_gpu
+    assert (q.in_stored, q.out_stored, q.nbytes) == (p.in_stored, p.out_stored, p.nbytes)
+
+
+def test_a_failed_single_gpu_plan_destroys_the_handle(lib):
+    from cumath.errors import CumathError
+
+    lib.fail["cufftMakePlan3d"] = 2
+    plan = make()
+    with pytest.raises(CumathError, match="cufftMakePlan3d"):
+        plan._plan_for("forward", 0)
+    assert lib.calls == [("cufftCreate", ()), ("cufftSetStream", (7, None)), ("cufftMakePlan3d", (7, 64, 64, 64, C2C)),
+                         ("cufftDestroy", (7,))]
+    assert plan._plans == {}
+
+
+def test_one_rank_logs_the_single_gpu_plan_and_many_ranks_keep_cufftmp(lib, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="cumath.distributed.fft._cufftmp"):
+        make(shape=(8, 6, 5))
+    assert ("cuFFTMp C2C (8, 6, 5) on 1 rank(s): a single-GPU plan of libcufftMp (one rank: no communicator "
+            "attached, no exchange through NVSHMEM)") in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="cumath.distributed.fft._cufftmp"):
+        p = make(shape=(8, 6, 5), nranks=2)
+    assert "on 2 rank(s): native slabs" in caplog.text and not p.single_gpu
+    p._plan_for("forward", 0)
+    assert [n for n, _ in lib.calls] == ["cufftCreate", "cufftMpAttachComm", "cufftSetStream",
+                                         "cufftXtSetSubformatDefault", "cufftMakePlan3d"]

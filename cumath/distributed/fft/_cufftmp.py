@@ -17,6 +17,14 @@ A plan serves one direction: in both ways cuFFTMp's inverse takes the forward's 
 runs either direction from the operand's layout to the result's. So the forward plan and the inverse plan are
 made on first use, each with its own input subformat (native) or with the boxes swapped (boxes).
 
+One rank (world size 1, native slabs: every Slab and whole-array Box plan) runs a single-GPU plan of libcufftMp
+instead: ``cufftCreate``, ``cufftSetStream``, ``cufftMakePlan2d/3d``, no ``cufftMpAttachComm`` and no subformats.
+cuFFTMp's documentation says its single-GPU functionality is cuFFT's; with a communicator attached, one PE still
+runs the distributed slab algorithm, whose exchange is a local pass through NVSHMEM (512^3 complex64 on an H200:
+1.16x single-GPU cuFFT with it, 1.00x without). Both slabs are the whole array in C order there, so the data
+layout (padded R2C / C2R rows included) and the results are those of the native plan; one C2C plan serves both
+directions. ``CUMATH_CUFFTMP_SINGLE_GPU=0`` keeps cuFFTMp's distributed plan on one rank.
+
 Operands: a CuPy array or PyTorch CUDA tensor that starts a symmetric allocation of the right size
 (``allocate_symmetric_memory``, C2C, C-contiguous) is transformed where it lies and the result is a view of the
 same buffer, as nvmath-python does; any other operand (another GPU array, a NumPy array or a CPU tensor) is
@@ -27,13 +35,14 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 
 import numpy as np
 
 from .._nvshmem import bring_up_nvshmem
 from ._traits import _c_strides
 
-__all__ = ["CuFFTMpPlan", "device_operand_info", "stored_shapes", "native_slabs"]
+__all__ = ["CuFFTMpPlan", "device_operand_info", "stored_shapes", "native_slabs", "single_gpu_plan"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +91,15 @@ def native_slabs(nranks: int, fft_type: str, slab, balanced: bool, redistribute:
     return nranks == 1 or (fft_type == "C2C" and slab in (0, 1) and balanced and not redistribute)
 
 
+def single_gpu_plan(nranks: int, native: bool) -> bool:
+    """Whether a plan runs as a single-GPU plan of libcufftMp (no communicator attached): on one rank with native
+    slabs (where the layout is the whole array in C order), unless ``CUMATH_CUFFTMP_SINGLE_GPU`` is
+    0/off/false/no (read at plan time)."""
+    if nranks != 1 or not native:
+        return False
+    return os.environ.get("CUMATH_CUFFTMP_SINGLE_GPU", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
 class CuFFTMpPlan:
     """cuFFTMp plans (one per direction, made on first use) and the symmetric work buffer of one FFT.
 
@@ -106,6 +124,7 @@ class CuFFTMpPlan:
         self.in_dtype, self.out_dtype = np.dtype(geometry.in_dtype), np.dtype(geometry.out_dtype)
         self.in_box, self.out_box = in_box, out_box
         self.native, self.in_slab = native, in_slab
+        self.single_gpu = single_gpu_plan(self._group.nranks, native)
         self.in_local = tuple(u - lo for lo, u in zip(*in_box))
         self.out_local = tuple(u - lo for lo, u in zip(*out_box))
         self.in_stored, self.out_stored = stored_shapes(self.fft_type, native, self.shape, self.in_local,
@@ -119,8 +138,15 @@ class CuFFTMpPlan:
         self._state.hold_plan(self._make_held_plan, cufftmp.destroy)
         self.ensure_buffer(operand)
         logger.info("cuFFTMp %s %s on %d rank(s): %s, local %s -> %s, symmetric work buffer %d bytes",
-                    self.fft_type, self.shape, self._group.nranks,
-                    "native slabs" if native else "boxes", self.in_local, self.out_local, nbytes)
+                    self.fft_type, self.shape, self._group.nranks, self.layout_name(), self.in_local, self.out_local,
+                    nbytes)
+
+    def layout_name(self) -> str:
+        """How the plan runs, in words (logs and error notes)."""
+        if self.single_gpu:
+            return ("a single-GPU plan of libcufftMp (one rank: no communicator attached, no exchange through "
+                    "NVSHMEM)")
+        return "native slabs" if self.native else "boxes"
 
     def _cufft_type(self) -> int:
         t = self._mp.cufftType
@@ -173,8 +199,13 @@ class CuFFTMpPlan:
         made without its subformats plans but does not execute through ``cufftExec*`` (which has no descriptor
         to say where the data lie): its first execution returns CUFFT_INVALID_PLAN.
         """
-        plan = self._plans.get(direction)
+        key = self._plan_key(direction)
+        plan = self._plans.get(key)
         if plan is not None:
+            return plan
+        if self.single_gpu:
+            plan = self._make_single_gpu_plan(stream)
+            self._plans[key] = plan
             return plan
         mp = self._mp
         plan = mp.create()
@@ -197,7 +228,27 @@ class CuFFTMpPlan:
             raise
         logger.debug("cuFFTMp %s plan %d: work area %d bytes (allocated by cuFFTMp on the symmetric heap)",
                      direction, plan, work)
-        self._plans[direction] = plan
+        self._plans[key] = plan
+        return plan
+
+    def _plan_key(self, direction: str) -> str:
+        """A single-GPU plan serves both directions (``cufftExec*`` takes the direction; R2C and C2R FFTs run one
+        direction only); cuFFTMp's plans one direction each (see the module's docstring)."""
+        return "single-gpu" if self.single_gpu else direction
+
+    def _make_single_gpu_plan(self, stream: int) -> int:
+        """One rank: ``cufftCreate``, ``cufftSetStream``, ``cufftMakePlan2d/3d`` of libcufftMp without a
+        communicator: cuFFT's single-GPU plan (in place, C order, R2C / C2R rows padded as ``stored_shapes``)."""
+        mp = self._mp
+        plan = mp.create()
+        try:
+            mp.set_stream(plan, stream)
+            shape = self.shape if self.fft_type != "C2R" else self.geometry.out_shape
+            work = mp.make_plan(plan, shape, self._cufft_type())
+        except BaseException:
+            mp.destroy(plan)
+            raise
+        logger.debug("cuFFTMp single-GPU plan %d: work area %d bytes (allocated by cuFFT)", plan, work)
         return plan
 
     def ensure_buffer(self, operand) -> None:
@@ -231,7 +282,7 @@ class CuFFTMpPlan:
         on_stream = cupy.cuda.ExternalStream(stream_ptr) if stream_ptr else _null_context()
         with cupy.cuda.Device(self.device_id), on_stream:
             stream_ptr = stream_ptr or cupy.cuda.get_current_stream().ptr
-            plan = self._plans.get(direction)
+            plan = self._plans.get(self._plan_key(direction))
             if plan is None:
                 plan = self._plan_for(direction, stream_ptr)  # on this FFT's device, with the stream set
             else:
@@ -278,15 +329,20 @@ class CuFFTMpPlan:
         try:
             self._mp.execute(plan, self._cufft_type(), data, -1 if direction == "forward" else 1)
         except Exception as exc:
-            sub = self._mp.SubFormat
-            names = "/".join(sub(v).name.replace("CUFFT_XT_FORMAT_", "") for v in self._subformats(direction))
-            layout = "native slabs" if self.native else f"boxes in {self.in_box} out {self.out_box}"
-            other = ("Slab.X or Slab.Y input with balanced slabs" if not self.native else
-                     "another distribution (Box pairs run as cuFFTMp boxes)")
+            if self.single_gpu:
+                layout = self.layout_name()
+                other = "CUMATH_CUFFTMP_SINGLE_GPU=0 (cuFFTMp's distributed plan on one rank)"
+            else:
+                sub = self._mp.SubFormat
+                names = "/".join(sub(v).name.replace("CUFFT_XT_FORMAT_", "") for v in self._subformats(direction))
+                layout = ("native slabs" if self.native else f"boxes in {self.in_box} out {self.out_box}") + \
+                    f", subformats {names}"
+                other = ("Slab.X or Slab.Y input with balanced slabs" if not self.native else
+                         "another distribution (Box pairs run as cuFFTMp boxes)")
             if hasattr(exc, "add_note"):
                 exc.add_note(f"cuFFTMp {self.fft_type} {direction} of global shape {self.shape} on "
-                             f"{self._group.nranks} rank(s), {layout}, subformats {names}: try {other}, or the "
-                             "CPU engine on host operands")
+                             f"{self._group.nranks} rank(s), {layout}: try {other}, or the CPU engine on host "
+                             "operands")
             raise
 
     def release_native(self) -> None:

@@ -130,7 +130,11 @@ cufftmp.destroy = lambda plan: (plans[plan].update(destroyed=True), events.appen
 
 def _make_plan(plan, shape, fft_type):
     p = plans[plan]
-    assert p["calls"][:2] == ["create", "attach"], p["calls"]
+    if "attach" in p["calls"]:  # cuFFTMp's plan
+        assert p["calls"][:2] == ["create", "attach"], p["calls"]
+    else:  # a single-GPU plan of libcufftMp: no communicator, so no subformats and no distribution either
+        assert p["calls"] == ["create", "stream"], p["calls"]
+        p["single"] = True
     p["calls"].append("make")
     p.update(shape=tuple(shape), type=fft_type)
     return 0
@@ -141,9 +145,10 @@ T = cufftmp.cufftType
 
 def _execute(plan, fft_type, ptr, direction):
     p = plans[plan]
-    assert p.get("comm") == "none" and not p.get("destroyed") and p["type"] == fft_type
+    assert (p.get("comm") == "none" or p.get("single")) and not p.get("destroyed") and p["type"] == fft_type
     # cufftExec* has no descriptor: without a subformat or a distribution cuFFTMp returns CUFFT_INVALID_PLAN
-    assert "subformat" in p or "boxes" in p, f"plan executed without subformats or boxes: {p['calls']}"
+    assert p.get("single") or "subformat" in p or "boxes" in p, f"plan without subformats or boxes: {p['calls']}"
+    p["runs"] = p.get("runs", 0) + 1
     assert p["calls"].index("stream") < p["calls"].index("make"), f"stream set after planning: {p['calls']}"
     if "subformat" in p:  # one rank: both slabs are the whole array, and the pair is X/Y either way round
         assert sorted(p["subformat"]) == [2, 3], p["subformat"]
@@ -237,6 +242,33 @@ for shape in [(4, 6, 9), (5, 8)]:
         z = dfft.irfft(y, distribution=Slab.X, options={"last_axis_parity": parity})
         assert z.shape == shape and z.dtype == dtype
         check(f"C2R {shape} {np.dtype(dtype).name}", np.asarray(z) / h.size, h, 1e-5)
+
+# one rank: every plan the FFTs ran is a single-GPU plan of libcufftMp (none attached a communicator); with
+# CUMATH_CUFFTMP_SINGLE_GPU=0 they are cuFFTMp's (communicator, subformats) and give the same results
+ran = [p for p in plans.values() if p.get("runs")]
+assert ran and all(p.get("single") for p in ran), [p["calls"] for p in ran if not p.get("single")]
+print(f"OK one rank: {len(ran)} single-GPU plans, none attached a communicator", flush=True)
+import os  # noqa: E402
+
+os.environ["CUMATH_CUFFTMP_SINGLE_GPU"] = "0"
+first = len(plans)
+for shape, dtype in (((6, 5, 4), np.complex64), ((4, 6, 9), np.float64)):
+    h = rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        h = (h + 1j * rng.standard_normal(shape)).astype(dtype)
+        with dfft.FFT(asarray(h.copy()), distribution=Slab.Y) as f:
+            f.plan()
+            check(f"cuFFTMp's plan on one rank {shape}", f.execute(), np.fft.fftn(h), 1e-5)
+            check(f"cuFFTMp's plan on one rank {shape} inverse", f.execute(direction="inverse"),
+                  np.fft.ifftn(h) * h.size, 1e-5)
+    else:
+        y = dfft.rfft(asarray(h.copy()), distribution=Slab.X)
+        check(f"cuFFTMp's R2C plan on one rank {shape}", y, np.fft.rfftn(h), 1e-5)
+        z = dfft.irfft(y, distribution=Slab.X, options={"last_axis_parity": "odd"})
+        check(f"cuFFTMp's C2R plan on one rank {shape}", np.asarray(z) / h.size, h, 1e-5)
+new_plans = [p for k, p in plans.items() if k > first and p.get("runs")]
+assert len(new_plans) == 4 and not any(p.get("single") for p in new_plans), [p["calls"] for p in new_plans]
+del os.environ["CUMATH_CUFFTMP_SINGLE_GPU"]
 
 alloc = dfft.allocate_operand((4, 6, 9), cupy, input_dtype=np.float64, memory_space="cuda", fft_type="R2C")
 assert type(alloc) is ndarray and alloc.shape == (4, 6, 9)

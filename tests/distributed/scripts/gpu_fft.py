@@ -70,6 +70,7 @@ for shape in [(32, 48, 40), (17, 11, 13), (24, 30), (7, 5, 3)]:
                     f.plan()
                     y = f.execute()
                     assert isinstance(y, cupy.ndarray) and y.dtype == dtype and f.engine == "cufftmp", name
+                    assert f._gpu_plan.single_gpu, "one rank: a single-GPU plan of libcufftMp: " + name
                     check(name + " vs NumPy", y, ref, 10 * TOL[dtype])
                     check(name + " vs single-GPU cumath", y, single, 10 * TOL[dtype])
                     z = f.execute(direction="inverse")
@@ -100,9 +101,32 @@ for shape in [(16, 12, 10), (9, 7, 11), (20, 15)]:
         parity = "odd" if shape[-1] % 2 else "even"
         z = dfft.irfft(y, distribution=Slab.X, options={"last_axis_parity": parity})
         check(f"C2R {shape} {np.dtype(dtype).name}", z / h.size, h, 10 * TOL[dtype])
+        check(f"C2R {shape} vs single-GPU cumath", z,
+              cumath.fft.irfft(cupy.asarray(y), options={"last_axis_parity": parity}), 10 * TOL[dtype])
+        for distribution in (Slab.Y, [Box((0,) * len(shape), shape), Box((0,) * len(shape), ref.shape)]):
+            yb = dfft.rfft(cupy.asarray(h), distribution=distribution)
+            check(f"R2C {shape} {distribution!r} vs single-GPU cumath", yb, cumath.fft.rfft(cupy.asarray(h)),
+                  10 * TOL[dtype])
+            back = distribution if isinstance(distribution, Slab) else distribution[::-1]
+            zb = dfft.irfft(yb, distribution=back, options={"last_axis_parity": parity})
+            check(f"C2R {shape} {distribution!r}", zb / h.size, h, 10 * TOL[dtype])
+
         yn = dfft.rfft(h, distribution=Slab.X)  # NumPy in, NumPy out
         assert isinstance(yn, np.ndarray)
         check(f"R2C NumPy operand {shape}", yn, ref, 10 * TOL[dtype])
+
+# cuFFTMp's distributed plan on one rank (CUMATH_CUFFTMP_SINGLE_GPU=0) gives the same results as the single-GPU one
+import os  # noqa: E402
+
+os.environ["CUMATH_CUFFTMP_SINGLE_GPU"] = "0"
+for shape, dtype in [((32, 48, 40), np.complex64), ((24, 30), np.complex128)]:
+    h = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    with dfft.FFT(cupy.asarray(h), distribution=Slab.X) as f:
+        f.plan()
+        assert not f._gpu_plan.single_gpu
+        check(f"cuFFTMp's plan on one rank {shape} vs single-GPU cumath", f.execute(), cumath.fft.fft(cupy.asarray(h)),
+              10 * TOL[dtype])
+del os.environ["CUMATH_CUFFTMP_SINGLE_GPU"]
 
 try:
     import torch
