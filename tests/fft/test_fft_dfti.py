@@ -274,3 +274,38 @@ def test_a_layout_dfti_refuses_goes_to_fftw_and_survives_new_wisdom(monkeypatch)
             m.plan()  # wisdom: FFTW replaces (and destroys) its heuristic plan at the next execution
         for _ in range(2):
             assert_close(f.execute(), fft_ref(x, [-1]), "complex128")
+
+
+
+@pytest.mark.parametrize("kind,shape,dtype,threads,copied", [
+    ("fft", (1 << 16,), "complex128", 2, True),        # one contiguous long 1-D C2C, threaded: via the result
+    ("fft", (1 << 16,), "complex128", 1, False),       # one thread: out of place already runs at its speed
+    ("fft", (1 << 12,), "complex128", 2, False),       # short: the copy is not worth it
+    ("fft", (4, 1 << 15), "complex64", 2, False),      # a batch
+    ("rfft", (1 << 16,), "float64", 1, True),          # R2C: in place is faster even on one thread
+    ("fft", (256, 256), "complex128", 2, False),       # 2-D
+])
+def test_long_1d_transforms_run_in_place_in_the_result(kind, shape, dtype, threads, copied):
+    x = random_array(shape, dtype)
+    x0 = x.copy()
+    axes = [-1] if shape[0] == 4 else None
+    with F.FFT(x, axes=axes, execution=cumath.ExecutionCPU(num_threads=threads), options=DFTI) as f:
+        f.plan()
+        plan = f._executor.backend
+        assert bool(plan.copy_bytes) is copied
+        assert plan.served_by(-1) == "dfti"
+        ref = fft_ref(x, axes) if kind == "fft" else rfft_ref(x)
+        for _ in range(2):  # the input is left as it was
+            assert_close(f.execute(), ref, dtype)
+            np.testing.assert_array_equal(x, x0)
+        if kind == "fft":
+            assert_close(f.execute(direction="inverse"), ifft_ref(x, axes), dtype)
+
+
+def test_the_backward_real_transform_stays_out_of_place():
+    from cumath.fft._backends.dfti import via_result
+
+    dims = [(1 << 16, 1, 1)]
+    assert via_result("C2R", dims, (1, 0, 0), None, False, 2, 16) == 0
+    assert via_result("R2C", dims, (1, 0, 0), None, False, 2, 8) == 8 << 16
+    assert via_result("C2C", dims, (1, 0, 0), None, True, 2, 16) == 0  # in place already

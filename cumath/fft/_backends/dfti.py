@@ -26,6 +26,7 @@ import queue
 import threading
 import time
 import weakref
+from ctypes import memmove
 
 from ..._bindings import _loader
 from ..._bindings import fftw as _fftw
@@ -35,9 +36,9 @@ from ..._core.dtypes import ITEMSIZE
 from ...errors import LibraryError, LibraryNotFoundError
 from ._rule import no_wisdom_engine, problem
 from ._wisdom import wisdom_path
-from .fftw import WISDOM, _merge_loops, threads_for
+from .fftw import THREAD_MIN_POINTS, WISDOM, _merge_loops, threads_for
 
-__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "PLANNER", "background_effort"]
+__all__ = ["DftiEngine", "DftiPlan", "TunedEngine", "TunedPlan", "PLANNER", "background_effort", "via_result"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,9 @@ class DftiPlan:
         for n, *_ in self.dims:
             points *= n
         self.num_threads = threads_for(points, num_threads) if auto_threads else num_threads
+        # bytes to copy into the result before an in-place transform there, or 0 (see via_result)
+        self.copy_bytes = via_result(self.kind, self.dims, self.batch, self._offsets, self.inplace,
+                                     self.num_threads, isz)
         self.log = log
         self.entries: dict = {}
         self._descs: dict = {}  # sign -> descriptor
@@ -120,7 +124,7 @@ class DftiPlan:
                 _dfti.set_value(desc, _P.NUMBER_OF_TRANSFORMS, n)
                 _dfti.set_value(desc, _P.FWD_DISTANCE if sign < 0 else _P.BWD_DISTANCE, dist_in)
                 _dfti.set_value(desc, _P.BWD_DISTANCE if sign < 0 else _P.FWD_DISTANCE, dist_out)
-            _dfti.set_value(desc, _P.PLACEMENT, _V.INPLACE if self.inplace else _V.NOT_INPLACE)
+            _dfti.set_value(desc, _P.PLACEMENT, _V.INPLACE if self.inplace or self.copy_bytes else _V.NOT_INPLACE)
             if self.domain == _V.REAL:
                 _dfti.set_value(desc, _P.CONJUGATE_EVEN_STORAGE, _V.COMPLEX_COMPLEX)
             _dfti.set_value(desc, _P.THREAD_LIMIT, self.num_threads)
@@ -138,7 +142,12 @@ class DftiPlan:
         desc = self._descs.get(sign)
         if desc is None:
             desc = self._descs[sign] = self._make(sign)
-        self.entries[sign] = (self._loop, sign) if self._offsets else (_compute(sign), desc)
+        if self._offsets:
+            self.entries[sign] = (self._loop, sign)
+        elif self.copy_bytes:
+            self.entries[sign] = (self._in_result, sign)
+        else:
+            self.entries[sign] = (_compute(sign), desc)
 
     def served_by(self, sign: int) -> str | None:
         """'dfti' once direction ``sign`` has its descriptor, else None."""
@@ -155,9 +164,29 @@ class DftiPlan:
         for di, do in self._offsets:
             fn(desc, in_ptr + di, out_ptr + do)
 
+    def _in_result(self, sign, in_ptr, out_ptr):
+        memmove(out_ptr, in_ptr, self.copy_bytes)
+        _compute(sign)(self._descs[sign], out_ptr, out_ptr)
+
     def free(self):
         self.entries.clear()
         self._finalizer()
+
+
+def via_result(kind, dims, batch, offsets, inplace, num_threads, in_itemsize) -> int:
+    """The input's size in bytes where an out-of-place transform runs faster as a copy of the input into the
+    result and an in-place transform there, else 0. oneMKL 2026.2 computes a single 1-D out-of-place transform in
+    one thread whatever its THREAD_LIMIT, and an in-place one in all of them (2^20 complex128 on 2 cores: 15.4 ms
+    out of place, 10.7-12.3 ms copied and in place; 2^20 float64 R2C, one thread either way: 6.8-7.4 against
+    5.4-5.9 ms; benchmarks/NOTES.md, "DFTI out of place runs one thread"). Taken for one contiguous 1-D C2C or
+    R2C transform (the R2C result, n // 2 + 1 complex values, holds the n real inputs and DFTI's in-place
+    padding); C2R's result is too small to hold its input."""
+    if inplace or offsets or batch[0] != 1 or len(dims) != 1 or kind not in ("C2C", "R2C"):
+        return 0
+    n, stride_in, stride_out = dims[0]
+    if n < THREAD_MIN_POINTS or stride_in != 1 or stride_out != 1 or (kind == "C2C" and num_threads < 2):
+        return 0
+    return n * in_itemsize
 
 
 def _free_all(descs):
