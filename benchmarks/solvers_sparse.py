@@ -196,12 +196,26 @@ def cpu_poisson(case, m=300):
     fns["scipy splu + solve"] = lambda: splinalg.splu(c2()).solve(b)
     x = S.direct_solver(a, b)
     case.note(f"cumath's residual max|a x - b| = {np.abs(a @ x - b).max():.2e}")
+    case.note(_gnu_openmp_note())
     case.time(fns, rounds=case.rounds(5, 2), number=1, settle=SETTLE)
     case.ratio("cumath fresh", "pypardiso.spsolve", "fresh solve / pypardiso.spsolve")
     case.ratio("cumath fresh", "scipy spsolve", "fresh solve / scipy spsolve")
     case.ratio("cumath same pattern, new values", "cumath fresh", "new values (stateless) / fresh solve")
     _split(case, lambda: S.DirectSolver(values(), b), lambda: None, "cumath first call")
     _breakdown(case, lambda: S.DirectSolver(values(), b), "cumath steps")
+
+
+def _gnu_openmp_note() -> str:
+    """Whether GNU OpenMP is mapped into this process (PyTorch brings it; the harness imports PyTorch to count
+    GPUs): cumath's PARDISO plans then use the classic factorization, not the two-level one."""
+    try:
+        with open("/proc/self/maps") as f:
+            found = sorted({line.split()[-1] for line in f if "libgomp" in line})
+    except OSError:
+        return "GNU OpenMP: unknown (/proc/self/maps unreadable)"
+    if not found:
+        return "GNU OpenMP not loaded: cumath's PARDISO plans of this order use the two-level factorization"
+    return f"GNU OpenMP loaded ({found[0]}): cumath's PARDISO plans use the classic factorization"
 
 
 #: PARDISO settings tried by sparse/cpu-pardiso-iparm: label -> {iparm index: value} over cumath's defaults
