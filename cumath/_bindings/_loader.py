@@ -158,8 +158,10 @@ LIBRARIES: dict[str, LibrarySpec] = {
                          cuda12=("libnvrtc.so.12",)),
     "nvJitLink": _nv("nvJitLink", "libnvJitLink.so.13", "libnvJitLink.so.12"),
     "cudss": _nv("cudss", "libcudss.so.1", "libcudss.so.0", extra="cudss", extra12="cudss-cu12"),
-    # the cutensor-cu13 wheel puts the library in site-packages/cutensor/lib (not under nvidia/)
-    "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor",
+    # the cutensor-cu13 wheel puts the library in site-packages/cutensor/lib (not under nvidia/); cutensor-cu12
+    # has the same soname (the `tensor-cu12` extra brings it)
+    "cutensor": LibrarySpec(("libcutensor.so.2",), "tensor", pathfinder="cutensor", cuda12=("libcutensor.so.2",),
+                            extra12="tensor-cu12",
                             wheel_globs=("cutensor/lib/libcutensor.so.2", "nvidia/cu13/lib/libcutensor.so.2")),
     "mathdx": _nv("mathdx", "libmathdx.so.0", extra="dx"),
     # the distributed GPU engines: NCCL (nvidia/nccl/lib), cuBLASMp (nvidia/cublasmp/cu13/lib), cuSOLVERMp

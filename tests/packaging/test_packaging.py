@@ -214,9 +214,11 @@ def test_cuda12_sonames_and_hints():
     out = _in_subprocess(
         "from cumath._bindings import _loader as L\n"
         "print(L.cuda_major(), L._sonames(L.LIBRARIES['cufft']), L._sonames(L.LIBRARIES['cusolver']),"
-        " L._sonames(L.LIBRARIES['cudart']), L.install_hint('cufft'), L.install_hint('cudss'), sep='|')",
+        " L._sonames(L.LIBRARIES['cudart']), L.install_hint('cufft'), L.install_hint('cudss'),"
+        " L.install_hint('cutensor'), sep='|')",
         CUMATH_CUDA_MAJOR="12")
-    major, cufft, cusolver, cudart, hint, hint_dss = out.split("|")
+    major, cufft, cusolver, cudart, hint, hint_dss, hint_tensor = out.split("|")
+    assert "cumath[tensor-cu12]" in hint_tensor, hint_tensor
     assert major == "12"
     assert "libcufft.so.11" in cufft and "libcusolver.so.11" in cusolver and "libcudart.so.12" in cudart
     assert "cumath[cu12]" in hint and "cumath[cudss-cu12]" in hint_dss
