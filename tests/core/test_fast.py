@@ -125,6 +125,43 @@ def test_the_word_caller_of_sixteen_arguments():
             _fast._native.Call3(f.address, True, None, "w17")
 
 
+def test_a_table_of_calls_runs_its_rows_in_order_with_their_words():
+    """run_table: rows lo..hi-1 called, each with its own words (getrs' shape: nine pointers and a size_t)."""
+    if _fast.run_table is None:
+        pytest.skip("the C extension is not built in this checkout (run_table is None: callers use ctypes)")
+    import numpy as np
+
+    seen = []
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 9 + [ctypes.c_size_t]))
+    cb = proto(lambda *args: seen.append(args))
+    other = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda a: seen.append(("other", a)))
+    table = np.zeros((4, 11), dtype=np.intp)
+    for r in range(4):
+        table[r, 0] = ctypes.cast(cb if r != 2 else other, ctypes.c_void_p).value
+        table[r, 1:] = np.arange(1, 11) + 100 * r
+    table[1, 10] = 1 << 40  # a full 64-bit word
+    _fast.run_table(table.ctypes.data, 4, 11, 1, 4)
+    assert seen == [(101, 102, 103, 104, 105, 106, 107, 108, 109, (1 << 40)), ("other", 201),
+                    tuple(range(301, 311))]
+    seen.clear()
+    _fast.run_table(table.ctypes.data, 4, 11, 2, 2)  # an empty range calls nothing
+    narrow = np.ascontiguousarray(table[:, :2])  # a width of 2: the function and one word
+    narrow[:, 0] = ctypes.cast(other, ctypes.c_void_p).value
+    _fast.run_table(narrow.ctypes.data, 4, 2, 0, 2)
+    assert seen == [("other", 1), ("other", 101)]
+    for args, message in (((table.ctypes.data, 4, 11, 0, 5), "cannot run rows 0..5"),
+                          ((table.ctypes.data, 4, 18, 0, 1), "4 x 18 words"),
+                          ((table.ctypes.data, 4, 1, 0, 1), "4 x 1 words"),
+                          ((table.ctypes.data, 4, 11, 3, 2), "cannot run rows 3..2"),
+                          ((0, 4, 11, 0, 1), "cannot run rows 0..1")):
+        with pytest.raises(ValueError, match=message):
+            _fast.run_table(*args)
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        _fast.run_table(table.ctypes.data, 4, 11)
+    with pytest.raises(TypeError):
+        _fast.run_table("x", 4, 11, 0, 1)
+
+
 def test_python_callables_are_returned_as_they_are():
     def stub(a, b, c):
         return a

@@ -505,11 +505,14 @@ def frames_to(function, frame) -> list:
     return names + [function.__name__]
 
 
-def test_cached_cpu_call_reaches_lapack_within_four_frames(monkeypatch):
-    """Stubs in place of LAPACK's routines (the untyped bindings the engine calls) record the Python frames above
-    the native call."""
+@pytest.mark.parametrize("native", [True, False], ids=["run_table", "ctypes"])
+def test_cached_cpu_call_reaches_lapack_within_four_frames(monkeypatch, native):
+    """Stubs in place of the native calls (``run_table`` with the extension, else the untyped bindings of LAPACK's
+    routines) record the Python frames above the native call."""
     from cumath._bindings import lapack
+    from cumath._core import _fast
     from cumath.linalg._solver import _functions as F
+    from cumath.linalg._solver._backends import lapack as engine_module
 
     lib = lapack.find_lapack("auto")
     seen = []
@@ -520,9 +523,16 @@ def test_cached_cpu_call_reaches_lapack_within_four_frames(monkeypatch):
             return real(*args)
         return stub
 
-    for name in ("dgesv", "dgetrf", "dgetrs"):
-        for release in (True, False):
-            monkeypatch.setitem(lib.__dict__, f"_untyped_{name}_{int(release)}", traced(lib.untyped(name, release)))
+    if native:
+        if _fast.run_table is None:
+            pytest.skip("the C extension is not built in this checkout")
+        monkeypatch.setattr(engine_module, "run_table", traced(_fast.run_table))
+    else:
+        monkeypatch.setattr(engine_module, "run_table", None)
+        for name in ("dgesv", "dgetrf", "dgetrs"):
+            for release in (True, False):
+                monkeypatch.setitem(lib.__dict__, f"_untyped_{name}_{int(release)}",
+                                    traced(lib.untyped(name, release)))
     plan_cache.clear()
     for n in (8, 100):  # keeping the GIL (n <= 64) and releasing it
         for layout in ("F", "C"):
@@ -537,20 +547,30 @@ def test_cached_cpu_call_reaches_lapack_within_four_frames(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------- threads
-def test_batches_split_across_threads(monkeypatch):
+@pytest.mark.parametrize("native", [True, False], ids=["one-call-per-part", "ctypes-call-by-call"])
+def test_batches_split_across_threads(monkeypatch, native):
+    from cumath._core import _fast
     from cumath.linalg._solver import _traits
+    from cumath.linalg._solver._backends import lapack
 
-    monkeypatch.setitem(_traits.THREADS_FROM, "min_count", 2)
-    monkeypatch.setitem(_traits.THREADS_FROM, "min_n", 2)
+    if native and _fast.run_table is None:
+        pytest.skip("the C extension is not built in this checkout")
+    if not native:
+        monkeypatch.setattr(lapack, "run_table", None)
+    for key in ("min_count", "min_n", "table_min_n", "table_work", "solve_work"):
+        monkeypatch.setitem(_traits.THREADS_FROM, key, 2)
     for dtype in ("float64", "complex64"):
         for kind, mt in (("lu", "general"), ("cholesky", "hpd")):
             a, b, ref = system((37,), 9, 2, dtype, kind)
             with DirectSolver(a, b, options={"matrix_type": mt}) as s:
                 s.plan()
-                assert s._executor.engine.threads == min(37, available_cpus())
+                engine = s._executor.engine
+                assert engine.threads == engine.solve_threads == min(37, available_cpus())
                 s.factorize()
                 assert_solves(ref, s.solve(), b, dtype)
                 assert_solves(ref, s.execute(), b, dtype)
+                progs = list(engine._programs().values())
+                assert progs and all((p.table is not None) == native for p in progs)
             with pytest.raises(SingularMatrixError, match=r"a\[30\]"):
                 a[30] = 0
                 direct_solver(a, b, options={"matrix_type": mt})

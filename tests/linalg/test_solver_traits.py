@@ -151,6 +151,17 @@ def test_batch_method_and_threads_tables(monkeypatch):
     assert T.cpu_threads(32, 100, 2, nrhs=1) == 1  # a solve of one right-hand side is too short
     assert T.cpu_threads(32, 100, 2, nrhs=16) == 2
     assert T.cpu_threads(32, 100, 2, named=2, nrhs=1) == 2
+    # parts as one native call each (run_table): the batch's total work decides
+    monkeypatch.setitem(T.THREADS_FROM, "table_min_n", 16)
+    monkeypatch.setitem(T.THREADS_FROM, "table_work", 1 << 21)
+    monkeypatch.setitem(T.THREADS_FROM, "solve_work", 1 << 20)
+    assert T.cpu_threads(16, 512, 2, table=True) == 2  # 16^3 x 512 = 2^21
+    assert T.cpu_threads(16, 511, 2, table=True) == 1
+    assert T.cpu_threads(8, 1 << 20, 2, table=True) == 1  # order 8: memory-bound, never
+    assert T.cpu_threads(32, 4096, 2, nrhs=1, table=True) == 2  # 32^2 x 4096 = 2^22
+    assert T.cpu_threads(32, 1023, 2, nrhs=1, table=True) == 1
+    assert T.cpu_threads(32, 1, 2, nrhs=1, table=True) == 1
+    assert T.cpu_threads(32, 4096, 2, named=1, nrhs=1, table=True) == 1
 
 
 def test_check_infos_messages():

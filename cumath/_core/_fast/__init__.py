@@ -13,6 +13,9 @@ the hot paths:
   library call's: the operand pointers and the stream are read from given positions of the words (the advanced
   matmul's small-GEMM kernel runs from the ``cublasLtMatmul`` argument list); a Python closure over the ctypes
   ``cuLaunchKernel`` without the extension.
+- :func:`run_table`: a list of native void calls of up to 16 integer-class arguments each (a table of machine
+  words: function address, arguments) run as one call with the GIL released once for all of them (a batch of
+  LAPACK calls on worker threads); None without the extension.
 - :func:`numpy_fields_reader`: a NumPy array's pointer, shape, element strides and read-only flag in one call
   (what wrapping an operand reads), checked against NumPy on live arrays before it is used.
 - ``hot_fft`` / ``hot_table`` / ``hot_put`` / ``hot_attach``: the compiled hit path of the stateless FFT
@@ -32,7 +35,7 @@ import os
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
            "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer",
-           "hot_mm", "hot_put_mm", "launch_words"]
+           "hot_mm", "hot_put_mm", "launch_words", "run_table"]
 
 
 def _load():
@@ -63,6 +66,9 @@ dev_runner = getattr(_native, "dev_runner", None)
 hot_put_gpu = getattr(_native, "hot_put_gpu", None)
 #: hot_mm(a, b, *optional_arguments) -> the cached advanced matmul's result, or None; None without the extension
 hot_mm = getattr(_native, "hot_mm", None)
+#: run_table(address, rows, width, lo, hi): rows lo..hi-1 of a C-contiguous table of ``rows`` x ``width`` machine
+#: words (function address, then its arguments) called in order, the GIL released; None without the extension
+run_table = getattr(_native, "run_table", None)
 hot_put_mm = getattr(_native, "hot_put_mm", None)
 
 _READERS: dict = {}  # type -> (reader kind, current-stream function), as given to the extension

@@ -336,6 +336,7 @@ fail:
 #include "_hot_host.c"
 #include "_hot_gpu.c"
 #include "_launch.c"
+#include "_table.c"
 
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
@@ -355,6 +356,8 @@ static PyMethodDef native_methods[] = {
     {"launch_words", (PyCFunction)(void (*)(void))launch_words, METH_FASTCALL,
      "launch_words(launch, function, gx, gy, gz, bx, by, bz, shared, params, word_map, stream_word, nwords, "
      "on_error) -> f(*words) -> status"},
+    {"run_table", (PyCFunction)(void (*)(void))run_table, METH_FASTCALL,
+     "run_table(address, rows, width, lo, hi): call rows lo..hi-1 of a table of native calls, the GIL released"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
     {NULL, NULL, 0, NULL},

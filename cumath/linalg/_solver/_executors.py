@@ -241,8 +241,12 @@ class HostExecutor(_SameSpace):
         base = self._a_base(a)
         prog = engine.fused_program(base, ptr)
         if engine.direct:  # the stateless call's hot path: the library is called from here
-            for fn, args in prog:
-                fn(*args)
+            call = getattr(prog, "call", None)
+            if call is not None:  # every call as one native call (run_table)
+                call()
+            else:
+                for fn, args in prog:
+                    fn(*args)
         else:
             engine.run(prog)
         self._after_factor(a, base)

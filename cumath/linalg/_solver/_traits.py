@@ -261,27 +261,40 @@ def choose_batch_method(kind: str, n: int, count: int, requested: str = "auto", 
     return "batched" if count >= 2 and n <= BATCHED_UP_TO[kind] else "loop"
 
 
-#: CPU: batches of at least ``min_count`` systems of order at least ``min_n`` split across threads, each calling
-#: LAPACK with one thread; others run in the calling thread (one system: on LAPACK's own threads). Measured on a
-#: 2-core VM shared with other work (benchmarks/solvers.py --case dense/cpu-threads; float64, one right-hand
-#: side; times of 2 threads / the calling thread, quiet periods): order 8 and 16, 1.5-1.7 (handing the GIL over
-#: for each call of a few microseconds costs more than the call), 32: 0.72-0.87, 64: 0.58-0.73, 128 and up:
-#: 0.6-0.7. When another process holds a core the threads lose that gain (order 32: up to 1.1).
-THREADS_FROM = {"min_n": 32, "min_count": 16}
+#: CPU: which batches split across threads, each calling LAPACK with one thread (the calling thread takes parts
+#: too); others run in the calling thread (one system: on LAPACK's own threads). With the compiled extension a
+#: part is one native call (``run_table``: the GIL released once per part): factorizations of order at least
+#: ``table_min_n`` whose batch does at least ``table_work`` = count n^3, solves alone at least ``solve_work`` =
+#: count n^2 nrhs. Measured on the 2-core VM, quiet (2 threads / the calling thread, float64, one right-hand
+#: side, .probe-style interleaved medians): factor+solve order 8: 1.3-2.1 (memory-bound, never), order 16: 1.26
+#: (x32), 0.85 (x256), 0.63 (x2048); order 32: 1.04 (x32), 0.76 (x256); order 64: 0.86 (x32), 0.63 (x2048).
+#: Solves alone: 0.5M count n^2: 1.06-1.15, 1M: 0.66-0.83, 2M and up: 0.55-0.72; under 0.3M: 1.5-7 (the ~0.2 ms
+#: of handing parts to a worker). Without the extension every call takes the GIL back (``min_n``, ``min_count``:
+#: order 8 and 16 ran 1.5-1.7 slower on threads, order 32 0.72-0.87, 64 and up 0.58-0.73; solves alone only where
+#: one system's n^2 nrhs reaches min_n^3). When another process holds a core the threads lose that gain.
+THREADS_FROM = {"min_n": 32, "min_count": 16, "table_min_n": 16, "table_work": 1 << 21, "solve_work": 1 << 20}
 
-def cpu_threads(n: int, count: int, cpus: int, named: int | None = None, nrhs: int | None = None) -> int:
+
+def cpu_threads(n: int, count: int, cpus: int, named: int | None = None, nrhs: int | None = None,
+                table: bool = False) -> int:
     """Worker threads for a CPU batch of ``count`` systems of order ``n`` (1: the calling thread only): for their
-    factorizations, or with ``nrhs`` for their solves alone (about n^2 nrhs work each instead of n^3: threads
-    when that reaches the factorization threshold's). ``named``: the caller's ExecutionCPU(num_threads=...),
-    honoured for batches."""
+    factorizations, or with ``nrhs`` for their solves alone; ``table``: the calls run as one native call per
+    part (``run_table``), so the batch's total work decides (see THREADS_FROM). ``named``: the caller's
+    ExecutionCPU(num_threads=...), honoured for batches."""
     if count < 2:
         return 1
     if named is not None:
         return max(1, min(named, count))
-    work = n ** 3 if nrhs is None else n * n * nrhs
-    if count >= THREADS_FROM["min_count"] and work >= THREADS_FROM["min_n"] ** 3:
-        return max(1, min(cpus, count))
-    return 1
+    t = THREADS_FROM
+    if table:
+        if nrhs is None:
+            go = n >= t["table_min_n"] and count * n ** 3 >= t["table_work"]
+        else:
+            go = count * n * n * nrhs >= t["solve_work"]
+    else:
+        work = n ** 3 if nrhs is None else n * n * nrhs
+        go = count >= t["min_count"] and work >= t["min_n"] ** 3
+    return max(1, min(cpus, count)) if go else 1
 
 
 # ------------------------------------------------------------------------------------------ failures

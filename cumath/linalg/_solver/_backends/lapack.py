@@ -12,6 +12,8 @@ arguments, and a batch of small systems in the calling thread keeps it (no hand-
 from __future__ import annotations
 
 import ctypes
+import functools
+import itertools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +22,7 @@ from ctypes import c_size_t, c_void_p
 import numpy as np
 
 from ...._bindings.lapack import ROUTINES, find_lapack
+from ...._core._fast import run_table
 from ...._core.frameworks.numpy import from_pointer
 from ....errors import LAPACKError
 from .._traits import cpu_threads
@@ -39,6 +42,10 @@ class Program(list):
 
     per = 1
     threads = 1
+    #: the calls as a table of machine words for ``run_table`` (None without the compiled extension), and
+    #: ``call()``, all of them as one native call
+    table = None
+    call = None
 
 
 _pools: dict = {}
@@ -73,9 +80,20 @@ def _as_ctypes(args: tuple, addresses: int) -> tuple:
     return tuple(c_void_p(v) for v in args[:addresses]) + tuple(c_size_t(v) for v in args[addresses:])
 
 
-def _run_part(program, lo: int, hi: int) -> None:
-    for fn, args in program[lo:hi]:
-        fn(*args)
+def _drain(program, parts: list, take) -> None:
+    """Run the parts ``(lo, hi)`` of ``program`` that ``take()`` (a shared counter) hands to this thread until
+    none is left: as one native call each where the program has a table, else call by call."""
+    table = program.table
+    while True:
+        i = take()
+        if i >= len(parts):
+            return
+        lo, hi = parts[i]
+        if table is not None:
+            run_table(table.ctypes.data, table.shape[0], table.shape[1], lo, hi)
+        else:
+            for fn, args in program[lo:hi]:
+                fn(*args)
 
 
 class LapackEngine(ProgramCache):
@@ -135,6 +153,14 @@ class LapackEngine(ProgramCache):
 
     # ------------------------------------------------------------------------------------------ programs
     def _finish_program(self, prog: Program) -> Program:
+        if run_table is not None and prog:  # one native call per part, the GIL released once (see run_table)
+            width = 1 + max(len(args) for _fn, args in prog)
+            table = np.zeros((len(prog), width), dtype=np.intp)
+            for row, (fn, args) in zip(table, prog):
+                row[0] = ctypes.cast(fn, c_void_p).value
+                row[1:1 + len(args)] = args
+            prog.table = table
+            prog.call = functools.partial(run_table, table.ctypes.data, len(prog), width, 0, len(prog))
         prog[:] = [(fn, _as_ctypes(args, self._addresses[id(fn)])) for fn, args in prog]
         prog.threads = self.solve_threads if prog and prog[0][0] is self._solve_alone else self.threads
         return prog
@@ -193,16 +219,30 @@ class LapackEngine(ProgramCache):
         threads = program.threads
         if threads > 1:  # (more parts than threads: a worker held up by another process shares less)
             systems = len(program) // program.per
-            parts = min(systems, PARTS_PER_THREAD * threads)
-            bounds = [program.per * (systems * i // parts) for i in range(parts + 1)]
-            pool = _pool(self.lib, threads)
-            for f in [pool.submit(_run_part, program, lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]:
-                f.result()
+            count = min(systems, PARTS_PER_THREAD * threads)
+            bounds = [program.per * (systems * i // count) for i in range(count + 1)]
+            parts = [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+            drain = functools.partial(_drain, program, parts, itertools.count().__next__)
+            pool = _pool(self.lib, threads - 1)
+            workers = [pool.submit(drain) for _ in range(threads - 1)]
+            try:  # the calling thread takes parts too, on one LAPACK thread like the workers
+                token = self.lib.set_num_threads_local(1)
+                try:
+                    drain()
+                finally:
+                    if token is not None:
+                        self.lib.set_num_threads_local(token)
+            finally:
+                for f in workers:
+                    f.result()
             return
         token = None if self.named is None else self.lib.set_num_threads_local(self.named)
         try:
-            for fn, args in program:
-                fn(*args)
+            if program.call is not None:
+                program.call()
+            else:
+                for fn, args in program:
+                    fn(*args)
         finally:
             if token is not None:
                 self.lib.set_num_threads_local(token)
@@ -267,8 +307,9 @@ def create(problems, placement, options, log, allocator=None, stream=None) -> La
     g = problems.geom
     named = placement.execution.num_threads if placement.user_threads else None
     cpus = placement.execution.num_threads
-    threads = cpu_threads(g.n, g.count, cpus, named)
-    solve_threads = cpu_threads(g.n, g.count, cpus, named, nrhs=g.nrhs)
+    table = run_table is not None
+    threads = cpu_threads(g.n, g.count, cpus, named, table=table)
+    solve_threads = cpu_threads(g.n, g.count, cpus, named, nrhs=g.nrhs, table=table)
     keeps_gil = threads == 1 and named is None and g.n <= GIL_HELD_UP_TO
     engine = LapackEngine(problems, lib, threads, None if threads > 1 else named, keeps_gil, solve_threads)
     if log.isEnabledFor(logging.INFO):
