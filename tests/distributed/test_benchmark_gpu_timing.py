@@ -30,11 +30,21 @@ def test_gpu_contenders_run_in_turns_and_are_synchronized(monkeypatch):
     assert {k: len(v) for k, v in rows.items()} == {"A": 4, "B": 4}
 
 
-def test_report_states_whether_the_target_was_met(capsys):
+def test_report_states_the_ratio_and_which_is_faster(capsys):
     bench = _bench()
     out = bench.report({"case": "gpu/x", "ranks": 1, "rows": {"dist": [1.2, 1.2, 1.2], "single": [1.0, 1.0, 1.0]},
                         "targets": [("dist", "single", 1.15)], "notes": ["NCCL 2.29.7 from /x/libnccl.so.2"]})
     text = capsys.readouterr().out
-    assert "target: dist / single = 1.200x (at most 1.15x: NOT met)" in text
+    assert "ratio: dist / single = 1.200x  single faster by 1.20x" in text
+    assert "too noisy" not in text and "target" not in text and "met" not in text
     assert "NCCL 2.29.7 from /x/libnccl.so.2" in text
     assert out[-1] == {"case": "gpu/x", "ratio": ["dist", "single"], "value": 1.2, "target": 1.15}
+
+
+def test_report_flags_a_ratio_of_noisy_rows(capsys):
+    bench = _bench()
+    bench.report({"case": "cpu/x", "ranks": 2, "rows": {"dist": [0.8, 1.0, 1.3, 0.9, 1.1],
+                                                         "single": [1.0, 1.0, 1.0, 1.0, 1.0]},
+                  "targets": [("dist", "single", 1.3)]})
+    text = capsys.readouterr().out
+    assert "ratio: dist / single = 1.000x  about the same (within 2%)  ! too noisy to trust" in text

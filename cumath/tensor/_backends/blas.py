@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -22,6 +20,7 @@ from ..._bindings import blas
 from ..._core.frameworks.numpy import from_pointer
 from ..._core.layout import dense_strides
 from ..._core.logging import format_bytes
+from ..._core.threads import worker_pool
 from .._options import Operator
 from .._traits import batch_offsets, gemm_geometry
 
@@ -49,16 +48,8 @@ _UNARY = {
     Operator.OP_SOFT_SIGN: lambda x: x / (np.abs(x) + 1),
 }
 
-_pools: dict = {}
-_pool_lock = threading.Lock()
-
-
-def _pool(n: int) -> ThreadPoolExecutor:
-    with _pool_lock:
-        pool = _pools.get(n)
-        if pool is None:
-            pool = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="cumath-tensor")
-        return pool
+def _pool(n: int):
+    return worker_pool("tensor", n)
 
 
 def host_view(ptr: int, shape, strides, dtype: str) -> np.ndarray:

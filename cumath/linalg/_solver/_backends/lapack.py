@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import logging
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from ctypes import c_size_t, c_void_p
 
 import numpy as np
 
 from ...._bindings.lapack import ROUTINES, find_lapack
 from ...._core._fast import run_table
+from ...._core.threads import run_parts, worker_pool
 from ...._core.frameworks.numpy import from_pointer
 from ....errors import LAPACKError
 from .._traits import cpu_threads
@@ -48,21 +46,9 @@ class Program(list):
     call = None
 
 
-_pools: dict = {}
-_pool_lock = threading.Lock()
-
-
-def _pool(lib, workers: int) -> ThreadPoolExecutor:
+def _pool(lib, workers: int):
     """The process's worker threads for ``lib`` (each set to one LAPACK thread once, when it starts)."""
-    key = (lib.name, workers)
-    pool = _pools.get(key)
-    if pool is None:
-        with _pool_lock:
-            pool = _pools.get(key)
-            if pool is None:
-                pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix="cumath-lapack",
-                                                        initializer=lib.set_num_threads_local, initargs=(1,))
-    return pool
+    return worker_pool(f"lapack-{lib.name}", workers, lib.set_num_threads_local, (1,))
 
 
 #: In the calling thread, LAPACK calls on systems of order up to this many keep the GIL: a getrf of order 32 takes
@@ -80,20 +66,14 @@ def _as_ctypes(args: tuple, addresses: int) -> tuple:
     return tuple(c_void_p(v) for v in args[:addresses]) + tuple(c_size_t(v) for v in args[addresses:])
 
 
-def _drain(program, parts: list, take) -> None:
-    """Run the parts ``(lo, hi)`` of ``program`` that ``take()`` (a shared counter) hands to this thread until
-    none is left: as one native call each where the program has a table, else call by call."""
+def _run_rows(program, lo: int, hi: int) -> None:
+    """Calls lo..hi-1 of ``program``: one native call where the program has a table, else call by call."""
     table = program.table
-    while True:
-        i = take()
-        if i >= len(parts):
-            return
-        lo, hi = parts[i]
-        if table is not None:
-            run_table(table.ctypes.data, table.shape[0], table.shape[1], lo, hi)
-        else:
-            for fn, args in program[lo:hi]:
-                fn(*args)
+    if table is not None:
+        run_table(table.ctypes.data, table.shape[0], table.shape[1], lo, hi)
+    else:
+        for fn, args in program[lo:hi]:
+            fn(*args)
 
 
 class LapackEngine(ProgramCache):
@@ -222,19 +202,12 @@ class LapackEngine(ProgramCache):
             count = min(systems, PARTS_PER_THREAD * threads)
             bounds = [program.per * (systems * i // count) for i in range(count + 1)]
             parts = [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
-            drain = functools.partial(_drain, program, parts, itertools.count().__next__)
-            pool = _pool(self.lib, threads - 1)
-            workers = [pool.submit(drain) for _ in range(threads - 1)]
-            try:  # the calling thread takes parts too, on one LAPACK thread like the workers
-                token = self.lib.set_num_threads_local(1)
-                try:
-                    drain()
-                finally:
-                    if token is not None:
-                        self.lib.set_num_threads_local(token)
+            token = self.lib.set_num_threads_local(1)  # the calling thread takes parts too, as the workers do
+            try:
+                run_parts(functools.partial(_run_rows, program), parts, _pool(self.lib, threads - 1), threads - 1)
             finally:
-                for f in workers:
-                    f.result()
+                if token is not None:
+                    self.lib.set_num_threads_local(token)
             return
         token = None if self.named is None else self.lib.set_num_threads_local(self.named)
         try:
