@@ -88,10 +88,24 @@ _GPUS = None
 
 
 def gpu_count() -> int:
-    """CUDA devices visible to this process (0 without CuPy, a CUDA PyTorch or a driver)."""
+    """CUDA devices visible to this process (0 without a driver and a CUDA runtime), counted through cumath's own
+    runtime binding, else CuPy, else PyTorch: importing PyTorch loads GNU OpenMP into the process, which changes
+    how CPU libraries run (MKL PARDISO's two-level factorization is turned off with it), so the CPU cases of a
+    machine without GPUs never import it for this."""
     global _GPUS
     if _GPUS is None:
-        _GPUS = 0
+        import ctypes
+
+        from cumath._core.cuda import device_count
+
+        try:  # no driver, no GPU: nothing more to ask
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            _GPUS = 0
+            return _GPUS
+        _GPUS = device_count()
+        if _GPUS:
+            return _GPUS
         cp = optional("cupy")
         if cp is not None:
             try:

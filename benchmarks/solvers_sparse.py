@@ -206,8 +206,9 @@ def cpu_poisson(case, m=300):
 
 
 def _gnu_openmp_note() -> str:
-    """Whether GNU OpenMP is mapped into this process (PyTorch brings it; the harness imports PyTorch to count
-    GPUs): cumath's PARDISO plans then use the classic factorization, not the two-level one."""
+    """Whether GNU OpenMP is mapped into this process (PyTorch brings it: an earlier case that ran a PyTorch peer,
+    or a GPU machine's harness counting devices through it): cumath's PARDISO plans then use the classic
+    factorization, not the two-level one."""
     try:
         with open("/proc/self/maps") as f:
             found = sorted({line.split()[-1] for line in f if "libgomp" in line})

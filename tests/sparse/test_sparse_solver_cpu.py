@@ -261,6 +261,128 @@ def test_pardiso_info_and_refactorization_reanalyses_when_needed(caplog):
             assert_solution(s.solve(), a2, b, "float64")
 
 
+def _poisson(m: int, dtype="float64"):
+    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(m, m))
+    eye = sp.identity(m)
+    a = sp.csr_array(sp.kron(eye, t) + sp.kron(t, eye)).astype(dtype)
+    a.sort_indices()
+    return a
+
+
+@pytest.mark.skipif("pardiso" not in ENGINES, reason="no oneMKL")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pardiso_analyses_a_dominant_matrix_without_matching(dtype, caplog):
+    """A diagonally dominant general matrix (2-D Poisson) is analysed without matching and scaling; new values
+    that are not dominant bring them back (analysing again), and the solutions stay right throughout."""
+    from cumath.sparse.advanced._backends.pardiso import _I
+
+    a = _poisson(23, dtype)  # n = 529
+    n = a.shape[0]
+    b = rng(1).standard_normal(n).astype(dtype)
+    with caplog.at_level("INFO", logger="cumath"), S.DirectSolver(a, b) as s:
+        s.plan()
+        plan = s._executor.plans[0]
+        assert plan.dominant and plan.iparm[_I.MATCHING] == 0 and plan.iparm[_I.SCALING] == 0
+        assert "a is diagonally dominant: PARDISO analyses it without matching and scaling" in caplog.text
+        s.factorize()
+        assert_solution(s.solve(), a, b, dtype)
+        a2 = a.copy()  # dominant still: the analysis stays
+        a2.data = a2.data * (1 + rng(2).random(a2.nnz)).astype(a2.data.dtype)
+        a2.setdiag(a2.diagonal() * 4)
+        s.reset_operands(a=a2)
+        s.factorize()
+        assert plan.dominant
+        assert_solution(s.solve(), a2, b, dtype)
+        a3 = a.copy()  # no longer dominant: small diagonal entries
+        a3.setdiag(a3.diagonal() * rng(3).uniform(0.01, 0.2, n).astype(a3.data.dtype))
+        caplog.clear()
+        s.reset_operands(a=a3)
+        s.factorize()
+        assert not plan.dominant and plan.iparm[_I.MATCHING] == 1
+        assert "the new values of a are not diagonally dominant: PARDISO analyses again" in caplog.text
+        assert_solution(s.solve(), a3, b, dtype)
+
+
+@pytest.mark.skipif("pardiso" not in ENGINES, reason="no oneMKL")
+def test_pardiso_keeps_matching_where_it_was_asked_for_or_the_matrix_is_not_dominant():
+    from cumath.sparse.advanced._backends.pardiso import _I
+
+    a = _poisson(9)
+    b = rng(4).standard_normal(a.shape[0])
+    for plan_config, expect in (({"matching_algorithm": S.DirectSolverMatchingAlg.MAX_DIAG_PRODUCT}, 1), ({}, 0)):
+        with S.DirectSolver(a, b) as s:
+            for k, v in plan_config.items():
+                setattr(s.plan_config, k, v)
+            s.plan()
+            assert s._executor.plans[0].iparm[_I.MATCHING] == expect
+            s.factorize()
+            assert_solution(s.solve(), a, b, "float64")
+    not_dominant = a.copy()
+    not_dominant.setdiag(0.5)
+    with S.DirectSolver(sp.csr_array(not_dominant), b) as s:
+        s.plan()
+        assert not s._executor.plans[0].dominant and s._executor.plans[0].iparm[_I.MATCHING] == 1
+    with S.DirectSolver(a, b, options={"sparse_system_type": S.DirectSolverMatrixType.SPD}) as s:
+        s.plan()  # symmetric types keep PARDISO's own settings
+        assert not s._executor.plans[0].dominant
+
+
+@pytest.mark.skipif("pardiso" not in ENGINES, reason="no oneMKL")
+def test_pardiso_recovers_where_its_perturbed_solution_fails_the_check(caplog):
+    """A symmetric indefinite matrix with small diagonal entries (condition number ~1.3e3) analysed as GENERAL:
+    with matching, 9 pivots are perturbed and refinement cannot fix the solution; the plan analyses again without
+    matching and solves it as a dense solve does, and keeps that setting for later factorizations."""
+    from cumath.sparse.advanced._backends.pardiso import _I
+
+    a = _poisson(23)
+    n = a.shape[0]
+    a.setdiag(a.diagonal() * rng(3).uniform(0.01, 0.2, n))
+    b = rng(1).standard_normal(n)
+    ref = np.linalg.solve(a.toarray(), b)
+    with caplog.at_level("INFO", logger="cumath"), S.DirectSolver(a, b) as s:
+        s.plan()
+        s.factorize()
+        x = s.solve()
+        assert np.abs(x - ref).max() / np.abs(ref).max() < 1e-10
+        assert "failed its residual check" in caplog.text and "with matching and scaling off" in caplog.text
+        assert s._executor.plans[0].iparm[_I.MATCHING] == 0
+        s.reset_operands(b=2 * b)
+        assert np.abs(s.solve() - 2 * ref).max() / np.abs(ref).max() < 1e-10
+    x = S.direct_solver(a, b)  # the stateless call too
+    assert np.abs(x - ref).max() / np.abs(ref).max() < 1e-10
+
+
+@pytest.mark.skipif("pardiso" not in ENGINES, reason="no oneMKL")
+def test_a_singular_matrix_still_raises_after_the_recovery_attempts(caplog):
+    a = _poisson(6).tolil()
+    a[5, :] = a[4, :]  # two equal rows: singular whatever the settings
+    a = sp.csr_array(a)
+    b = rng(2).standard_normal(a.shape[0])
+    with caplog.at_level("INFO", logger="cumath"), pytest.raises(SingularMatrixError, match="singular"):
+        S.direct_solver(a, b, options={"cpu_engine": "pardiso"})
+
+
+def test_diagonal_dominance_test():
+    from cumath.sparse.advanced._traits import DiagonalDominance
+
+    a = _poisson(7)
+    d = DiagonalDominance(a.indptr, a.indices, a.shape[0])
+    assert d.usable and d(a.data) and d(-a.data)
+    v = a.data.copy()
+    v[3] *= 3  # an off-diagonal entry grows past the diagonal
+    assert not d(v)
+    v = a.data.copy()
+    v[0] = np.nan
+    assert not d(v)
+    c = a.astype(np.complex128)
+    assert d(c.data * 1j)
+    holes = sp.csr_array(np.array([[1.0, 0.1], [0.1, 0.0]]))  # no diagonal entry in row 1
+    holes.eliminate_zeros()
+    assert not DiagonalDominance(holes.indptr, holes.indices, 2).usable
+    dup = sp.csr_array((np.array([1.0, 1.0, 1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    assert not DiagonalDominance(dup.indptr, dup.indices, 2).usable  # a repeated diagonal entry: not read
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 40), density=st.floats(0.02, 0.6), dtype=st.sampled_from(DTYPES),
        k=st.integers(0, 3), seed=st.integers(0, 2 ** 16), engine=st.sampled_from(ENGINES),

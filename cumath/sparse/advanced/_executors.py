@@ -156,12 +156,13 @@ def _fetch_operand(op: Operand, stream, what: str) -> Operand:
     return adapter("numpy").wrap(out)
 
 
-def _check_solution(p, options, arrays, x, b, i: int, perturbed: int, log, raise_: bool = True) -> bool:
+def _check_solution(p, options, arrays, x, b, i: int, perturbed: int, log, raise_: bool = True,
+                    tol: float | None = None) -> bool:
     """Whether a solution computed with ``perturbed`` (or tiny) pivots is one (``arrays``: the host CSR arrays of
-    system ``i``); with ``raise_``, SingularMatrixError when its residual shows the matrix is singular or too
-    ill-conditioned."""
+    system ``i``): its relative residual at most ``tol`` (default ``residual_tolerance``); with ``raise_``,
+    SingularMatrixError when the residual shows the matrix is singular or too ill-conditioned."""
     res = relative_residual(*arrays, x, b, options.sparse_system_type, options.sparse_system_view)
-    tol = residual_tolerance(p.dtype)
+    tol = residual_tolerance(p.dtype) if tol is None else tol
     which = "" if p.count == 1 else f" (system {i})"
     log.info("solution check%s: %d perturbed pivots, relative residual %.3g (tolerance %.3g)", which, perturbed, res,
              tol)
@@ -275,10 +276,29 @@ class CpuExecutor:
             xi = _host_view(ptr, xr, p.dtype)
             plan.solve(arrays[i][2], bi, xi)
             if plan.perturbed:
-                _check_solution(p, self.setup.options, arrays[i], xi, bi, i, plan.perturbed, self.setup.log)
+                self._checked(plan, p, arrays[i], xi, bi, i)
         if self.staged:
             return _wrap([self._store(x, op, stream) for x, op in zip(results, _rhs_operands(b))], b)
         return _wrap(results, b)
+
+    def _checked(self, plan, p, arrays, xi, bi, i: int) -> None:
+        """The check of a solution computed with perturbed pivots. An engine that can factorize again another way
+        (``plan.recover``) does so while the relative residual is above sqrt(eps) (1.5e-8 in double: a perturbed
+        solution that refinement left only that accurate; a stable one of a matrix with condition number up to
+        about eps ** -(1/2) stays under it); the last solution is accepted up to ``residual_tolerance``, above it
+        the matrix is singular (SingularMatrixError)."""
+        opts, log = self.setup.options, self.setup.log
+        recover = getattr(plan, "recover", None)
+        if recover is not None:
+            fine = float(np.finfo(np.dtype(p.dtype)).eps) ** 0.5
+            while plan.perturbed and not _check_solution(p, opts, arrays, xi, bi, i, plan.perturbed, log, False,
+                                                         fine):
+                if not recover(*arrays):
+                    break
+                plan.solve(arrays[2], bi, xi)
+            if not plan.perturbed:
+                return
+        _check_solution(p, opts, arrays, xi, bi, i, plan.perturbed, log)
 
     def _dense_copy(self, i: int, bi: np.ndarray) -> np.ndarray:
         buf = self.b_copies[i]

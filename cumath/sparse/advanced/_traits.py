@@ -27,7 +27,7 @@ from ._options import DirectSolverMatrixViewType as MV
 __all__ = ["memory_estimates_dtype", "VALUE_DTYPES", "Problem", "Rhs", "problem", "column_major", "result_perm",
            "batch_offsets", "structurally_singular",
            "PatternMap", "pattern_map", "is_canonical", "relative_residual", "residual_tolerance", "pardiso_mtype",
-           "symmetric_type"]
+           "symmetric_type", "DiagonalDominance"]
 
 VALUE_DTYPES = ("float32", "float64", "complex64", "complex128")
 
@@ -226,6 +226,31 @@ def structurally_singular(indptr, indices, n: int, view=MV.FULL) -> str | None:
     if not lines.size:
         return None
     return f"{what} {int(lines[0])} has no stored entry" + (f" ({lines.size} such)" if lines.size > 1 else "")
+
+
+class DiagonalDominance:
+    """Whether a general matrix's values are (weakly) row diagonally dominant, 2 |a_ii| >= sum_j |a_ij| in every
+    row: LU factors such a matrix stably without pivoting (growth at most 2), so the engines' maximum weight
+    matching and scaling, which exist to bring large entries onto the diagonal, can be left out of its analysis.
+    Built once per pattern (``usable`` is False where a row does not hold exactly one diagonal entry);
+    ``__call__(values)`` reads the values (~3 ms per million entries)."""
+
+    def __init__(self, indptr, indices, n: int):
+        indptr = np.asarray(indptr, dtype=np.int64)
+        counts = np.diff(indptr)
+        rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+        diag = np.flatnonzero(np.asarray(indices) == rows)
+        self.usable = bool(diag.size == n and (counts > 0).all() and np.array_equal(rows[diag], np.arange(n)))
+        self._diag = diag
+        self._starts = indptr[:-1]
+
+    def __call__(self, values) -> bool:
+        if not self.usable:
+            return False
+        mag = np.abs(np.asarray(values))
+        with np.errstate(invalid="ignore", over="ignore"):
+            rows = np.add.reduceat(mag, self._starts)
+            return bool((2 * mag[self._diag] >= rows).all())  # a NaN or inf compares False: not dominant
 
 
 @dataclass

@@ -13,7 +13,9 @@ perturbs small pivots (eps = 10**-iparm[9]: 1e-13 for nonsymmetric, 1e-8 for sym
 with two steps of iterative refinement when it did; general matrices use maximum weight matching and scaling
 (``iparm[12]``, ``iparm[10]``), and so do symmetric indefinite ones here (PARDISO's recommendation for
 indefinite systems; its own default leaves them off), which is what makes random systems without diagonal
-dominance come out right.
+dominance come out right. A general matrix whose values are diagonally dominant needs no pivoting: it is analysed
+without matching and scaling (they come back, analysing again, for new values that are not, or when a
+factorization perturbs a pivot).
 
 Handles: a freed plan's handle is kept (one per matrix type and precision, per thread, while its memory stays
 under ``POOL_BYTES``) and the next plan analyses on it: PARDISO then reuses the memory it holds rather than
@@ -44,7 +46,7 @@ from ....errors import PARDISOError, SingularMatrixError
 from .._options import DirectSolverMatchingAlg, DirectSolverReorderingAlg
 from .._options import DirectSolverMatrixType as MT
 from .._options import DirectSolverMatrixViewType as MV
-from .._traits import is_canonical, pardiso_mtype, pattern_map, structurally_singular
+from .._traits import DiagonalDominance, is_canonical, pardiso_mtype, pattern_map, structurally_singular
 
 __all__ = ["PardisoEngine", "PardisoPlan", "release_pooled_handles", "POOL_BYTES"]
 
@@ -155,6 +157,8 @@ class PardisoPlan:
         self.pattern = None  # (indptr, indices) PARDISO reads (the caller's or the map's), in MKL_INT
         self.values = None  # the mapped values buffer
         self.analysed = False
+        self.dominant = False  # analysed without matching and scaling: the values were diagonally dominant
+        self._dominance = None  # the DiagonalDominance test of this plan's pattern, made on first use
         self.factorized = 0  # factorizations since the last analysis
         self.first_perturbed = 0
         self.perturbed = self.lu_nnz = 0
@@ -235,6 +239,61 @@ class PardisoPlan:
         else:
             ip[_I.MATCHING] = ip[_I.SCALING] = 1
 
+    def _matching_by_dominance(self, indptr, indices, values) -> None:
+        """Leave matching and scaling out of the analysis of a general matrix whose values are diagonally
+        dominant (``_traits.DiagonalDominance``: no pivoting needed, and matching is what the analysis spends
+        ~7% of its time on for the 2-D Poisson 90k system) where the user left the matching to the engine."""
+        self.dominant = False
+        if (self.pmtype not in (11, 13) or self.view != MV.FULL or not self.iparm[_I.MATCHING]
+                or self.settings.get("matching_algorithm") not in (None, DirectSolverMatchingAlg.AUTO)):
+            return
+        if self._dominance is None:
+            self._dominance = DiagonalDominance(indptr, indices, self.n)
+        if self._dominance(values):
+            self.iparm[_I.MATCHING] = self.iparm[_I.SCALING] = 0
+            self.dominant = True
+            self.log.info("a is diagonally dominant: PARDISO analyses it without matching and scaling (they come "
+                          "back if new values are not, or if a factorization perturbs a pivot)")
+
+    def _matching_back(self, vals, why: str) -> None:
+        """Analyse again with the matching and scaling a dominant matrix was analysed without."""
+        self.log.info("%s: PARDISO analyses again with matching and scaling", why)
+        self.iparm[_I.MATCHING], self.iparm[_I.SCALING] = self.defaults[_I.MATCHING], self.defaults[_I.SCALING]
+        self.dominant = False
+        self._call(P.Phase.ANALYSIS, vals)
+        self.factorized = 0
+
+    def recover(self, indptr, indices, values) -> bool:
+        """After a solution failed its residual check (perturbed pivots that iterative refinement could not fix):
+        analyse and factorize again with the next setting not tried yet, True when there was one. Seen: a
+        symmetric indefinite matrix with small diagonal entries analysed as GENERAL, where matching brings large
+        off-diagonal entries onto the diagonal and 9 pivots get perturbed into a useless solution that the same
+        analysis without matching (or a larger pivot perturbation) solves to 1e-14. Tried in order: matching and
+        scaling switched (off where they were on, on where they were off), then pivots perturbed at 1e-8."""
+        tried = self.__dict__.setdefault("_recovered", set())
+        ip, vals = self.iparm, self._values(values)
+        for what in ("matching", "eps"):
+            if what in tried:
+                continue
+            tried.add(what)
+            if what == "matching":
+                on = 0 if ip[_I.MATCHING] else 1
+                ip[_I.MATCHING] = ip[_I.SCALING] = self.defaults[_I.MATCHING] = self.defaults[_I.SCALING] = on
+                self.dominant = False
+                how = f"with matching and scaling {'on' if on else 'off'}"
+            else:
+                if ip[_I.PIVOT_PERTURBATION] <= 8:
+                    continue
+                ip[_I.PIVOT_PERTURBATION] = self.defaults[_I.PIVOT_PERTURBATION] = 8
+                how = "with pivots perturbed at 1e-8"
+            self.log.info("PARDISO's solution failed its residual check (%d perturbed pivots): analysing and "
+                          "factorizing again %s", self.perturbed, how)
+            self._call(P.Phase.ANALYSIS, vals)
+            self.factorized = 0
+            self._factorize(vals)
+            return True
+        return False
+
     def _apply_factorization_settings(self) -> None:
         eps = self.settings.get("pivot_eps")
         d = self.defaults[_I.PIVOT_PERTURBATION]
@@ -247,6 +306,7 @@ class PardisoPlan:
             self.analysed = self.reused = False
         self._prepare_pattern(indptr, indices, canonical)
         self._apply_plan_settings()
+        self._matching_by_dominance(indptr, indices, values)
         self._call(P.Phase.ANALYSIS, self._values(values))
         self.analysed = True
         self.factorized = 0
@@ -266,7 +326,12 @@ class PardisoPlan:
             self.iparm[_I.PARALLEL_FACTORIZATION] = self.defaults[_I.PARALLEL_FACTORIZATION] = 0
             self._call(P.Phase.ANALYSIS, vals)
             self.factorized = 0
+        if self.dominant and self.factorized and not self._dominance(values):
+            self._matching_back(vals, "the new values of a are not diagonally dominant")
         self._factorize(vals)
+        if self.dominant and self.perturbed:
+            self._matching_back(vals, f"the factorization without matching perturbed {self.perturbed} pivots")
+            self._factorize(vals)
         perturbed = self.perturbed
         if self.factorized > 1 and perturbed > self.first_perturbed and self.iparm[_I.MATCHING]:
             self.log.info("PARDISO perturbed %d pivots refactorizing with new values (%d with the analysed ones): "
