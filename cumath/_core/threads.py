@@ -1,7 +1,7 @@
 """Worker threads shared by the CPU engines: one pool per (owner, size), made on first use and kept for the
-process (the LAPACK batches of the dense solver, the BLAS blocks of tensor contractions, the last pass of the
-DFTI engine's long rfft). ``run_parts`` runs a function over parts with the calling thread taking parts too, so
-a split over ``n`` threads wakes ``n - 1`` workers."""
+process (the LAPACK batches of the dense solver, the BLAS blocks of tensor contractions). ``run_parts`` runs a
+function over parts with the calling thread taking parts too, so a split over ``n`` threads wakes ``n - 1``
+workers."""
 
 from __future__ import annotations
 

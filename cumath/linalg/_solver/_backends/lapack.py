@@ -2,11 +2,13 @@
 
 One system runs in the calling thread on LAPACK's own threads. A batch runs one LAPACK call per system (two for
 an LU factorization and solve of a transposed matrix, which ``?gesv`` cannot take), in the calling thread or
-split across worker threads that each call LAPACK with one thread (``cpu_threads`` in ``_traits`` decides).
-Every integer argument lives in plan-owned arrays of the library's integer width, so a call passes only
-addresses, made ctypes instances once per program; the routines are bound without argument types
-(``LAPACKLibrary.untyped``): worker threads release the GIL for each call and hold it only to pass the ready
-arguments, and a batch of small systems in the calling thread keeps it (no hand-over per call).
+split into parts across worker threads and the calling thread, each calling LAPACK with one thread
+(``cpu_threads`` in ``_traits`` decides). Every integer argument lives in plan-owned arrays of the library's
+integer width, so a call passes only addresses. With the compiled extension a program is also a table of machine
+words (``run_table``): a part runs as one native call with the GIL released once, which is what lets two threads
+share a batch of calls of a few microseconds each. Without it the routines are bound without argument types
+(``LAPACKLibrary.untyped``) and called one by one: worker threads release the GIL for each call, and a batch of
+small systems in the calling thread keeps it (no hand-over per call).
 """
 
 from __future__ import annotations
