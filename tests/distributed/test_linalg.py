@@ -72,6 +72,55 @@ def test_matmul_qualifiers(world, qa, qb):
     assert rel_err(out, piece(A @ B, dist, r, p)) < 1e-12
 
 
+@pytest.mark.parametrize("mode", ["auto", "pgemm"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_matmul_on_one_process_row_gathers_a_or_runs_pgemm(world, monkeypatch, mode, dtype):
+    """On a grid of one process row the product gathers A and multiplies locally (unless CUMATH_DIST_MATMUL=pgemm);
+    both paths give NumPy's result, with c, alpha and beta, uneven blocks and a first process that is not 0."""
+    from cumath.distributed.linalg.advanced import Matmul
+
+    monkeypatch.setenv("CUMATH_DIST_MATMUL", mode)
+    r, p = world.rank, world.nranks
+    grid = ProcessGrid(shape=(1, p))
+    dist = BlockCyclic(grid, (4, 3), first_process=(0, p - 1))
+    m, n, k = 23, 17, 29
+    A, B, C = _rand((m, k), dtype, 11), _rand((k, n), dtype, 12), _rand((m, n), dtype, 13)
+    with Matmul(piece(A, dist, r, p), piece(B, dist, r, p), piece(C, dist, r, p), distributions=[dist] * 3,
+                alpha=0.75, beta=2.0) as mm:
+        mm.plan()
+        assert (mm._gathered is not None) == (mode == "auto")
+        out = mm.execute()
+        assert out.flags.f_contiguous and out.dtype == dtype
+        ref = 0.75 * A.astype(np.complex128) @ B + 2.0 * C
+        assert rel_err(out, piece(ref, dist, r, p)) < 50 * TOL[np.dtype(dtype)]
+        mm.reset_operands(b=piece(-B, dist, r, p))
+        assert rel_err(mm.execute(), piece(-0.75 * A.astype(np.complex128) @ B + 2.0 * C, dist, r, p)) < \
+            50 * TOL[np.dtype(dtype)]
+
+
+def test_matmul_keeps_pgemm_where_the_gather_does_not_apply(world, monkeypatch):
+    from cumath.distributed.linalg.advanced import Matmul, matrix_qualifiers_dtype
+
+    r, p = world.rank, world.nranks
+    grid = ProcessGrid(shape=(1, p))
+    d = BlockCyclic(grid, (2, 2))
+    other = BlockCyclic(grid, (2, 3))  # C's columns in blocks of 3, B's of 2
+    A, B = _rand((6, 8), np.float64, 1), _rand((8, 10), np.float64, 2)
+    with Matmul(piece(A, d, r, p), piece(B, d, r, p), distributions=[d, d, other]) as mm:
+        mm.plan()
+        assert mm._gathered is None
+        assert rel_err(mm.execute(), piece(A @ B, other, r, p)) < 1e-12
+    q = np.zeros(2, dtype=matrix_qualifiers_dtype)
+    q[0]["is_transpose"] = True
+    with Matmul(piece(A.T.copy(), d, r, p), piece(B, d, r, p), distributions=[d] * 3, qualifiers=q) as mm:
+        mm.plan()
+        assert mm._gathered is None
+    monkeypatch.setenv("CUMATH_DIST_MATMUL", "fastest")
+    with Matmul(piece(A, d, r, p), piece(B, d, r, p), distributions=[d] * 3) as mm:
+        with pytest.raises(ValueError, match="CUMATH_DIST_MATMUL='fastest' is not supported; use auto, pgemm"):
+            mm.plan()
+
+
 @pytest.mark.parametrize("epilog", ["RELU", "GELU", "BIAS", "RELU_BIAS"])
 def test_matmul_epilogs(world, epilog):
     from cumath.distributed.linalg.advanced import MatmulEpilog, matmul

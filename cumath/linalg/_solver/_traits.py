@@ -266,13 +266,16 @@ def choose_batch_method(kind: str, n: int, count: int, requested: str = "auto", 
 #: part is one native call (``run_table``: the GIL released once per part): factorizations of order at least
 #: ``table_min_n`` whose batch does at least ``table_work`` = count n^3, solves alone at least ``solve_work`` =
 #: count n^2 nrhs. Measured on the 2-core VM, quiet (2 threads / the calling thread, float64, one right-hand
-#: side, .probe-style interleaved medians): factor+solve order 8: 1.3-2.1 (memory-bound, never), order 16: 1.26
+#: side, interleaved medians of 15 rounds): factor+solve order 8: 1.3-2.1 (memory-bound, never), order 16: 1.26
 #: (x32), 0.85 (x256), 0.63 (x2048); order 32: 1.04 (x32), 0.76 (x256); order 64: 0.86 (x32), 0.63 (x2048).
 #: Solves alone: 0.5M count n^2: 1.06-1.15, 1M: 0.66-0.83, 2M and up: 0.55-0.72; under 0.3M: 1.5-7 (the ~0.2 ms
 #: of handing parts to a worker). Without the extension every call takes the GIL back (``min_n``, ``min_count``:
 #: order 8 and 16 ran 1.5-1.7 slower on threads, order 32 0.72-0.87, 64 and up 0.58-0.73; solves alone only where
-#: one system's n^2 nrhs reaches min_n^3). When another process holds a core the threads lose that gain.
-THREADS_FROM = {"min_n": 32, "min_count": 16, "table_min_n": 16, "table_work": 1 << 21, "solve_work": 1 << 20}
+#: one system's n^2 nrhs reaches min_n^3). On the H200 host (16 cores, 16 threads against the calling thread,
+#: batches of 2e8 / n^3 systems) order 8 ran 2.29x slower, 16 1.18x slower, 32 0.56x, 48-256 0.32-0.40x: order 16
+#: gains on 2 threads and loses on 16, so the table rule starts at 32 like the other. When another process
+#: holds a core the threads lose their gain.
+THREADS_FROM = {"min_n": 32, "min_count": 16, "table_min_n": 32, "table_work": 1 << 21, "solve_work": 1 << 20}
 
 
 def cpu_threads(n: int, count: int, cpus: int, named: int | None = None, nrhs: int | None = None,

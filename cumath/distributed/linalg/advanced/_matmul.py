@@ -1,8 +1,9 @@
 """Distributed matrix product ``epilog(alpha op(A) op(B) + beta C)`` on block-cyclic operands.
 
 CPU engine (``initialize(None, ...)``): ScaLAPACK's PBLAS ``p?gemm`` (SUMMA-style panel broadcasts along the
-grid's rows and columns) on a BLACS grid made from the distributions' ProcessGrid; the epilog runs on this
-rank's block of the result. GPU engine (``initialize(device_id, ..., backends=("nccl", ...))``): cuBLASMp's
+grid's rows and columns) on a BLACS grid made from the distributions' ProcessGrid, or, on a grid of one process
+row, A gathered on every rank and one local product each (``_gathered``); the epilog runs on this rank's block of
+the result. GPU engine (``initialize(device_id, ..., backends=("nccl", ...))``): cuBLASMp's
 ``cublasMpMatmul`` over NCCL with the epilog fused (``_gpu_matmul``); NumPy / PyTorch CPU operands are staged.
 """
 
@@ -22,6 +23,7 @@ from ...._core.lifecycle import Stateful, requires
 from ..._context import require_context
 from ..._operands import wrap_result
 from .._blocks import MatrixOperand
+from ._gathered import gathered_plan
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -169,6 +171,8 @@ class Matmul(Stateful):
             raise ValueError(f"the global shapes of op(a) {(m, ka)} and op(b) {(kb, n)} do not multiply")
         self.mnk = (m, n, ka)
         self._dist_c = distributions[2]
+        self._dists = tuple(distributions)
+        self._gathered = None
         dtype = np.result_type(np.dtype(self._a.dtype), np.dtype(self._b.dtype))
         if self.options.result_type is not None:
             dtype = np.result_type(dtype, np.dtype(self.options.result_type))
@@ -200,9 +204,11 @@ class Matmul(Stateful):
         self._bias = None if bias is None else np.asarray(bias).reshape(-1)
         self._prefix = scalapack.PREFIX[self.dtype]
         self._out_desc = self._c.desc if self._c is not None else None
+        self._gathered = gathered_plan(self, self._ctx.process_group, self._dists, logger)
         self._planned = True
-        logger.info("distributed matmul %s x %s x %s (%s) planned on ScaLAPACK p%sgemm, epilog %s", *self.mnk,
-                    self.dtype, self._prefix, epilog.name)
+        logger.info("distributed matmul %s x %s x %s (%s) planned on %s, epilog %s", *self.mnk, self.dtype,
+                    f"ScaLAPACK p{self._prefix}gemm" if self._gathered is None else self._gathered.describe(),
+                    epilog.name)
 
     def _bias_input(self, epilog, epilog_inputs):
         if epilog.name not in ("BIAS", "RELU_BIAS", "GELU_BIAS"):
@@ -258,6 +264,11 @@ class Matmul(Stateful):
         m, n, k = self.mnk
         a = self._a.fortran(self.dtype, copy=False)
         b = self._b.fortran(self.dtype, copy=False)
+        if self._gathered is not None:
+            c = None if self._c is None else self._c.fortran(self.dtype, copy=False)
+            out = self._gathered.product(a, b, c, self.alpha, self.beta)
+            self._apply_epilog(out)
+            return wrap_result(out, self._a.package)
         if self._c is not None:
             out = self._c.fortran(self.dtype, copy=True)
             desc = self._c.desc
@@ -309,7 +320,7 @@ class Matmul(Stateful):
         if self._engine is not None:
             self._engine.free()
             self._engine = None
-        self._a = self._b = self._c = None
+        self._a = self._b = self._c = self._gathered = None
 
 
 def matmul(a: AnyTensor, b: AnyTensor, /, c: AnyTensor = None, *, distributions: Any, alpha: complex | None = None,
