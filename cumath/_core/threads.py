@@ -18,15 +18,12 @@ _lock = threading.Lock()
 def worker_pool(owner: str, workers: int, initializer=None, initargs: tuple = ()) -> ThreadPoolExecutor:
     """The process's pool of ``workers`` threads named after ``owner`` (``initializer(*initargs)`` runs once in
     each when it starts; pools of one owner and size share it)."""
-    key = (owner, workers)
-    pool = _pools.get(key)
-    if pool is None:
-        with _lock:
-            pool = _pools.get(key)
-            if pool is None:
-                pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix=f"cumath-{owner}",
-                                                        initializer=initializer, initargs=initargs)
-    return pool
+    with _lock:
+        pool = _pools.get((owner, workers))
+        if pool is None:
+            pool = _pools[owner, workers] = ThreadPoolExecutor(workers, thread_name_prefix=f"cumath-{owner}",
+                                                               initializer=initializer, initargs=initargs)
+        return pool
 
 
 def run_parts(fn, parts: list, pool: ThreadPoolExecutor, workers: int) -> None:

@@ -222,6 +222,10 @@ class BlockCyclic(Distribution):
     def _blocks(self, global_shape) -> tuple:
         return self.block_sizes
 
+    def block_sizes_for(self, global_shape: Sequence[int]) -> tuple:
+        """The block sizes of an array of ``global_shape`` (``block_sizes`` here; BlockNonCyclic's depend on it)."""
+        return self._blocks(global_shape)
+
     def indices(self, global_shape: Sequence[int], rank: int, nranks: int) -> tuple:
         grid = self.process_grid
         grid.check(nranks)
@@ -251,7 +255,4 @@ class BlockNonCyclic(BlockCyclic):
 
     def _blocks(self, global_shape) -> tuple:
         return tuple(max(1, -(-n // p)) for n, p in zip(global_shape, self.process_grid.shape))
-
-    def block_sizes_for(self, global_shape: Sequence[int]) -> tuple:
-        return self._blocks(global_shape)
 

@@ -8,7 +8,7 @@ import logging
 import numpy as np
 
 from .._operands import gather_layout, host_view
-from ..distribution import BlockCyclic, BlockNonCyclic, ProcessGrid
+from ..distribution import BlockCyclic, ProcessGrid
 
 __all__ = ["MatrixOperand", "blacs_context", "grid_order", "SUPPORTED_DTYPES"]
 
@@ -74,7 +74,7 @@ class MatrixOperand:
         self.global_shape, _ = gather_layout(group, self.array.shape, dist, name, global_shape)
         grid = dist.process_grid
         self.context = blacs_context(ctx, grid)
-        blocks = dist.block_sizes_for(self.global_shape) if isinstance(dist, BlockNonCyclic) else dist.block_sizes
+        blocks = dist.block_sizes_for(self.global_shape)
         from ..._bindings import scalapack
 
         lld = max(1, self.array.shape[0])

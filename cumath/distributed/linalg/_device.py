@@ -23,7 +23,7 @@ from ..._core.allocators import allocate, default_allocator
 from ..._core.operand import adapter, wrap_operand
 from ..._core.streams import default_stream, stream_handle
 from .._operands import gather_layout
-from ..distribution import BlockCyclic, BlockNonCyclic
+from ..distribution import BlockCyclic
 from ._blocks import SUPPORTED_DTYPES, grid_order
 
 __all__ = ["DeviceMatrix", "Result", "Workspace", "Descriptors", "resolve_stream", "operation_allocator",
@@ -36,7 +36,7 @@ CUDA_TYPE = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}
 
 
 def block_sizes(dist, global_shape) -> tuple[int, int]:
-    return tuple(dist.block_sizes_for(global_shape) if isinstance(dist, BlockNonCyclic) else dist.block_sizes)
+    return tuple(dist.block_sizes_for(global_shape))
 
 
 class DeviceMatrix:

@@ -157,12 +157,13 @@ def _fetch_operand(op: Operand, stream, what: str) -> Operand:
 
 
 def _check_solution(p, options, arrays, x, b, i: int, perturbed: int, log, raise_: bool = True,
-                    tol: float | None = None) -> bool:
+                    res: float | None = None) -> bool:
     """Whether a solution computed with ``perturbed`` (or tiny) pivots is one (``arrays``: the host CSR arrays of
-    system ``i``): its relative residual at most ``tol`` (default ``residual_tolerance``); with ``raise_``,
-    SingularMatrixError when the residual shows the matrix is singular or too ill-conditioned."""
-    res = relative_residual(*arrays, x, b, options.sparse_system_type, options.sparse_system_view)
-    tol = residual_tolerance(p.dtype) if tol is None else tol
+    system ``i``; ``res``: its relative residual where the caller has it); with ``raise_``, SingularMatrixError
+    when its residual shows the matrix is singular or too ill-conditioned."""
+    if res is None:
+        res = relative_residual(*arrays, x, b, options.sparse_system_type, options.sparse_system_view)
+    tol = residual_tolerance(p.dtype)
     which = "" if p.count == 1 else f" (system {i})"
     log.info("solution check%s: %d perturbed pivots, relative residual %.3g (tolerance %.3g)", which, perturbed, res,
              tol)
@@ -287,18 +288,17 @@ class CpuExecutor:
         solution that refinement left only that accurate; a stable one of a matrix with condition number up to
         about eps ** -(1/2) stays under it); the last solution is accepted up to ``residual_tolerance``, above it
         the matrix is singular (SingularMatrixError)."""
-        opts, log = self.setup.options, self.setup.log
+        opts = self.setup.options
         recover = getattr(plan, "recover", None)
-        if recover is not None:
-            fine = float(np.finfo(np.dtype(p.dtype)).eps) ** 0.5
-            while plan.perturbed and not _check_solution(p, opts, arrays, xi, bi, i, plan.perturbed, log, False,
-                                                         fine):
-                if not recover(*arrays):
-                    break
-                plan.solve(arrays[2], bi, xi)
+        fine = float(np.finfo(np.dtype(p.dtype)).eps) ** 0.5
+        while True:  # one residual per solution
+            res = relative_residual(*arrays, xi, bi, opts.sparse_system_type, opts.sparse_system_view)
+            if recover is None or res <= fine or not recover(*arrays):
+                break
+            plan.solve(arrays[2], bi, xi)
             if not plan.perturbed:
                 return
-        _check_solution(p, opts, arrays, xi, bi, i, plan.perturbed, log)
+        _check_solution(p, opts, arrays, xi, bi, i, plan.perturbed, self.setup.log, res=res)
 
     def _dense_copy(self, i: int, bi: np.ndarray) -> np.ndarray:
         buf = self.b_copies[i]

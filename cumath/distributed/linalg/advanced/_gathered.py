@@ -35,8 +35,7 @@ def _mode() -> str:
 
 
 def _col_key(dist, shape) -> tuple:
-    blocks = dist.block_sizes_for(shape) if hasattr(dist, "block_sizes_for") else dist.block_sizes
-    return blocks[1], dist.first_process[1]
+    return dist.block_sizes_for(shape)[1], dist.first_process[1]
 
 
 def gathered_plan(mm, group, dists, log):
@@ -65,7 +64,8 @@ def gathered_plan(mm, group, dists, log):
 
 
 class Gathered:
-    """The gathered product of one Matmul: the gather's counts, the permutation of B's rows, buffers."""
+    """The gathered product of one Matmul: the gather's counts, the column runs that put A in global order,
+    buffers."""
 
     def __init__(self, mm, group, da):
         from mpi4py import MPI
@@ -76,17 +76,19 @@ class Gathered:
         self.comm, self.dtype = group.communicator, mm.dtype
         ranks = group.nranks
         cols = [np.asarray(da.indices((m, k), r, ranks)[1], dtype=np.intp) for r in range(ranks)]
-        self.perm = np.concatenate(cols) if cols else np.zeros(0, np.intp)
+        perm = np.concatenate(cols) if cols else np.zeros(0, np.intp)  # the global column of each gathered one
         item = self.dtype.itemsize
         counts = np.array([m * c.size * item for c in cols], dtype=np.int64)
         self.counts, self.displs = counts, np.concatenate(([0], np.cumsum(counts)[:-1]))
-        self.m, self.k = m, k
-        self.gathered = np.empty((m, k), dtype=self.dtype, order="F")
-        self.ordered = np.empty((m, k), dtype=self.dtype, order="F")
-        # A's columns in global order: runs of consecutive columns (the blocks) copied whole, column-major
-        starts = np.flatnonzero(np.diff(self.perm, prepend=-2) != 1)
-        ends = np.append(starts[1:], self.perm.size)
-        self.runs = [(int(s), int(self.perm[s]), int(e - s)) for s, e in zip(starts, ends)]
+        self.nbytes = m * k * item
+        # A's columns in global order: runs of consecutive columns (the blocks) copied whole, column-major; none
+        # where the gathered order is the global one already
+        starts = np.flatnonzero(np.diff(perm, prepend=-2) != 1)
+        ends = np.append(starts[1:], perm.size)
+        self.runs = [] if np.array_equal(perm, np.arange(k)) else [
+            (int(s), int(perm[s]), int(e - s)) for s, e in zip(starts, ends)]
+        self.gathered = np.empty((m, k), dtype=self.dtype, order="F") if ranks > 1 else None
+        self.ordered = np.empty((m, k), dtype=self.dtype, order="F") if self.runs else None
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)  # collective: every rank plans
         try:
             per_node = node.Get_size()
@@ -94,11 +96,10 @@ class Gathered:
             node.Free()
         self.threads = max(1, available_cpus() // per_node)
         self.execution = ExecutionCPU(num_threads=self.threads)
-        self.identity = bool(np.array_equal(self.perm, np.arange(k)))
 
     def describe(self) -> str:
-        return (f"A gathered on every rank ({self.gathered.nbytes} bytes), one local product each on "
-                f"{self.threads} thread(s)")
+        return (f"A gathered on every rank ({self.nbytes} bytes), one local product each on {self.threads} "
+                f"thread(s)")
 
     def product(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha, beta) -> np.ndarray:
         """This rank's block of ``alpha A B + beta C``, column-major (``a``, ``b``, ``c``: this rank's pieces,
@@ -107,12 +108,11 @@ class Gathered:
 
         from .... import linalg
 
-        if self.comm.Get_size() == 1:
-            g = a
-        else:
+        g = a
+        if self.gathered is not None:
             self.comm.Allgatherv([a, MPI.BYTE], [self.gathered, (self.counts, self.displs), MPI.BYTE])
             g = self.gathered
-        if not self.identity:  # (NumPy's take along either axis is 4-14x slower than these block copies)
+        if self.runs:  # (NumPy's take along either axis is 4-14x slower than these block copies)
             for src, dst, count in self.runs:
                 self.ordered[:, dst:dst + count] = g[:, src:src + count]
             g = self.ordered

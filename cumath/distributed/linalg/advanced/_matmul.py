@@ -288,7 +288,6 @@ class Matmul(Stateful):
     def _result_block(self, m, n):
         from ...._bindings import scalapack
         from .._blocks import blacs_context
-        from ...distribution import BlockNonCyclic
 
         key = ("result", m, n)
         cached = getattr(self, "_result_desc", None)
@@ -296,7 +295,7 @@ class Matmul(Stateful):
             group = self._ctx.process_group
             dist = self._dist_c
             shape = dist.local_shape((m, n), group.rank, group.nranks)
-            blocks = dist.block_sizes_for((m, n)) if isinstance(dist, BlockNonCyclic) else dist.block_sizes
+            blocks = dist.block_sizes_for((m, n))
             desc = scalapack.descinit(m, n, blocks[0], blocks[1], dist.first_process[0], dist.first_process[1],
                                       blacs_context(self._ctx, dist.process_grid), max(1, shape[0]))
             self._result_desc = cached = (key, shape, desc)

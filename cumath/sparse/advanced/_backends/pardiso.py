@@ -159,6 +159,7 @@ class PardisoPlan:
         self.analysed = False
         self.dominant = False  # analysed without matching and scaling: the values were diagonally dominant
         self._dominance = None  # the DiagonalDominance test of this plan's pattern, made on first use
+        self._recovered: set = set()  # the settings recover() has tried
         self.factorized = 0  # factorizations since the last analysis
         self.first_perturbed = 0
         self.perturbed = self.lu_nnz = 0
@@ -270,7 +271,7 @@ class PardisoPlan:
         off-diagonal entries onto the diagonal and 9 pivots get perturbed into a useless solution that the same
         analysis without matching (or a larger pivot perturbation) solves to 1e-14. Tried in order: matching and
         scaling switched (off where they were on, on where they were off), then pivots perturbed at 1e-8."""
-        tried = self.__dict__.setdefault("_recovered", set())
+        tried = self._recovered
         ip, vals = self.iparm, self._values(values)
         for what in ("matching", "eps"):
             if what in tried:
