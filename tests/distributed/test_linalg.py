@@ -168,11 +168,14 @@ def test_matmul_errors(world):
         matmul(A.astype(np.int32), Bt, distributions=[dist] * 3)
 
 
+@pytest.mark.parametrize("mode", ["scalapack", "gather"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, nrhs, nb", [(17, 3, 4), (31, 1, 5), (8, 8, 8)])
-def test_direct_solver(world, dtype, n, nrhs, nb):
+def test_direct_solver(world, monkeypatch, mode, dtype, n, nrhs, nb):
+    """ScaLAPACK's p?getrf/p?getrs and the solve gathered on rank 0 (the ranks share a node here) alike."""
     from cumath.distributed.linalg import DirectSolver
 
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", mode)
     r, p = world.rank, world.nranks
     dist = BlockCyclic(_grid(p), (nb, nb))
     M = _rand((n, n), dtype, 9) + n * np.eye(n, dtype=dtype)
@@ -181,6 +184,7 @@ def test_direct_solver(world, dtype, n, nrhs, nb):
     a_before = a_local.copy()
     with DirectSolver(a_local, piece(R, dist, r, p), distributions=[dist, dist]) as s:
         s.plan()
+        assert (s._gathered is not None) == (mode == "gather")
         s.factorize()
         x = s.solve()
         ref = np.linalg.solve(M.astype(np.complex128), R)
@@ -191,6 +195,80 @@ def test_direct_solver(world, dtype, n, nrhs, nb):
     full = gather0(world, x, dist, (n, nrhs))
     if r == 0:
         assert rel_err(full, ref) < 100 * TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("mode", ["scalapack", "gather"])
+@pytest.mark.parametrize("trans", ["T", "C"])
+@pytest.mark.parametrize("dtype", [np.complex128, np.float32])
+def test_direct_solver_transposed(world, monkeypatch, mode, trans, dtype):
+    """op(A) X = B with transpose 'T' or 'C', a vector b (a one-column b on 2 x 2 grids), uneven blocks and a new
+    A factorized again."""
+    from cumath.distributed.linalg import DirectSolver
+
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", mode)
+    r, p = world.rank, world.nranks
+    dist = BlockCyclic(_grid(p, transposed=True), (3, 3))
+    n = 19
+    M = _rand((n, n), dtype, 21) + n * np.eye(n, dtype=dtype)
+    R = _rand((n,), dtype, 22)
+
+    def op(X):
+        return X.T if trans == "T" else X.conj().T
+
+    vector = dist.process_grid.shape[1] == 1  # (a vector b needs every rank in the one process column)
+    b_local = piece(R[:, None], dist, r, p)
+    b_local = b_local.reshape(-1) if vector else b_local
+    with DirectSolver(piece(M, dist, r, p), b_local, distributions=[dist, dist],
+                      options={"transpose": trans}) as s:
+        s.plan()
+        s.factorize()
+        x = s.solve()
+        assert x.shape == b_local.shape and x.dtype == dtype
+        ref = np.linalg.solve(op(M.astype(np.complex128)), R)
+        assert rel_err(x, piece(ref[:, None], dist, r, p).reshape(b_local.shape)) < 100 * TOL[np.dtype(dtype)]
+        M2 = M + 2 * np.eye(n, dtype=dtype)
+        s.reset_operands(a=piece(M2, dist, r, p))
+        s.factorize()
+        ref2 = np.linalg.solve(op(M2.astype(np.complex128)), R)
+        assert rel_err(s.solve(), piece(ref2[:, None], dist, r, p).reshape(b_local.shape)) < \
+            100 * TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("mode", ["scalapack", "gather"])
+def test_direct_solver_singular_on_every_rank(world, monkeypatch, mode):
+    """An exactly singular matrix raises SingularMatrixError on every rank, whichever engine factorizes."""
+    from cumath.distributed.linalg import direct_solver
+    from cumath.errors import SingularMatrixError
+
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", mode)
+    r, p = world.rank, world.nranks
+    dist = BlockCyclic(_grid(p), (3, 3))
+    M = _rand((10, 10), np.complex64, 31)
+    M[:, 4] = 0  # a zero column: U(5, 5) is exactly zero
+    with pytest.raises(SingularMatrixError, match="singular"):
+        direct_solver(piece(M, dist, r, p), piece(_rand((10, 2), np.complex64, 32), dist, r, p),
+                      distributions=[dist, dist])
+
+
+def test_direct_solver_engine_choice(world, monkeypatch):
+    """auto gathers on rank 0 when it may use a core per rank (all ranks share this machine); a bad
+    CUMATH_DIST_SOLVE is refused by name."""
+    from cumath._core.execution import available_cpus
+    from cumath.distributed.linalg import DirectSolver
+
+    r, p = world.rank, world.nranks
+    dist = BlockCyclic(_grid(p), (2, 2))
+    M, R = _rand((6, 6), np.float64, 41) + 6 * np.eye(6), _rand((6, 1), np.float64, 42)
+    with DirectSolver(piece(M, dist, r, p), piece(R, dist, r, p), distributions=[dist, dist]) as s:
+        s.plan()
+        cpus = world.communicator.bcast(available_cpus())
+        assert (s._gathered is not None) == (cpus >= p)
+        s.factorize()
+        assert rel_err(s.solve(), piece(np.linalg.solve(M, R), dist, r, p)) < 1e-12
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", "fastest")
+    with DirectSolver(piece(M, dist, r, p), piece(R, dist, r, p), distributions=[dist, dist]) as s:
+        with pytest.raises(ValueError, match="CUMATH_DIST_SOLVE='fastest' is not supported; use auto, scalapack"):
+            s.plan()
 
 
 def test_direct_solver_errors(world):
@@ -226,6 +304,24 @@ def test_matmul_property(world, m, n, k, mb, nb):
     A, B = _rand((m, k), np.float64, m), _rand((k, n), np.float64, n)
     out = matmul(piece(A, dist, r, p), piece(B, dist, r, p), distributions=[dist] * 3)
     assert rel_err(out, piece(A @ B, dist, r, p)) < 1e-12
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(st.integers(1, 14), st.integers(1, 3), st.integers(1, 5), st.sampled_from(["scalapack", "gather"]))
+def test_direct_solver_property(world, n, nrhs, nb, mode):
+    import os
+
+    from cumath.distributed.linalg import direct_solver
+
+    r, p = world.rank, world.nranks
+    dist = BlockCyclic(_grid(p), (nb, nb))
+    M, R = _rand((n, n), np.float64, n) + n * np.eye(n), _rand((n, nrhs), np.float64, nrhs)
+    os.environ["CUMATH_DIST_SOLVE"] = mode
+    try:
+        x = direct_solver(piece(M, dist, r, p), piece(R, dist, r, p), distributions=[dist, dist])
+    finally:
+        del os.environ["CUMATH_DIST_SOLVE"]
+    assert rel_err(x, piece(np.linalg.solve(M, R), dist, r, p)) < 1e-11
 
 
 def test_symmetric_memory(world):

@@ -10,7 +10,7 @@ import numpy as np
 from .._operands import gather_layout, host_view
 from ..distribution import BlockCyclic, ProcessGrid
 
-__all__ = ["MatrixOperand", "blacs_context", "grid_order", "SUPPORTED_DTYPES"]
+__all__ = ["MatrixOperand", "blacs_context", "grid_order", "index_runs", "SUPPORTED_DTYPES"]
 
 logger = logging.getLogger(__name__)
 SUPPORTED_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -38,6 +38,18 @@ def blacs_context(ctx, grid: ProcessGrid) -> int:
         blacs.free_blacs_handle(entry[0])
 
     return ctx.resource(("blacs", grid.shape, order), make, release)[1]
+
+
+def index_runs(positions) -> list:
+    """``(start, target, length)`` of each run of consecutive values in ``positions`` (the global index of each
+    local row or column, in local order): ``positions[start:start + length] == range(target, target + length)``.
+    A block-cyclic piece is one run per block, so a piece moves to or from global order in whole-block copies."""
+    pos = np.asarray(positions, dtype=np.intp)
+    if pos.size == 0:
+        return []
+    starts = np.flatnonzero(np.diff(pos, prepend=pos[0] - 2) != 1)
+    ends = np.append(starts[1:], pos.size)
+    return [(int(s), int(pos[s]), int(e - s)) for s, e in zip(starts, ends)]
 
 
 def grid_order(grid: ProcessGrid) -> str:

@@ -1,6 +1,7 @@
 """Distributed dense direct solver: LU with partial pivoting of a block-cyclic matrix, then solves.
 
-CPU engine: ScaLAPACK ``p?getrf`` (factorize, once) and ``p?getrs`` (solve, per right-hand side set).
+CPU engine: ScaLAPACK ``p?getrf`` (factorize, once) and ``p?getrs`` (solve, per right-hand side set); ranks that
+share one node gather the system on rank 0 and solve it there on the node's cores (``_gathered``).
 GPU engine (a context with a ``device_id``): cuSOLVERMp ``cusolverMpGetrf`` / ``cusolverMpGetrs`` over NCCL
 (``_gpu_solver``); NumPy / PyTorch CPU operands are staged to the device and X copied back.
 """
@@ -18,6 +19,7 @@ from ...errors import SingularMatrixError
 from .._context import require_context
 from .._operands import host_view, wrap_result
 from ._blocks import MatrixOperand
+from ._gathered import gathered_solver
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -48,6 +50,11 @@ class DirectSolver(Stateful):
     ``p?getrf`` on a copy of A (the caller's A is never written), ``solve()`` returns this rank's block of X,
     distributed as B. ``reset_operands(a=, b=)`` takes new blocks; a new A needs ``factorize()`` again.
 
+    CPU runs whose ranks all share one node (and rank 0 may use a core per rank) gather A and B on rank 0, which
+    factorizes and solves with cumath's threaded dense solver while the others wait idle, and scatter X: one
+    node's LAPACK beats ScaLAPACK's panel-by-panel factorization there (``CUMATH_DIST_SOLVE=scalapack`` keeps
+    ScaLAPACK; the results agree to rounding). Elsewhere ScaLAPACK ``p?getrf`` / ``p?getrs`` run.
+
     On GPU runs (``initialize(device_id, ..., backends=("nccl",))``) the same calls run cuSOLVERMp's
     ``cusolverMpGetrf`` / ``cusolverMpGetrs``: the blocks are CuPy arrays or PyTorch CUDA tensors on this rank's
     GPU (NumPy arrays and CPU tensors are staged there and X copied back), ``stream`` orders the work, and X is
@@ -62,6 +69,7 @@ class DirectSolver(Stateful):
     _STATES = {"planned": ("_planned", "needs a plan: call plan() first"),
                "factorized": ("_factorized", "needs the factors: call factorize() first")}
     _factorized = False
+    _gathered = None
 
     def __init__(self, a: AnyTensor, b: AnyTensor, *, distributions: Any,
                  options: DirectSolverOptions | Mapping[str, Any] | None = None, stream: StreamLike = None) -> None:
@@ -120,9 +128,14 @@ class DirectSolver(Stateful):
             self._planned = True
             return
         self._prefix = scalapack.PREFIX[self.dtype]
+        if self._gathered is not None:
+            self._gathered.free()
+        self._gathered = gathered_solver(self, self._ctx.process_group, self.options.logger or logger)
         self._planned = True
-        logger.info("distributed LU solve n=%d, nrhs=%d (%s) planned on ScaLAPACK p%sgetrf/p%sgetrs",
-                    self._a.global_shape[0], self._b.global_shape[1], self.dtype, self._prefix, self._prefix)
+        engine = (f"ScaLAPACK p{self._prefix}getrf/p{self._prefix}getrs" if self._gathered is None
+                  else self._gathered.describe())
+        (self.options.logger or logger).info("distributed LU solve n=%d, nrhs=%d (%s) planned: %s",
+                                             self._a.global_shape[0], self._b.global_shape[1], self.dtype, engine)
 
     @requires("planned")
     def factorize(self) -> None:
@@ -132,6 +145,11 @@ class DirectSolver(Stateful):
         if self._engine is not None:
             self._factorized = False
             self._engine.factorize()
+            self._factorized = True
+            return
+        if self._gathered is not None:
+            self._factorized = False
+            self._gathered.factorize(self._a.array)
             self._factorized = True
             return
         n = self._a.global_shape[0]
@@ -163,6 +181,9 @@ class DirectSolver(Stateful):
         if self._engine is not None:
             x = self._engine.solve(self.options.transpose)
             return x.reshape(-1) if self._vector else x
+        if self._gathered is not None:
+            x = self._gathered.solve(self._b.array)
+            return wrap_result(x.reshape(-1) if self._vector else x, self._b.package)
         n, nrhs = self._b.global_shape
         x = self._b.fortran(self.dtype, copy=True)
         scalapack.getrs(self._prefix, self.options.transpose, n, nrhs, self._lu.ctypes.data, self._a.desc,
@@ -196,7 +217,9 @@ class DirectSolver(Stateful):
         if self._engine is not None:
             self._engine.free()
             self._engine = None
-        self._a = self._b = self._lu = None
+        if self._gathered is not None:
+            self._gathered.free()
+        self._a = self._b = self._lu = self._gathered = None
 
 
 def direct_solver(a: AnyTensor, b: AnyTensor, /, *, distributions: Any,

@@ -19,6 +19,8 @@ import os
 
 import numpy as np
 
+from .._blocks import index_runs
+
 __all__ = ["Gathered", "gathered_plan", "MAX_BYTES"]
 
 #: the largest gathered A (bytes, per rank) this path takes; larger products stay with p?gemm
@@ -83,10 +85,7 @@ class Gathered:
         self.nbytes = m * k * item
         # A's columns in global order: runs of consecutive columns (the blocks) copied whole, column-major; none
         # where the gathered order is the global one already
-        starts = np.flatnonzero(np.diff(perm, prepend=-2) != 1)
-        ends = np.append(starts[1:], perm.size)
-        self.runs = [] if np.array_equal(perm, np.arange(k)) else [
-            (int(s), int(perm[s]), int(e - s)) for s, e in zip(starts, ends)]
+        self.runs = [] if np.array_equal(perm, np.arange(k)) else index_runs(perm)
         self.gathered = np.empty((m, k), dtype=self.dtype, order="F") if ranks > 1 else None
         self.ordered = np.empty((m, k), dtype=self.dtype, order="F") if self.runs else None
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)  # collective: every rank plans
