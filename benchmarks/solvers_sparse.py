@@ -395,9 +395,11 @@ def _value_ratio(case, num: str, den: str, label: str) -> None:
 #: planning settings tried by sparse/gpu-plan-settings(-1m): label -> (plan_config fields, DirectSolverOptions
 #: fields). Every reordering cuDSS 1.0 has (cudss.h: CUDSS_REORDERING_ALG_*; there is no device-side reordering),
 #: nested-dissection levels and imbalance, host threads, matching and pivoting off (cuDSS 1.0's matching default is
-#: AUTO; 0.8, under nvmath-python, had none), superpanels, deterministic mode.
+#: AUTO; 0.8, under nvmath-python, had none), superpanels, deterministic mode. The baseline names matching AUTO
+#: (cuDSS's own choice): with no matching named, cumath analyses a dominant matrix (these Poisson systems) without.
 PLAN_VARIANTS = {
-    "cuDSS's own defaults": ({}, {}),
+    "cuDSS's own defaults": ({"matching_algorithm": "auto"}, {}),
+    "cumath's matching rule (none for a dominant a)": ({}, {}),
     "reordering NESTED_DISSECTION": ({"reordering_algorithm": "nested_dissection"}, {}),
     "reordering AMD": ({"reordering_algorithm": "amd"}, {}),
     "reordering COLAMD (global pivoting)": ({"reordering_algorithm": "colamd"}, {}),

@@ -66,6 +66,7 @@ class FakeCudss:
         # in NPIVOTS, as above), or "nan" (a NaN pivot nobody counts: what a row scaling of 1/0 gives)
         self.empty_rows = "perturbed"
         self.scans = []  # (pointer, words, bits) of each NaN/inf scan of a factorization's pivots
+        self.dominance_checks = []  # the order of each matrix checked for diagonal dominance
 
     def _violation(self, what: str) -> None:
         self.violations.append(what)
@@ -506,6 +507,20 @@ def install(monkeypatch, fake: FakeCudss) -> None:
         return True
 
     monkeypatch.setattr(checks, "launch", launch)
+
+    def launch_dominance(dtype, device_id, indptr, indices, values, n, epoch, flag, stream):  # as the kernel does
+        from cumath.sparse.advanced._traits import DiagonalDominance
+
+        p = from_pointer(indptr, (n + 1,), (1,), "int32").copy()
+        nnz = int(p[-1])
+        j = from_pointer(indices, (nnz,), (1,), "int32").copy()
+        v = from_pointer(values, (nnz,), (1,), dtype).copy()
+        fake.dominance_checks.append(n)
+        if not DiagonalDominance(p, j, n)(v):
+            ctypes.c_uint64.from_address(flag).value = epoch
+        return True
+
+    monkeypatch.setattr(checks, "launch_dominance", launch_dominance)
 
 
 def device(x) -> Operand:

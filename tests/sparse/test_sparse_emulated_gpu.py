@@ -40,8 +40,10 @@ def test_device_operands(emulated, dtype, mtype, view):
     assert_solution(x, full, b, dtype)
     assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE"]
     # the caller's arrays are read in place; the stateless call reads the pattern to find its plan; the pivots'
-    # NaN/inf check brings back one 8-byte word per factorization
-    assert {c[0] for c in emulated.copies} <= {"sparse index array", "the pivot check's word"}
+    # NaN/inf check brings back one 8-byte word per factorization, the dominance check (general full matrices) one
+    # per analysis
+    assert {c[0] for c in emulated.copies} <= {"sparse index array", "the pivot check's word",
+                                               "the dominance check's word"}
     assert [n for what, _, n in emulated.copies if what == "the pivot check's word"] == [8]
 
 
@@ -284,7 +286,8 @@ def test_settings_reach_the_config(emulated):
         assert s.plan_config.nd_min_levels is None  # cuDSS's default, not read before plan()
         s.plan()
         assert s.plan_config.nd_min_levels == 10  # read from cuDSS's config once planned
-        assert s.plan_config.matching_algorithm is S.DirectSolverMatchingAlg.AUTO
+        # read back as cuDSS was configured: this matrix is diagonally dominant, so analysed without matching
+        assert s.plan_config.matching_algorithm is S.DirectSolverMatchingAlg.NONE
         s.solution_config.ir_num_steps = 3  # after plan(): applied to the config at once
         s.factorize()
         s.solve()
@@ -450,7 +453,8 @@ def test_another_pattern_is_planned_again(emulated, where):
 # ------------------------------------------------------------------------------------ planning: steps, cuDSS config
 PLAN_STEPS = ["handle", "config and data objects", "threading layer and settings",
               "structure check (empty rows and columns)",
-              "pattern (int32 copies where a's indices are not)", "a's matrix object", "b's matrix object", "stream",
+              "pattern (int32 copies where a's indices are not)", "a's matrix object", "b's matrix object",
+              "diagonal dominance check", "stream",
               "cudssExecute(ANALYSIS)", "events", "total"]
 
 
@@ -562,8 +566,10 @@ def test_size_class_defaults_and_the_split_analysis(emulated, monkeypatch, caplo
     """PLAN_DEFAULTS (one constant) gives the planning settings of a size class where the caller set none: the
     class the order reaches applies, a plan_config setting or a cudss_config entry of the caller's wins; with
     ANALYSIS_PHASES split, the plan runs REORDERING then SYMBOLIC_FACTORIZATION and times each."""
+    from cumath.sparse.advanced._backends import _cudss_checks as checks
     from cumath.sparse.advanced._backends import cudss as backend
 
+    monkeypatch.setattr(checks, "launch_dominance", lambda *args: False)  # (these systems are dominant)
     monkeypatch.setattr(backend, "PLAN_DEFAULTS", ((0, {"reordering_algorithm": C.ReorderingAlg.AMD}),
                                                    (20, {"matching_algorithm": C.MatchingAlg.NONE,
                                                          C.ConfigParam.ND_UBFACTOR: 7})))
@@ -594,3 +600,82 @@ def test_size_class_defaults_and_the_split_analysis(emulated, monkeypatch, caplo
         steps = s.timings["plan"]
     assert _phases(emulated) == ["REORDERING", "SYMBOLIC_FACTORIZATION", "FACTORIZATION", "SOLVE"]
     assert "cudssExecute(REORDERING)" in steps and "cudssExecute(SYMBOLIC_FACTORIZATION)" in steps
+
+
+def _poisson(m: int, dtype="float64"):
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(m, m))
+    return sp.csr_array((sp.kron(sp.eye(m), t) + sp.kron(t, sp.eye(m))).astype(dtype))
+
+
+def _matching(call) -> int:
+    return call[1][C.ConfigParam.MATCHING_ALG]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_dominant_general_matrix_is_analysed_without_matching(emulated, dtype, caplog):
+    """A general matrix whose values are diagonally dominant (2-D Poisson) is analysed with matching off; new values
+    that are dominant still are factorized on that analysis; values that are not bring matching back (analysed and
+    factorized again), and every solution is right."""
+    a = _poisson(5, dtype)
+    n = a.shape[0]
+    b = rng(2).standard_normal(n).astype(dtype)
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        with S.DirectSolver(device_csr(a), device(b), options=_opts(emulated)) as s:
+            s.plan()
+            analysis = [c for c in emulated.calls if c[0] == "ANALYSIS"]
+            assert len(analysis) == 1 and _matching(analysis[0]) == C.MatchingAlg.NONE
+            assert "a is diagonally dominant: cuDSS analyses it without matching" in caplog.text
+            s.factorize()
+            assert_solution(s.solve(), a, b, dtype)
+            a2 = a.copy()
+            a2.data = a2.data * 3  # dominant still
+            s.reset_operands(a=device_csr(a2))
+            emulated.calls.clear()
+            s.factorize()
+            assert _phases(emulated) == ["FACTORIZATION"]
+            assert_solution(s.solve(), a2, b, dtype)
+            a3 = a.copy()
+            a3.setdiag(0.5)  # not dominant: small diagonal entries
+            s.reset_operands(a=device_csr(a3))
+            emulated.calls.clear()
+            s.factorize()
+            assert _phases(emulated) == ["FACTORIZATION", "ANALYSIS", "FACTORIZATION"]
+            assert _matching(emulated.calls[1]) == C.MatchingAlg.AUTO
+            assert "new values of a are not diagonally dominant: cuDSS analyses and factorizes again" in caplog.text
+            assert_solution(s.solve(), a3, b, dtype)
+            assert len(emulated.dominance_checks) == 4  # the plan's and one per factorization without matching
+            emulated.calls.clear()
+            s.reset_operands(a=device_csr(a2))
+            s.factorize()  # analysed with matching now: no check, no new analysis
+            assert _phases(emulated) == ["FACTORIZATION"] and len(emulated.dominance_checks) == 4
+    assert not emulated.violations
+
+
+def test_matching_stays_where_asked_for_or_the_matrix_is_not_dominant(emulated):
+    """The caller's matching, 'auto' included, is kept (no check); another reordering of the caller's still gets
+    the rule; a matrix
+    that is not dominant, and symmetric types, keep cuDSS's matching choice."""
+    a = _poisson(4)
+    b = np.ones(a.shape[0])
+    for kw, expect, checked in (({"plan_preferences": {"matching_algorithm": "max_diag_product"}},
+                                 C.MatchingAlg.MAX_DIAG_PRODUCT, 0),
+                                ({"plan_preferences": {"matching_algorithm": "auto"}}, C.MatchingAlg.AUTO, 0),
+                                ({"plan_preferences": {"reordering_algorithm": "amd"}}, C.MatchingAlg.NONE, 2),
+                                ({}, C.MatchingAlg.NONE, 2)):  # checked by the analysis and the factorization
+        emulated.calls.clear()
+        emulated.dominance_checks.clear()
+        S.direct_solver(device_csr(a), device(b), options=_opts(emulated), **kw)
+        assert _matching(emulated.calls[0]) == expect and len(emulated.dominance_checks) == checked
+    not_dominant = a.copy()
+    not_dominant.setdiag(0.5)
+    emulated.calls.clear()
+    x = S.direct_solver(device_csr(not_dominant), device(b), options=_opts(emulated))
+    # the stateless call's cached plan of this pattern (analysed without matching) finds the new values are not
+    # dominant at their factorization: analysed again with cuDSS's matching
+    assert _phases(emulated) == ["FACTORIZATION", "ANALYSIS", "FACTORIZATION", "SOLVE"]
+    assert _matching(emulated.calls[1]) == C.MatchingAlg.AUTO
+    assert_solution(x, not_dominant, b, "float64")
+    sym = system(10, "float64", "symmetric", seed=4)  # symmetric types: cuDSS's matching choices, no check
+    emulated.dominance_checks.clear()
+    S.direct_solver(device_csr(sym), device(np.ones(10)), options=_opts(emulated, sparse_system_type="symmetric"))
+    assert emulated.dominance_checks == []

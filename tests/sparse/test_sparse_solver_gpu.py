@@ -372,3 +372,42 @@ def test_plan_steps_and_cudss_config_on_cudss(cudss_lib, caplog):
 
         lib = os.path.basename(find_library("cudss"))
         assert os.path.basename(layer).split(".so.")[1][:1] == lib.split(".so.")[1][:1], (lib, layer)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_dominant_matrix_is_analysed_without_matching_on_cudss(cudss_lib, dtype, caplog):
+    """The GPU dominance kernel: a 2-D Poisson matrix (weakly dominant) is analysed with matching off; new values
+    that are not dominant are found at their factorization and analysed again with cuDSS's matching; an element
+    of a that breaks dominance in one row is found too; the solutions are right throughout."""
+    import logging
+
+    cp, csp = _cupy()
+    m = 13
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(m, m))
+    full = sp.csr_matrix((sp.kron(sp.eye(m), t) + sp.kron(t, sp.eye(m))).astype(dtype))
+    n = full.shape[0]
+    b = cp.asarray(rng(3).standard_normal(n).astype(dtype))
+    a = csp.csr_matrix(full)
+    with caplog.at_level(logging.INFO, logger="cumath"):
+        with S.DirectSolver(a, b) as s:
+            s.plan()
+            solver = s._executor.solver
+            assert solver.matching_off and s.plan_config.matching_algorithm is S.DirectSolverMatchingAlg.NONE
+            assert "a is diagonally dominant: cuDSS analyses it without matching" in caplog.text
+            s.factorize()
+            assert_solution(_host(s.solve()), full, _host(b), dtype)
+            one_row = full.tolil()
+            one_row[7, 8] = 5.0  # row 7 alone is not dominant now (same pattern: that entry is stored)
+            one_row = sp.csr_matrix(one_row)
+            a.data[...] = cp.asarray(one_row.data)
+            s.factorize()
+            assert not solver.matching_off
+            assert "new values of a are not diagonally dominant: cuDSS analyses and factorizes again" in caplog.text
+            assert_solution(_host(s.solve()), one_row, _host(b), dtype)
+    near = full.copy()
+    near.setdiag(near.diagonal() * 0.999)  # interior rows lose their weak dominance
+    with S.DirectSolver(csp.csr_matrix(near), b) as s:
+        s.plan()
+        assert not s._executor.solver.matching_off
+        s.factorize()
+        assert_solution(_host(s.solve()), near, _host(b), dtype)

@@ -1,4 +1,4 @@
-"""The check of a cuDSS factorization's pivots for NaN and inf, on the GPU.
+"""The checks of cuDSS factorizations on the GPU: its pivots for NaN and inf, and its matrix for diagonal dominance.
 
 cuDSS counts the pivots it perturbs (CUDSS_DATA_NPIVOTS) and reports failed Cholesky factorizations
 (CUDSS_DATA_INFO), but a pivot that is NaN or inf is neither small nor counted: a row that matching's scaling
@@ -12,6 +12,10 @@ its solutions get the residual check, and the pivoting fallback, of perturbed pi
 
 Batches (cuDSS's DIAG is not documented per system of a batch) and hybrid execution (DIAG stays zero there) are
 not checked here; without NVRTC the check is off (logged once).
+
+The dominance check (``DominanceCheck``) reads a general matrix's CSR arrays, a thread per row, and flags the
+first row that is not weakly diagonally dominant in the same way (an epoch into a device word, 8 bytes back into
+page-locked memory): a dominant matrix is analysed without matching (``cudss.CudssSolver.analyse``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ...._core.dtypes import ITEMSIZE
 from ...._core.kernels import get_kernel
 from ....errors import CUDSSError
 
-__all__ = ["NONFINITE_SOURCE", "DiagCheck", "launch"]
+__all__ = ["NONFINITE_SOURCE", "DOMINANCE_SOURCE", "DiagCheck", "DominanceCheck", "launch", "launch_dominance"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,3 +121,87 @@ class DiagCheck:
     def flagged(self) -> bool:
         """Whether the last queued scan found NaN or inf (read after a wait for the stream)."""
         return bool(self.queued) and int(self.word[0]) == self.queued
+
+
+DOMINANCE_SOURCE = r"""
+// *flag = epoch when a row of the CSR matrix (indptr, indices: int32, zero-based) is not weakly diagonally
+// dominant: it does not hold exactly one diagonal entry, or 2 |a_ii| < sum_j |a_ij| (NaN compares false: flagged).
+template <typename T> __device__ double cumath_magnitude(T v) { return fabs((double)v); }
+template <> __device__ double cumath_magnitude<float2>(float2 v) { return hypot((double)v.x, (double)v.y); }
+template <> __device__ double cumath_magnitude<double2>(double2 v) { return hypot(v.x, v.y); }
+template <typename T>
+__device__ void cumath_dominance(const int* indptr, const int* indices, const T* values, int n,
+                                 unsigned long long epoch, unsigned long long* flag) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        double sum = 0.0, diag = 0.0;
+        int found = 0;
+        for (int k = indptr[i]; k < indptr[i + 1]; ++k) {
+            double m = cumath_magnitude(values[k]);
+            sum += m;
+            if (indices[k] == i) { diag = m; ++found; }
+        }
+        if (!(found == 1 && 2.0 * diag >= sum)) { *flag = epoch; return; }
+    }
+}
+extern "C" __global__ void cumath_sparse_dominance_float32(const int* p, const int* j, const float* v, int n,
+        unsigned long long e, unsigned long long* f) { cumath_dominance(p, j, v, n, e, f); }
+extern "C" __global__ void cumath_sparse_dominance_float64(const int* p, const int* j, const double* v, int n,
+        unsigned long long e, unsigned long long* f) { cumath_dominance(p, j, v, n, e, f); }
+extern "C" __global__ void cumath_sparse_dominance_complex64(const int* p, const int* j, const float2* v, int n,
+        unsigned long long e, unsigned long long* f) { cumath_dominance(p, j, v, n, e, f); }
+extern "C" __global__ void cumath_sparse_dominance_complex128(const int* p, const int* j, const double2* v, int n,
+        unsigned long long e, unsigned long long* f) { cumath_dominance(p, j, v, n, e, f); }
+"""
+
+
+_dominance_unavailable: list = []
+
+
+def launch_dominance(dtype: str, device_id: int, indptr: int, indices: int, values: int, n: int, epoch: int,
+                     flag: int, stream: int) -> bool:
+    """Queue the dominance check of an ``n``-row CSR matrix (int32 ``indptr``/``indices``, ``dtype`` values, device
+    addresses) on ``stream``, writing ``epoch`` at ``flag`` for a row that is not dominant; False when its kernel
+    cannot be built (logged once)."""
+    if _dominance_unavailable:
+        return False
+    try:
+        kernel = get_kernel(DOMINANCE_SOURCE, f"cumath_sparse_dominance_{dtype}", "PPPiQP", device_id=device_id)
+    except Exception as exc:  # noqa: BLE001 - an extra: cuDSS's own matching stays
+        _dominance_unavailable.append(exc)
+        logger.info("the diagonal dominance check is off: its kernel could not be built (%s); cuDSS matches as it "
+                    "chooses", exc)
+        return False
+    blocks = max(1, min(MAX_BLOCKS * 4, -(-n // BLOCK)))
+    kernel.launch(blocks, BLOCK, 0, stream, indptr, indices, values, n, epoch, flag)
+    return True
+
+
+class DominanceCheck:
+    """Whether a general matrix's values on the GPU are (weakly) row diagonally dominant (as
+    ``_traits.DiagonalDominance`` decides on the host): one kernel over its CSR arrays flags the first row that is
+    not, writing the check's epoch into a device word copied (8 bytes) into page-locked host memory. Queued on
+    the caller's stream; read after a wait for it (``dominant()``). Used to analyse such a matrix without
+    matching, and, before each factorization of new values, to learn whether that analysis still fits them (the
+    read then follows the factorization's own status wait, so it costs no wait of its own)."""
+
+    def __init__(self, dtype: str, device_id: int, allocator, stream: int, buffers: list):
+        self.dtype, self.device_id = dtype, device_id
+        self.buf = allocate(allocator, 8, stream)
+        buffers.append(self.buf)
+        cuda.memset(self.buf.device_ptr, 0, 8, stream)
+        self.word = cuda.pinned_word(self)
+        self.epoch = 0
+
+    def queue(self, indptr: int, indices: int, values: int, n: int, stream: int) -> bool:
+        """Queue a check of these arrays; False when the check cannot run (its answer is then not dominant)."""
+        self.epoch += 1
+        if not launch_dominance(self.dtype, self.device_id, indptr, indices, values, n, self.epoch,
+                                self.buf.device_ptr, stream):
+            return False
+        cuda.copy(int(self.word.__array_interface__["data"][0]), self.buf.device_ptr, 8, cuda.D2H, stream,
+                  "the dominance check's word")
+        return True
+
+    def dominant(self) -> bool:
+        """The last queued check's answer (read after a wait for its stream)."""
+        return int(self.word[0]) != self.epoch
