@@ -8,6 +8,8 @@
 #   bash benchmarks/gpu_run.sh device     cumath.device: code generation, GPU tests, examples (needs libmathdx)
 #   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
 #   bash benchmarks/gpu_run.sh solvers    benchmarks/solvers.py, dense and sparse (needs cuDSS)
+#   bash benchmarks/gpu_run.sh cudss      the sparse GPU tests, the Poisson 90k / 1M cases and the 90k plan table
+#   bash benchmarks/gpu_run.sh cudss-1m   the 1M plan table (every planning setting on the 1M Poisson system)
 #   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
 #   bash benchmarks/gpu_run.sh dist       cumath.distributed's GPU engines: tests and one-rank benchmarks
 #                                         (needs cuBLASMp, cuSOLVERMp, cuFFTMp)
@@ -112,6 +114,20 @@ case "$phase" in
     echo "fft rc=$?" | tee -a "$log"
     timeout 280 python3 benchmarks/matmul.py --gpu --quick --json "$OUT/matmul.json" > "$OUT/matmul.txt" 2>&1
     echo "matmul rc=$?" | tee -a "$log"
+    ;;
+  cudss)
+    pytest_gpu sparse-tests 240 -m gpu tests/sparse
+    timeout 300 python3 benchmarks/solvers_sparse.py --case sparse/gpu-poisson-90k --case sparse/gpu-poisson-1m \
+      --json "$OUT/poisson.json" > "$OUT/poisson.txt" 2>&1
+    echo "poisson rc=$?" | tee -a "$log"
+    timeout 100 python3 benchmarks/solvers_sparse.py --case sparse/gpu-plan-settings --json "$OUT/plan-settings.json" \
+      > "$OUT/plan-settings.txt" 2>&1
+    echo "plan-settings rc=$?" | tee -a "$log"
+    ;;
+  cudss-1m)
+    timeout 420 python3 benchmarks/solvers_sparse.py --case sparse/gpu-plan-settings-1m \
+      --json "$OUT/plan-settings-1m.json" > "$OUT/plan-settings-1m.txt" 2>&1
+    echo "plan-settings-1m rc=$?" | tee -a "$log"
     ;;
   solvers)
     timeout 500 python3 benchmarks/solvers.py --gpu --quick --json "$OUT/solvers.json" > "$OUT/solvers.txt" 2>&1

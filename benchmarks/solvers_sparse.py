@@ -69,11 +69,23 @@ def poisson(m: int, dtype="float64"):
 
 
 def _variants(a, k=2):
-    """``k`` matrices with ``a``'s pattern and other values (the same arrays of indices)."""
+    """``k`` matrices with ``a``'s pattern and other values (the same arrays of indices): variable coefficients,
+    each off-diagonal entry scaled by a random factor in [1, 1.05), the diagonal the sum of its row's off-diagonal
+    magnitudes plus one per missing neighbour (Dirichlet couplings), times 1.001 (a small reaction term). Each
+    row stays diagonally dominant, as the constant-coefficient operator's are, so cumath's matching rule sees
+    these values as it sees ``poisson``'s."""
     sp = need("scipy.sparse")
     rng = np.random.default_rng(3)
-    return [sp.csr_array((a.data * (1 + 0.05 * rng.random(a.nnz)), a.indices, a.indptr), shape=a.shape)
-            for _ in range(k)]
+    rows = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
+    off = a.indices != rows
+    neighbours = np.bincount(rows[off], minlength=a.shape[0])
+    out = []
+    for _ in range(k):
+        data = a.data * (1 + 0.05 * rng.random(a.nnz))
+        row_sums = np.bincount(rows[off], weights=np.abs(data[off]), minlength=a.shape[0])
+        data[~off] = 1.001 * (row_sums + (4 - neighbours))[rows[~off]]
+        out.append(sp.csr_array((data.astype(a.dtype), a.indices, a.indptr), shape=a.shape))
+    return out
 
 
 class _Cycle:
