@@ -69,11 +69,11 @@ def synchronize(stream: int) -> None:
     cudart.cudaStreamSynchronize(stream)
 
 
-def pinned_word(owner):
-    """An 8-byte word of page-locked host memory (a uint64 NumPy view) that lives as long as ``owner``: a
-    device-to-host copy into it needs no staging through the driver's buffer, and a kernel can write it directly
-    (page-locked memory is mapped for the device under unified addressing). A NumPy word where it cannot be had
-    (no CUDA runtime: the CPU emulation)."""
+def pinned_word(owner, count: int = 1):
+    """An 8-byte word (``count`` of them) of page-locked host memory (a uint64 NumPy view) that lives as long as
+    ``owner``: a device-to-host copy into it needs no staging through the driver's buffer, and a kernel can write
+    it directly (page-locked memory is mapped for the device under unified addressing). NumPy words where it
+    cannot be had (no CUDA runtime: the CPU emulation)."""
     import ctypes
     import weakref
 
@@ -82,12 +82,12 @@ def pinned_word(owner):
     from .lifecycle import release_quietly
 
     try:
-        ptr = cudart.cudaMallocHost(8)
+        ptr = cudart.cudaMallocHost(8 * count)
     except Exception:  # noqa: BLE001 - no CUDA runtime (the CPU emulation): pageable memory works too
         ptr = 0
     if not ptr:
-        return np.zeros(1, np.uint64)
+        return np.zeros(count, np.uint64)
     weakref.finalize(owner, release_quietly, cudart.cudaFreeHost, ptr)
-    word = np.ctypeslib.as_array((ctypes.c_uint64 * 1).from_address(ptr))
-    word[0] = 0
+    word = np.ctypeslib.as_array((ctypes.c_uint64 * count).from_address(ptr))
+    word[:] = 0
     return word

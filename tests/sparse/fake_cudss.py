@@ -67,6 +67,7 @@ class FakeCudss:
         self.empty_rows = "perturbed"
         self.scans = []  # (pointer, words, bits) of each NaN/inf scan of a factorization's pivots
         self.dominance_checks = []  # the order of each matrix checked for diagonal dominance
+        self.pattern_checks = []  # the order of each pattern checked for empty rows and columns on the "GPU"
 
     def _violation(self, what: str) -> None:
         self.violations.append(what)
@@ -521,6 +522,26 @@ def install(monkeypatch, fake: FakeCudss) -> None:
         return True
 
     monkeypatch.setattr(checks, "launch_dominance", launch_dominance)
+
+    def launch_pattern(indptr_dtype, index_dtype, device_id, indptr, indices, n, lines, seen, words, stream):
+        p = from_pointer(indptr, (n + 1,), (1,), indptr_dtype).astype(np.int64)
+        j = from_pointer(indices, (max(int(p[-1]), 0),), (1,), index_dtype).astype(np.int64)
+        mark = from_pointer(seen, (n,), (1,), "uint8")
+        w = from_pointer(words, (4,), (1,), "uint64")
+        fake.pattern_checks.append(n)
+        empty = np.flatnonzero(np.diff(p) <= 0)
+        if lines:
+            mark[np.flatnonzero(np.diff(p) > 0)] = 1
+        elif empty.size:  # as the kernel does: n - (first empty row), and their count
+            w[0], w[1] = max(int(w[0]), n - int(empty[0])), int(w[1]) + empty.size
+        j = j[(j >= 0) & (j < n)]
+        mark[j] = 1
+        gaps = np.flatnonzero(mark == 0)
+        if gaps.size:
+            w[2], w[3] = max(int(w[2]), n - int(gaps[0])), int(w[3]) + gaps.size
+        return True
+
+    monkeypatch.setattr(checks, "launch_pattern", launch_pattern)
 
 
 def device(x) -> Operand:

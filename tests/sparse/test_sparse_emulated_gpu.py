@@ -41,10 +41,12 @@ def test_device_operands(emulated, dtype, mtype, view):
     assert _phases(emulated) == ["ANALYSIS", "FACTORIZATION", "SOLVE"]
     # the caller's arrays are read in place; the stateless call reads the pattern to find its plan; the pivots'
     # NaN/inf check brings back one 8-byte word per factorization, the dominance check (general full matrices) one
-    # per analysis
+    # per analysis, the pattern check (empty rows and columns) four per analysis
     assert {c[0] for c in emulated.copies} <= {"sparse index array", "the pivot check's word",
-                                               "the dominance check's word"}
+                                               "the dominance check's word", "the pattern check's words"}
     assert [n for what, _, n in emulated.copies if what == "the pivot check's word"] == [8]
+    assert [n for what, _, n in emulated.copies if what == "the pattern check's words"] == [32]
+    assert emulated.pattern_checks == [n]
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "vector", "strided_vector"])
@@ -249,6 +251,37 @@ def test_structurally_singular_systems_raise_whatever_came_before(emulated, empt
     with pytest.raises(SingularMatrixError, match=r"row and column 3 has no stored entry"):
         S.direct_solver(device_csr(lower), device(np.ones(9)), options=_opts(
             emulated, sparse_system_type="symmetric", sparse_system_view="lower"))
+    assert not emulated.violations
+
+
+def test_gpu_patterns_are_checked_for_empty_rows_and_columns_on_the_gpu(emulated, monkeypatch):
+    """GPU patterns are checked by the pattern kernels (one scan per system, four words back, no copy of a's
+    indices), int32 and int64 ones, explicit batches naming the system; where the kernels cannot be built the
+    host check reads copies and says the same."""
+    from cumath.sparse.advanced._backends import _cudss_checks as checks
+
+    ok, bad = system(30, "float64", seed=3), sp.csr_array(_zero_row(30, row=11).T)
+    with pytest.raises(SingularMatrixError, match=r"a \(system 1\) is singular .* \(column 11 has no stored entry\)"):
+        with S.DirectSolver([device_csr(ok), device_csr(bad)], [device(np.ones(30))] * 2,
+                            options=_opts(emulated)) as s:
+            s.plan()
+    assert emulated.pattern_checks == [30, 30]
+    assert "a's pattern (structure check)" not in {c[0] for c in emulated.copies}
+    wide = _zero_row(17, row=16)
+    wide = sp.csr_array((wide.data, wide.indices.astype(np.int64), wide.indptr.astype(np.int64)), shape=wide.shape)
+    with pytest.raises(SingularMatrixError, match=r"\(row 16 has no stored entry\)"):
+        with S.DirectSolver(device_csr(wide), device(np.ones(17)), options=_opts(emulated)) as s:
+            s.plan()
+    assert emulated.pattern_checks[-1] == 17
+    emulated.copies.clear()
+    monkeypatch.setattr(checks, "launch_pattern", lambda *args: False)
+    for a, why in ((bad, "column 11"), (wide, "row 16")):
+        with pytest.raises(SingularMatrixError, match=rf"\({why} has no stored entry\)"):
+            with S.DirectSolver(device_csr(a), device(np.ones(a.shape[0])), options=_opts(emulated)) as s:
+                s.plan()
+    assert "a's pattern (structure check)" in {c[0] for c in emulated.copies}
+    x = S.direct_solver(device_csr(ok), device(np.ones(30)), options=_opts(emulated))  # (and a regular one solves)
+    assert_solution(x, ok, np.ones(30), "float64")
     assert not emulated.violations
 
 

@@ -411,3 +411,61 @@ def test_a_dominant_matrix_is_analysed_without_matching_on_cudss(cudss_lib, dtyp
         assert not s._executor.solver.matching_off
         s.factorize()
         assert_solution(_host(s.solve()), near, _host(b), dtype)
+
+
+@pytest.mark.parametrize("index_dtypes", [("int32", "int32"), ("int32", "int64"), ("int64", "int32"),
+                                          ("int64", "int64")])
+def test_the_pattern_kernels_agree_with_the_host_check(cudss_lib, index_dtypes):
+    """The GPU gap scan against ``structurally_singular`` on random patterns with empty rows and columns (none,
+    one, many; prime orders), for both views: same first gap, same count."""
+    from cumath.sparse.advanced import DirectSolverMatrixViewType as MV
+    from cumath.sparse.advanced._backends._cudss_checks import launch_pattern
+    from cumath.sparse.advanced._traits import gaps_message, structurally_singular
+
+    cp, _ = _cupy()
+    r = rng(11)
+    stream = cp.cuda.get_current_stream()
+    checked = 0
+    for n in (1, 7, 131, 4099):
+        for holes in (0, 1, 5):
+            a = sp.random(n, n, density=min(1.0, 3.0 / n), random_state=r, format="lil")
+            a.setdiag(1.0)
+            for i in r.choice(n, size=min(holes, n), replace=False):
+                a[int(i), :] = 0
+            for j in r.choice(n, size=min(holes, n), replace=False) if n > 1 else ():
+                a[:, int(j)] = 0
+            full = sp.csr_matrix(a.tocsr())
+            full.eliminate_zeros()
+            for view, m in ((MV.FULL, full), (MV.LOWER, sp.tril(full, format="csr"))):
+                indptr = cp.asarray(m.indptr.astype(index_dtypes[0]))
+                indices = cp.asarray(m.indices.astype(index_dtypes[1]))
+                seen, words = cp.zeros(n, cp.uint8), cp.zeros(4, cp.uint64)
+                assert launch_pattern(*index_dtypes, cudss_lib, indptr.data.ptr, indices.data.ptr, n,
+                                      view != MV.FULL, seen.data.ptr, words.data.ptr, stream.ptr)
+                stream.synchronize()
+                r0, rc, c0, cc = (int(w) for w in words.get())
+                got = gaps_message((n - r0, rc) if rc else None, (n - c0, cc) if cc else None, view)
+                assert got == structurally_singular(m.indptr, m.indices, n, view), (n, holes, view)
+                checked += got is not None
+    assert checked >= 8
+
+
+def test_empty_rows_and_columns_of_gpu_patterns_raise(cudss_lib):
+    """End to end: an empty column of one system of an explicit CuPy batch, and an empty row of a single system,
+    raise before cuDSS sees them, with the host check's words."""
+    cp, csp = _cupy()
+    good = system(23, "float64", seed=4).tocsr()
+    hole = good.tolil()
+    hole[:, 11] = 0
+    hole = sp.csr_matrix(hole.tocsr())
+    hole.eliminate_zeros()
+    b = cp.asarray(rng(5).standard_normal(23))
+    with pytest.raises(SingularMatrixError, match=r"a \(system 1\) is singular .*column 11 has no stored entry"):
+        S.direct_solver([csp.csr_matrix(good), csp.csr_matrix(hole)], [b, b.copy()])
+    row = good.tolil()
+    row[16, :] = 0
+    row = sp.csr_matrix(row.tocsr())
+    row.eliminate_zeros()
+    with pytest.raises(SingularMatrixError, match="row 16 has no stored entry"):
+        S.direct_solver(csp.csr_matrix(row), b)
+    assert_solution(_host(S.direct_solver(csp.csr_matrix(good), b)), good, _host(b), "float64")

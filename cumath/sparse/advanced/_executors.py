@@ -37,8 +37,8 @@ from ._backends import cpu_backend, default_threads
 from ._backends.cudss import SETTINGS, CudssSolver
 from ._config import ALL_FIELDS
 from ._timing import Steps
-from ._traits import (batch_offsets, column_major, relative_residual, residual_tolerance, result_perm,
-                      structurally_singular)
+from ._traits import (batch_offsets, column_major, gaps_message, relative_residual, residual_tolerance,
+                      result_perm, structurally_singular)
 
 __all__ = ["Setup", "make_executor", "CpuExecutor", "CudssExecutor"]
 
@@ -512,17 +512,38 @@ class CudssExecutor:
         """A structurally singular ``a`` (an empty row or column) raises SingularMatrixError before cuDSS sees it:
         cuDSS's status does not say so, and whether its pivots do depends on its matching and pivoting settings
         (a pivot that is NaN, or exactly zero with perturbation off, is not counted as perturbed), so the solve
-        could return garbage unchecked. GPU patterns are copied to the host for it (one wait)."""
+        could return garbage unchecked. GPU patterns are checked on the GPU (two kernels and one wait); host
+        patterns, and GPU ones where those kernels cannot be built, on the host (GPU ones copied there)."""
         p = self.problem
         first = a[0] if isinstance(a, tuple) else a
         dtypes = (first.indptr.dtype, first.index_dtype)
         gpu = first.device_id is not None
         known, self.known_patterns = self.known_patterns, None
+        view = self.setup.options.sparse_system_view
+        whys = None
+        if gpu and self.mode == "device":
+            gaps = self.solver.pattern_gaps([(parts[0][0], parts[1][0]) for parts in systems(a, p.count)], dtypes,
+                                            stream)
+            if gaps is not None:
+                whys = [gaps_message(rows, lines, view) for rows, lines in gaps]
+        if whys is None:
+            whys = [structurally_singular(indptr, indices, p.sizes[i], view)
+                    for i, (indptr, indices) in enumerate(self._host_patterns(a, known, dtypes, gpu, stream))]
+        for i, why in enumerate(whys):
+            if why is not None:
+                which = "" if p.count == 1 else f" (system {i})"
+                raise SingularMatrixError(f"a{which} is singular or numerically singular: it is structurally singular "
+                                          f"({why}), so no factorization solves it; check a for empty rows and "
+                                          f"columns")
+
+    def _host_patterns(self, a, known, dtypes, gpu: bool, stream) -> list:
+        """Per system the host (indptr, indices) arrays: the stateless call's copies where it made them, views
+        of host arrays, copies of GPU ones (one wait)."""
+        p = self.problem
         if known is not None and len(known) == p.count and all(x.ndim == 1 for pair in known for x in pair):
-            gpu, found = False, known  # the stateless call's copies, made for its plan cache key
-        else:
-            found = []
-        for parts in systems(a, p.count) if not found else ():
+            return known
+        found = []
+        for parts in systems(a, p.count):
             arrays = []
             for (ptr, n), dt in zip(parts[:2], dtypes):
                 if not gpu:
@@ -535,14 +556,7 @@ class CudssExecutor:
             found.append(arrays)
         if gpu:
             cuda.synchronize(stream)
-        view = self.setup.options.sparse_system_view
-        for i, (indptr, indices) in enumerate(found):
-            why = structurally_singular(indptr, indices, p.sizes[i], view)
-            if why is not None:
-                which = "" if p.count == 1 else f" (system {i})"
-                raise SingularMatrixError(f"a{which} is singular or numerically singular: it is structurally singular "
-                                          f"({why}), so no factorization solves it; check a for empty rows and "
-                                          f"columns")
+        return found
 
     def factorize(self, ops: dict, stream) -> None:
         steps = Steps(self.timings, "factorize", self.setup.log, self._sync(stream))

@@ -225,7 +225,22 @@ def structurally_singular(indptr, indices, n: int, view=MV.FULL) -> str | None:
             what, lines = "column", np.flatnonzero(~cols)
     if not lines.size:
         return None
-    return f"{what} {int(lines[0])} has no stored entry" + (f" ({lines.size} such)" if lines.size > 1 else "")
+    return _gap(what, int(lines[0]), lines.size)
+
+
+def _gap(what: str, first: int, count: int) -> str:
+    return f"{what} {first} has no stored entry" + (f" ({count} such)" if count > 1 else "")
+
+
+def gaps_message(rows, lines, view=MV.FULL) -> str | None:
+    """``structurally_singular``'s answer from the gaps found elsewhere (the GPU check): ``rows``, ``lines``:
+    (first, count) of the empty rows and of the empty columns (lines of a triangle for a LOWER or UPPER
+    ``view``), or None."""
+    if view != MV.FULL:
+        return None if lines is None else _gap("row and column", *lines)
+    if rows is not None:
+        return _gap("row", *rows)
+    return None if lines is None else _gap("column", *lines)
 
 
 class DiagonalDominance:

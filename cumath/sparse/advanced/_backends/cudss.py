@@ -48,7 +48,7 @@ from ...._core.disk_cache import cache_dir
 from ....errors import CUDSSError, SingularMatrixError
 from .._options import DirectSolverMatrixType as MT
 from . import _cudss_lifetime as _lifetime
-from ._cudss_checks import DiagCheck, DominanceCheck
+from ._cudss_checks import DiagCheck, DominanceCheck, PatternCheck
 from ._cudss_lifetime import Objects, acquire, bury, caller_handle, destroy, drain, on_device, release_shared_handles
 
 __all__ = ["CudssSolver", "cudss_matrix_type", "SETTINGS", "PLAN_DEFAULTS", "ANALYSIS_PHASES", "bundled_threading_layer",
@@ -157,6 +157,7 @@ class CudssSolver:
         self.matching_off = False  # analysed without matching: a was diagonally dominant (see analyse)
         self._dominance = None  # the GPU dominance check (made at the first analysis that may use it)
         self._a_ptrs = None  # (indptr, indices, values) of a single system, as given to set_a
+        self._pattern_check = None  # the GPU check of a's pattern for empty rows and columns (made at first use)
         try:
             with self._h:
                 objs.config = cudss.cudssConfigCreate()
@@ -391,6 +392,19 @@ class CudssSolver:
                 self._dominance = DominanceCheck(self.dtype, self.device_id, self.allocator, stream, self._buffers)
             indptr, indices, values = self._a_ptrs
             return self._dominance.queue(indptr, indices, values, self.sizes[0], stream)
+
+    def pattern_gaps(self, patterns, dtypes, stream):
+        """The empty rows and columns of GPU patterns, found on the GPU (``_cudss_checks.PatternCheck``): per
+        system ((first empty row, count) or None, (first empty column or line, count) or None); None when the
+        kernels cannot run (the caller checks host copies then)."""
+        if self.hybrid_execute or self.device_id is None:
+            return None
+        with on_device(self.device_id):
+            if self._pattern_check is None:
+                self._pattern_check = PatternCheck(self.allocator, self.device_id, self._buffers)
+            lines = int(self.view) != int(cudss.MatrixViewType.FULL)
+            names = tuple(str(np.dtype(d)) for d in dtypes)
+            return self._pattern_check.gaps(patterns, names, lambda i: self.sizes[i], lines, stream)
 
     def _matching_by_dominance(self, stream, steps=None) -> None:
         """Leave matching out of the analysis of a general matrix whose values are (weakly) row diagonally
