@@ -19,8 +19,9 @@ Cases (``--list``):
                       cuBLASMp 0.10 needs NCCL >= 2.29.2: where another NCCL would load first (PyTorch's),
                       preload the right one (LD_PRELOAD=.../nvidia/nccl/lib/libnccl.so.2); the version used
                       is printed under the case
-  gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side (cuSOLVERMp getrf +
-                      getrs, 256 x 256 blocks) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
+  gpu/solve-8192      one-rank distributed LU solve of order 8192 float64, 1 right-hand side, 256 x 256 blocks:
+                      its default engine on one rank (the single-GPU solver) and cuSOLVERMp getrf + getrs
+                      (CUMATH_DIST_SOLVE=scalapack) against single-GPU cumath.linalg.direct_solver (cuSOLVER)
 
 Contenders run in turns within each round (A B C, then C B A), on data they all hold at once; CPU cases also
 report the CPU time (``time.process_time``) of rank 0, the calling rank, and of all ranks together, which the
@@ -351,17 +352,40 @@ def gpu_linalg(case: str, rounds: int, comm) -> dict:
         d = BlockCyclic(ProcessGrid(shape=(1, 1)), (256, 256))
         a = cp.asfortranarray(rng.standard_normal((n, n)) + n * cp.eye(n))
         b = cp.asfortranarray(rng.standard_normal((n, 1)))
-        s = DirectSolver(a, b, distributions=[d, d])
-        s.plan()
+        solvers = {}
+        for mode in ("auto", "scalapack"):  # one rank's default engine (the single-GPU solver), then cuSOLVERMp
+            before = os.environ.get("CUMATH_DIST_SOLVE")
+            os.environ["CUMATH_DIST_SOLVE"] = mode
+            try:
+                solvers[mode] = DirectSolver(a, b, distributions=[d, d])
+                solvers[mode].plan()
+            except Exception as exc:  # noqa: BLE001 - cuSOLVERMp (or the NCCL it needs) missing: no row for it
+                if mode == "auto":
+                    raise
+                failed = solvers.pop(mode, None)
+                if failed is not None:
+                    failed.free()
+                notes.append(f"no cuSOLVERMp row: {type(exc).__name__}: {str(exc)[:200]}")
+            finally:
+                if before is None:
+                    del os.environ["CUMATH_DIST_SOLVE"]
+                else:
+                    os.environ["CUMATH_DIST_SOLVE"] = before
 
-        def run():
+        def run(s):
             s.factorize()
             s.solve()
 
-        dist_row, single_row, target = ("cumath.distributed direct_solver (cuSOLVERMp, 1 rank)",
+        dist_row, single_row, target = ("cumath.distributed direct_solver (1 rank: the single-GPU solver)",
                                         "cumath.linalg.direct_solver (1 GPU)", 1.1)
-        rows = _interleaved_gpu({dist_row: run, single_row: lambda: cumath.linalg.direct_solver(a, b)}, rounds, 1)
-        s.free()
+        mp_row = "cumath.distributed direct_solver (cuSOLVERMp, 1 rank, CUMATH_DIST_SOLVE=scalapack)"
+        fns = {dist_row: lambda: run(solvers["auto"]), mp_row: lambda: run(solvers["scalapack"]),
+               single_row: lambda: cumath.linalg.direct_solver(a, b)}
+        if "scalapack" not in solvers:
+            del fns[mp_row]
+        rows = _interleaved_gpu(fns, rounds, 1)
+        for s in solvers.values():
+            s.free()
     dist.finalize()
     return {"case": case, "ranks": 1, "rows": rows, "targets": [(dist_row, single_row, target)], "notes": notes}
 

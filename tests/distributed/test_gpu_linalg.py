@@ -193,9 +193,19 @@ def test_matmul_property(gpu, m, n, k, nb, dtype):
     assert rel_err(host(out), A.astype(np.complex128) @ B) < 100 * TOL[np.dtype(dtype)]
 
 
+ENGINES = {"auto": "OneRankLU", "scalapack": "CuSOLVERMpLU"}  # CUMATH_DIST_SOLVE -> the one-rank engine
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request, monkeypatch):
+    """Both GPU engines of a one-rank solve: the single-GPU solver (the default) and cuSOLVERMp."""
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", request.param)
+    return ENGINES[request.param]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, nrhs, nb", [(17, 3, 4), (31, 1, 5), (8, 8, 8), (129, 2, 16)])
-def test_direct_solver(gpu, dtype, n, nrhs, nb):
+def test_direct_solver(gpu, engine, dtype, n, nrhs, nb):
     import cupy as cp
 
     import cumath
@@ -208,6 +218,7 @@ def test_direct_solver(gpu, dtype, n, nrhs, nb):
     a_before = a.copy()
     with DirectSolver(a, cp.asarray(R), distributions=[d, d]) as s:
         s.plan()
+        assert type(s._engine).__name__ == engine
         s.factorize()
         x = s.solve()
         assert isinstance(x, cp.ndarray) and x.dtype == dtype
@@ -222,7 +233,7 @@ def test_direct_solver(gpu, dtype, n, nrhs, nb):
 
 
 @pytest.mark.parametrize("package", _packages())
-def test_direct_solver_packages_and_vector(gpu, package):
+def test_direct_solver_packages_and_vector(gpu, engine, package):
     from cumath.distributed.linalg import direct_solver
 
     d = BlockCyclic(GRID, (6, 6))
@@ -233,7 +244,7 @@ def test_direct_solver_packages_and_vector(gpu, package):
     assert rel_err(host(x), np.linalg.solve(M, r)) < 1e-12
 
 
-def test_direct_solver_errors(gpu):
+def test_direct_solver_errors(gpu, engine):
     import cupy as cp
 
     from cumath.distributed.linalg import DirectSolver
@@ -256,6 +267,47 @@ def test_direct_solver_errors(gpu):
         with DirectSolver(cp.asarray(M), cp.asarray(M), distributions=[d, d]) as s:
             s.plan()
             s.reset_operands(a=cp.ones((3, 3)))
+
+
+@pytest.mark.parametrize("trans", ["N", "T", "C"])
+@pytest.mark.parametrize("package", _packages())
+def test_one_rank_solver_transposes_resets_and_layouts(gpu, trans, package):
+    """The one-rank engine: op(A) X = B for each transpose against NumPy, new right-hand sides of another
+    layout, a new A refactorized, a singular A refused; the caller's A and B are never written."""
+    from cumath.distributed.linalg import DirectSolver
+    from cumath.errors import SingularMatrixError
+
+    d = BlockCyclic(GRID, (5, 5))
+    n = 19
+    M = rand((n, n), np.complex128, 21) + n * np.eye(n)
+    R = rand((n, 3), np.complex128, 22)
+    op = {"N": M, "T": M.T, "C": M.conj().T}[trans]
+    a, b = to(package, M), to(package, R)
+    with DirectSolver(a, b, distributions=[d, d], options={"transpose": trans}) as s:
+        s.plan()
+        assert type(s._engine).__name__ == "OneRankLU"
+        s.factorize()
+        assert rel_err(host(s.solve()), np.linalg.solve(op, R)) < 1e-12
+        R2 = np.asfortranarray(rand((n, 3), np.complex128, 23))
+        b2 = to(package, R2)
+        if package == "cupy":
+            import cupy as cp
+
+            b2 = cp.asfortranarray(b2)  # another layout than the planned b's
+        s.reset_operands(b=b2)
+        assert rel_err(host(s.solve()), np.linalg.solve(op, R2)) < 1e-12
+        M2 = M + 2 * np.eye(n)
+        s.reset_operands(a=to(package, M2))
+        s.factorize()
+        op2 = {"N": M2, "T": M2.T, "C": M2.conj().T}[trans]
+        assert rel_err(host(s.solve()), np.linalg.solve(op2, R2)) < 1e-12
+        Z = M.copy()
+        Z[:, 7] = 0
+        s.reset_operands(a=to(package, Z))
+        with pytest.raises(SingularMatrixError, match="singular"):
+            s.factorize()
+    np.testing.assert_array_equal(host(a), M)
+    np.testing.assert_array_equal(host(b), R)
 
 
 def test_operation_after_finalize_is_refused():

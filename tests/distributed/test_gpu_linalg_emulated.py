@@ -25,6 +25,7 @@ GRID = ProcessGrid(shape=(1, 1))
 @pytest.fixture
 def emu(monkeypatch):
     pytest.importorskip("scipy")
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", "scalapack")  # the solver's cuSOLVERMp engine, not the one-rank one
     with one_rank_gpu_context(lambda: emulate(monkeypatch)) as e:
         yield e
         import cumath.distributed as dist
@@ -364,3 +365,25 @@ def test_matmul_falls_back_to_gemm(emu, monkeypatch, with_c):
     assert emu.calls[-1][0] == "cublasMpGemm"
     with pytest.raises(CUBLASMpError, match="NOT_SUPPORTED"):
         matmul(A, B, distributions=[d] * 3, epilog=MatmulEpilog.RELU)  # an epilog needs cublasMpMatmul
+
+
+@pytest.mark.parametrize("mode, engine", [("auto", "OneRankLU"), ("gather", "OneRankLU"),
+                                          ("scalapack", "CuSOLVERMpLU")])
+def test_one_rank_gpu_solve_goes_to_the_single_gpu_solver(emu, monkeypatch, caplog, mode, engine):
+    """On one rank the plan takes the single-GPU solver unless CUMATH_DIST_SOLVE=scalapack keeps cuSOLVERMp;
+    operands of two dtypes keep cuSOLVERMp (it solves in their common dtype)."""
+    from cumath.distributed.linalg import DirectSolver
+
+    monkeypatch.setenv("CUMATH_DIST_SOLVE", mode)
+    d = BlockCyclic(GRID, (4, 4))
+    M, R = rand((9, 9), np.float64, 1), rand((9, 2), np.float64, 2)
+    with caplog.at_level("INFO", logger="cumath.distributed.linalg"):
+        with DirectSolver(M, R, distributions=[d, d]) as s:
+            s.plan()
+            assert type(s._engine).__name__ == engine
+    if engine == "OneRankLU":
+        assert "planned on one rank: the single-GPU solver" in caplog.text
+        assert not emu.live("cusolvermp-handle")
+    with DirectSolver(M, R.astype(np.float32), distributions=[d, d]) as s:
+        s.plan()
+        assert type(s._engine).__name__ == "CuSOLVERMpLU"

@@ -37,7 +37,9 @@ _STATUS_BYTES = 1024  # a status code (1 byte), then the message of rank 0's err
 _OK, _SINGULAR, _FAILED = 0, 1, 2
 
 
-def _mode() -> str:
+def solve_mode() -> str:
+    """``CUMATH_DIST_SOLVE``: 'auto', 'scalapack' (the distributed library: ScaLAPACK, cuSOLVERMp on GPU runs) or
+    'gather'."""
     value = os.environ.get(ENV, "auto").strip().lower() or "auto"
     if value not in ("auto", "scalapack", "gather"):
         raise ValueError(f"{ENV}={value!r} is not supported; use auto, scalapack or gather")
@@ -47,7 +49,7 @@ def _mode() -> str:
 def gathered_solver(solver, group, log):
     """A :class:`GatheredLU` for the distributed DirectSolver ``solver`` where this path applies (see the
     module's docstring), else None. Collective: every rank calls it from plan()."""
-    mode = _mode()
+    mode = solve_mode()
     if mode == "scalapack":
         return None
     if not hasattr(group, "communicator"):
