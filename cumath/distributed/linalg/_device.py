@@ -26,7 +26,7 @@ from .._operands import gather_layout
 from ..distribution import BlockCyclic
 from ._blocks import SUPPORTED_DTYPES, grid_order
 
-__all__ = ["DeviceMatrix", "Result", "Workspace", "Descriptors", "resolve_stream", "operation_allocator",
+__all__ = ["DeviceMatrix", "Result", "conjugated", "Workspace", "Descriptors", "resolve_stream", "operation_allocator",
            "grid_shape_order", "require_live", "CUDA_TYPE"]
 
 logger = logging.getLogger(__name__)
@@ -102,12 +102,7 @@ class DeviceMatrix:
         ad = adapter(op.package)
         with ad.stream_context(op.device_id, stream):
             dst = ad.empty(self.local_shape, dtype, op.device_id, (1, 0))
-            src = op.obj
-            if conjugate:
-                src = src.conj()
-                if op.package == "torch":
-                    src = src.resolve_conj()
-            ad.copy_into(dst, src)
+            ad.copy_into(dst, conjugated(op.obj, op.package) if conjugate else op.obj)
         self._copy = dst
         return ad.pointer(dst)
 
@@ -125,6 +120,12 @@ class DeviceMatrix:
 
             return torch.from_numpy(out)
         return out
+
+
+def conjugated(x, package: str):
+    """The complex conjugate of array ``x`` of ``package`` as stored values (PyTorch's lazy conjugate resolved)."""
+    x = x.conj()
+    return x.resolve_conj() if package == "torch" else x
 
 
 def device_buffer(ctx, nbytes: int, stream: int):

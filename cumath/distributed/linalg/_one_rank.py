@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from ._device import conjugated
 from ._gathered import solve_mode
 
 __all__ = ["OneRankLU", "takes_one_rank"]
@@ -20,27 +21,15 @@ logger = logging.getLogger(__name__)
 
 def takes_one_rank(solver) -> bool:
     """Whether the distributed ``solver`` of a GPU run goes to the single-GPU solver (see the module)."""
-    a, b = solver._a, solver._b
     return (solver._ctx.process_group.nranks == 1 and solve_mode() != "scalapack"
-            and a.op.dtype == b.op.dtype == solver.dtype.name)
+            and solver._a.dtype == solver._b.dtype == solver.dtype.name)
 
 
 def _op(x, package: str, transpose: str):
     """``op(x)`` of the rank's piece ``x`` for a solve with ``transpose``."""
     if transpose == "N":
         return x
-    if transpose == "C":
-        if package == "torch":
-            import torch
-
-            x = torch.conj_physical(x)
-        elif package == "numpy":
-            import numpy as np
-
-            x = np.conj(x)
-        else:
-            x = x.conj()
-    return x.T
+    return (conjugated(x, package) if transpose == "C" else x).T
 
 
 class OneRankLU:

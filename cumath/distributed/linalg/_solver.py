@@ -58,9 +58,9 @@ class DirectSolver(Stateful):
 
     On GPU runs (``initialize(device_id, ..., backends=("nccl",))``) the same calls run cuSOLVERMp's
     ``cusolverMpGetrf`` / ``cusolverMpGetrs`` (a run of one rank: the single-GPU solver on its piece, which
-    is the whole system, 2.5x faster; ``CUMATH_DIST_SOLVE=scalapack`` keeps cuSOLVERMp): the blocks are CuPy arrays or PyTorch CUDA tensors on this rank's
-    GPU (NumPy arrays and CPU tensors are staged there and X copied back), ``stream`` orders the work, and X is
-    a new array of the operands' package.
+    is the whole system, 2.5x faster; ``CUMATH_DIST_SOLVE=scalapack`` keeps cuSOLVERMp): the blocks are CuPy
+    arrays or PyTorch CUDA tensors on this rank's GPU (NumPy arrays and CPU tensors are staged there and X copied
+    back), ``stream`` orders the work, and X is a new array of the operands' package.
 
     Example (every rank)::
 

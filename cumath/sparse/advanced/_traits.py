@@ -218,14 +218,9 @@ def structurally_singular(indptr, indices, n: int, view=MV.FULL) -> str | None:
     cols[np.asarray(indices)] = True
     if view != MV.FULL:
         cols |= counts > 0
-        what, lines = "row and column", np.flatnonzero(~cols)
-    else:
-        what, lines = "row", np.flatnonzero(counts == 0)
-        if not lines.size:
-            what, lines = "column", np.flatnonzero(~cols)
-    if not lines.size:
-        return None
-    return _gap(what, int(lines[0]), lines.size)
+    rows, lines = np.flatnonzero(counts == 0), np.flatnonzero(~cols)
+    return gaps_message((int(rows[0]), rows.size) if rows.size else None,
+                        (int(lines[0]), lines.size) if lines.size else None, view)
 
 
 def _gap(what: str, first: int, count: int) -> str:

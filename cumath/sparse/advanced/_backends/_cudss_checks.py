@@ -300,12 +300,12 @@ class PatternCheck:
             self.buffers.append(self.words)
             self.host = cuda.pinned_word(self, 4 * count)
 
-    def gaps(self, patterns, dtypes, n_of, lines: bool, stream: int):
-        """``patterns``: per system (indptr, indices) device addresses, ``dtypes`` their index dtypes, ``n_of(i)``
-        system i's order. Per system ((first empty row, count), (first empty line, count)), None entries where
+    def gaps(self, patterns, dtypes, sizes, lines: bool, stream: int):
+        """``patterns``: per system (indptr, indices) device addresses, ``dtypes`` their index dtypes, ``sizes``
+        the systems' orders. Per system ((first empty row, count), (first empty line, count)), None entries where
         there is none; None when the kernels cannot run."""
         count = len(patterns)
-        sizes = [n_of(i) for i in range(count)]
+        sizes = sizes[:count]
         self._room(max(sizes), count, stream)
         cuda.memset(self.words.device_ptr, 0, 32 * count, stream)
         for i, ((indptr, indices), n) in enumerate(zip(patterns, sizes)):

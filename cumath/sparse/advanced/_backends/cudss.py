@@ -404,7 +404,7 @@ class CudssSolver:
                 self._pattern_check = PatternCheck(self.allocator, self.device_id, self._buffers)
             lines = int(self.view) != int(cudss.MatrixViewType.FULL)
             names = tuple(str(np.dtype(d)) for d in dtypes)
-            return self._pattern_check.gaps(patterns, names, lambda i: self.sizes[i], lines, stream)
+            return self._pattern_check.gaps(patterns, names, self.sizes, lines, stream)
 
     def _matching_by_dominance(self, stream, steps=None) -> None:
         """Leave matching out of the analysis of a general matrix whose values are (weakly) row diagonally
