@@ -116,6 +116,7 @@ class HostExecutor:
         out_strides = in_strides if geom.inplace else dense_strides(geom.out_shape, geom.out_perm)
         self.backend = cpu_backend(setup.options.cpu_engine).plan(
             geom, in_strides, out_strides, setup.execution.num_threads, setup.auto_threads, setup.options, setup.log)
+        self.nbytes += getattr(self.backend, "nbytes", 0)  # buffers the engine's plan holds (DFTI's halves)
         self._entries = self.backend.entries
         self._mask = self.backend.align_mask
         self._any = self.backend.execute

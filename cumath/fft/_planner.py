@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import logging
 
 from .._core import cuda
+from .._core._fast import fast_execute
 from .._core.execution import check_execution, execution_key, merge_device_option
 from .._core.lifecycle import requires
 from .._core.operand import Operand, immutable_hint, wrap_operand
@@ -241,6 +242,8 @@ class FFT(Operation):
         self._ops = self._no_operand
         self._released = True
 
+    # a call without arguments runs what the two branches below run for it (host; the plan's own stream) from C
+    @fast_execute("operand", "_default_sign")
     def execute(self, *, direction: FFTDirection | str | None = None, stream: StreamLike = None,
                 release_workspace: bool = False) -> AnyTensor:
         """Run the FFT on the current operand and return the result (the caller's package and device).

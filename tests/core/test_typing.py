@@ -64,6 +64,8 @@ def _callables():
                         value = value.__func__
                     if isinstance(value, property):
                         value = value.fget
+                    if not inspect.isfunction(value) and inspect.isfunction(getattr(value, "__wrapped__", None)):
+                        value = value.__wrapped__  # a compiled method descriptor (fast_execute): its method
                     if inspect.isfunction(value):
                         yield value, f"{where}.{attr}"
         elif inspect.isfunction(obj):

@@ -309,3 +309,98 @@ def test_the_backward_real_transform_stays_out_of_place():
     assert via_result("C2R", dims, (1, 0, 0), None, False, 2, 16) == 0
     assert via_result("R2C", dims, (1, 0, 0), None, False, 2, 8) == 8 << 16
     assert via_result("C2C", dims, (1, 0, 0), None, True, 2, 16) == 0  # in place already
+
+
+# ------------------------------------------------------------------- long R2C transforms as two halves (split_r2c)
+
+@pytest.mark.parametrize("n,dtype", [(1 << 16, "float64"), (1 << 16, "float32"), (3 << 16, "float64"),
+                                     ((1 << 16) + 4, "float32"), (5 * 7 * 11 * 13 * 4 * 4, "float64")])
+def test_long_r2c_runs_as_two_halves(n, dtype):
+    x = random_array((n,), dtype)
+    x0 = x.copy()
+    with F.FFT(x, execution=cumath.ExecutionCPU(num_threads=2), options={**DFTI, "fft_type": "R2C"}) as f:
+        f.plan()
+        plan = f._executor.backend
+        assert plan.half == n // 2 and plan.copy_bytes == 0 and plan.served_by(-1) == "dfti"
+        assert f.nbytes >= plan.nbytes > 0  # the two half spectra are the plan's
+        outs = [f.execute() for _ in range(3)]
+        for y in outs:
+            assert y.shape == (n // 2 + 1,)
+            assert_close(y, rfft_ref(x), dtype)
+        np.testing.assert_array_equal(x, x0)  # the input is read, never written
+        assert not np.shares_memory(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("n,threads,batch,step", [
+    ((1 << 16) + 2, 2, 1, 1),   # n / 2 odd
+    (1 << 15, 2, 1, 1),         # short
+    (1 << 16, 1, 1, 1),         # one thread: a batch of halves gains nothing
+    (1 << 16, 2, 2, 1),         # a batch
+    (1 << 16, 2, 1, 2),         # a strided operand
+])
+def test_r2c_that_is_not_split(n, threads, batch, step):
+    x = random_array((batch, n * step), "float64")[:, ::step]
+    if batch == 1:
+        x = x[0]
+    with F.FFT(x, axes=[-1], execution=cumath.ExecutionCPU(num_threads=threads),
+               options={**DFTI, "fft_type": "R2C"}) as f:
+        f.plan()
+        assert f._executor.backend.half == 0
+        assert_close(f.execute(), rfft_ref(x, [-1]), "float64")
+
+
+def test_the_last_pass_without_the_extension_equals_the_compiled_one(monkeypatch):
+    from cumath.fft._backends import dfti
+
+    n = 3 << 16
+    x = random_array((n,), "float64")
+    exec_ = cumath.ExecutionCPU(num_threads=2)
+    with F.FFT(x, execution=exec_, options={**DFTI, "fft_type": "R2C"}) as f:
+        f.plan()
+        compiled = f.execute()
+    monkeypatch.setattr(dfti, "KERNELS", {})
+    with F.FFT(x, execution=exec_, options={**DFTI, "fft_type": "R2C"}) as f:
+        f.plan()
+        assert f._executor.backend._halves[2].table is None
+        numpy_pass = f.execute()
+    assert_close(numpy_pass, rfft_ref(x), "float64")
+    np.testing.assert_allclose(numpy_pass, compiled, rtol=0, atol=1e-12 * np.abs(compiled).max())
+
+
+def test_a_split_plan_shared_by_threads():
+    """One stateful plan executed from several threads at once: the half spectra are taken one call at a time."""
+    import threading
+
+    n = 1 << 16
+    xs = [random_array((n,), "float64") for _ in range(4)]
+    with F.FFT(xs[0], execution=cumath.ExecutionCPU(num_threads=2), options={**DFTI, "fft_type": "R2C"}) as f:
+        f.plan()
+        execute = f._executor.execute
+        results, errors = {}, []
+
+        def run(i):
+            from cumath._core.operand import wrap_operand
+
+            try:
+                for _ in range(5):
+                    results[i] = execute(wrap_operand(xs[i], "operand"), -1, None)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+    for i, x in enumerate(xs):
+        assert_close(results[i], rfft_ref(x), "float64")
+
+
+def test_the_stateless_long_rfft_is_split_and_correct():
+    from cumath.config import plan_cache
+
+    plan_cache.clear()
+    x = random_array((1 << 17,), "float32")
+    for _ in range(2):
+        assert_close(F.rfft(x, execution=cumath.ExecutionCPU(num_threads=2), options=DFTI), rfft_ref(x), "float32")

@@ -323,7 +323,11 @@ def test_the_device_hot_path_calls_cufft_directly(emulated):
     with F.FFT(device(x), axes=(1,), options=_options(emulated, "C2C")) as f:
         f.plan()
         assert_close(f.execute(), fft_ref(x, (1,)), "complex64", 16)
-    assert stacks[0].index(F.FFT.execute.__code__) + 1 <= 4
+    # at most four Python frames from the call of execute() (included) to the native call: with the compiled
+    # method (fast_execute) execute() has no frame, and the count starts below this test's frame
+    method = getattr(F.FFT.execute, "__wrapped__", F.FFT.execute).__code__
+    start = stacks[0].index(method) + 1 if method in stacks[0] else stacks[0].index(sys._getframe().f_code)
+    assert start <= 4
 
 
 def test_a_failed_staged_plan_frees_its_buffers(emulated, monkeypatch):

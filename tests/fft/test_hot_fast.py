@@ -496,6 +496,72 @@ def test_stateful_execute_without_a_runner_where_it_cannot_serve(monkeypatch):
         assert_close(f.execute(), fft_ref(x), "complex128")
 
 
+def _python_calls(fn):
+    """``fn()``'s result and the code objects of the Python functions it called (a profiler sees each call)."""
+    codes = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            codes.append(frame.f_code)
+
+    sys.setprofile(prof)
+    try:
+        out = fn()
+    finally:
+        sys.setprofile(None)
+    return out, codes
+
+
+def test_execute_without_arguments_is_run_from_c():
+    method = F.FFT.execute.__wrapped__.__code__
+    values = random_array((7, 11), "complex128")
+    with F.FFT(values) as f:
+        f.plan()
+        y, codes = _python_calls(f.execute)
+        assert_close(y, fft_ref(values), "complex128")
+        assert method not in codes and codes == []  # no Python frame at all down to FFTW and back
+        for kw in ({"direction": "forward"}, {"stream": None}, {"release_workspace": True}):
+            y, codes = _python_calls(lambda: f.execute(**kw))
+            assert method in codes
+            assert_close(y, fft_ref(values), "complex128")
+        y, codes = _python_calls(lambda: F.FFT.execute(f))  # the descriptor itself, given the instance
+        assert method not in codes
+        assert_close(y, fft_ref(values), "complex128")
+        # results are new arrays exactly as numpy.empty makes them
+        r1, r2 = f.execute(), f.execute()
+        for r in (r1, r2):
+            assert type(r) is np.ndarray and r.base is None and r.flags.owndata and r.flags.c_contiguous
+            assert r.flags.writeable and r.dtype == np.complex128 and r.shape == (7, 11)
+        assert not np.shares_memory(r1, r2)
+
+
+def test_execute_method_states_and_introspection():
+    import inspect
+
+    from cumath.errors import InvalidStateError
+
+    sig = inspect.signature(F.FFT.execute)
+    assert list(sig.parameters) == ["self", "direction", "stream", "release_workspace"]
+    assert F.FFT.execute.__doc__.startswith("Run the FFT")
+    assert F.FFT.execute.__name__ == "execute" and F.FFT.execute.__qualname__ == "FFT.execute"
+    x = random_array((9,), "complex128")
+    f = F.FFT(x)
+    assert list(inspect.signature(f.execute).parameters) == ["direction", "stream", "release_workspace"]
+    with pytest.raises(InvalidStateError, match="plan"):
+        f.execute()  # not planned: the Python method raises
+    f.plan()
+    f.release_operand()
+    with pytest.raises(InvalidStateError, match="reset_operand"):
+        f.execute()
+    f.reset_operand(x)
+    assert_close(f.execute(), fft_ref(x), "complex128")
+    f.free()
+    with pytest.raises(InvalidStateError):
+        f.execute()
+    with pytest.raises(TypeError, match="exec_method"):
+        _fast._native.exec_method(1, "operand", "_default_sign")
+
+
 def test_runner_argument_errors():
     native = _fast._native
     with pytest.raises(TypeError, match="hot_runner"):
@@ -543,6 +609,24 @@ def test_gpu_execute_runs_as_one_c_call(emulated, monkeypatch):
         assert_close(f.execute(), fft_ref(values), "complex128")
         assert len(slow) == 2
         np.testing.assert_array_equal(x, values)
+
+
+def test_gpu_execute_without_arguments_is_run_from_c(emulated):
+    """On the plan's own stream, not blocking: no Python frame; an explicit stream or blocking=True: the method."""
+    method = F.FFT.execute.__wrapped__.__code__
+    values = random_array((6, 10), "complex128")
+    with F.FFT(device(values.copy()), options={"allocator": emulated.alloc}) as f:
+        f.plan()
+        f.execute()  # binds the plan to its stream
+        y, codes = _python_calls(f.execute)
+        assert method not in codes
+        assert_close(y, fft_ref(values), "complex128")
+    with F.FFT(device(values.copy()), options={"allocator": emulated.alloc, "blocking": True}) as f:
+        f.plan()
+        for _ in range(2):
+            y, codes = _python_calls(f.execute)
+            assert method in codes
+            assert_close(y, fft_ref(values), "complex128")
 
 
 def test_gpu_execute_status_errors_are_raised(emulated, monkeypatch):

@@ -35,7 +35,7 @@ import os
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
            "dev_runner", "hot_put_gpu", "hot_gpu_type", "native_pointer",
-           "hot_mm", "hot_put_mm", "launch_words", "run_table"]
+           "hot_mm", "hot_put_mm", "launch_words", "run_table", "fast_execute", "KERNELS"]
 
 
 def _load():
@@ -70,6 +70,22 @@ hot_mm = getattr(_native, "hot_mm", None)
 #: words (function address, then its arguments) called in order, the GIL released; None without the extension
 run_table = getattr(_native, "run_table", None)
 hot_put_mm = getattr(_native, "hot_put_mm", None)
+_exec_method = getattr(_native, "exec_method", None)
+#: {name: address} of the extension's plain C functions (for run_table rows); empty without the extension
+KERNELS: dict = _native.kernel_addresses() if hasattr(_native, "kernel_addresses") else {}
+
+
+def fast_execute(operand: str, sign: str):
+    """Decorator of an operation's ``execute`` method: a call without arguments runs the planned executor's
+    runner from C, ``executor.execute(ops[operand], getattr(self, sign), stream)`` as the method's own fast branch
+    does, without its Python frame (``_method.c`` says which state it reads); every other call, and any state the
+    compiled path does not recognise, runs the method itself. The method is returned unchanged without the
+    extension (or with ``CUMATH_NATIVE=0``)."""
+
+    def wrap(fn):
+        return fn if _exec_method is None else _exec_method(fn, operand, sign)
+
+    return wrap
 
 _READERS: dict = {}  # type -> (reader kind, current-stream function), as given to the extension
 

@@ -337,6 +337,8 @@ fail:
 #include "_hot_gpu.c"
 #include "_launch.c"
 #include "_table.c"
+#include "_method.c"
+#include "_rfft.c"
 
 static PyMethodDef native_methods[] = {
     {"numpy_fields", (PyCFunction)(void (*)(void))numpy_fields, METH_FASTCALL,
@@ -360,6 +362,10 @@ static PyMethodDef native_methods[] = {
      "run_table(address, rows, width, lo, hi): call rows lo..hi-1 of a table of native calls, the GIL released"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
      "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
+    {"kernel_addresses", (PyCFunction)kernel_addresses, METH_NOARGS,
+     "kernel_addresses() -> {name: address} of the extension's plain C functions (run_table rows)"},
+    {"exec_method", (PyCFunction)(void (*)(void))exec_method, METH_FASTCALL,
+     "exec_method(function, operand name, sign attribute) -> the method descriptor of an operation's execute()"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -377,6 +383,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     str_ptr = PyUnicode_InternFromString("ptr");
     if (str_ptr == NULL) return NULL;
     if (PyType_Ready(&HotEntryType) < 0) return NULL;
+    if (exec_method_init() < 0) return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     Py_INCREF(&Call3Type);
