@@ -25,7 +25,10 @@ Group ``sparse`` (``--list`` shows every case):
                     SYMBOLIC_FACTORIZATION phases; then each against cuDSS's defaults, the settings that plan in
                     <= 0.90x the time with factorize and solve <= 1.05x, and the PLAN_DEFAULTS line that would make
                     the best of them cumath's default for that size class.
-  gpu-plan-settings-1m  (optional) the same table for the 1M system (NONE left out: its fill takes minutes).
+  gpu-plan-settings-1m  (optional) the same table for the 1M system (NONE left out: its fill takes minutes);
+                    CUMATH_BENCH_PLAN_ROWS (a regular expression) runs only the rows it finds, and the baseline.
+  gpu-first-call-1m the first calls of new processes on the 1M system alone; CUMATH_BENCH_PLAN_DEFAULTS (as
+                    PLAN_DEFAULTS, ConfigParam names as strings) tries a candidate default there first.
   cpu-pardiso-iparm (optional) fresh PARDISO solves of that system with other iparm settings (parallel METIS,
                     matching and scaling off, classic factorization, in-core), against cumath's defaults.
   gpu-reorderings   (optional; ``--reorderings``) every cuDSS reordering on the 1M system: plan, factorize and
@@ -41,6 +44,7 @@ Group ``sparse`` (``--list`` shows every case):
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -292,6 +296,12 @@ _FIRST_CALL = textwrap.dedent("""
     b = cp.asarray(np.random.default_rng(0).standard_normal(a.shape[0]))
     cp.cuda.Device().synchronize()
     import cumath.sparse.advanced as S
+    import ast, os
+    if os.environ.get("CUMATH_BENCH_PLAN_DEFAULTS"):  # a candidate planning default, tried before adopting it
+        from cumath._bindings import cudss as C
+        from cumath.sparse.advanced._backends import cudss as backend
+        given = ast.literal_eval(os.environ["CUMATH_BENCH_PLAN_DEFAULTS"])
+        backend.PLAN_DEFAULTS = tuple((n, {getattr(C.ConfigParam, k): v for k, v in d.items()}) for n, d in given)
     t0 = time.perf_counter()
     x = S.direct_solver(a, b)
     cp.cuda.Device().synchronize()
@@ -423,6 +433,9 @@ PLAN_VARIANTS = {
     "nd_min_levels=1": ({"nd_min_levels": 1}, {}),
     "nd_min_levels=4": ({"nd_min_levels": 4}, {}),
     "ND_UBFACTOR=1": ({}, {"cudss_config": {"nd_ubfactor": 1}}),
+    "ND_UBFACTOR=2": ({}, {"cudss_config": {"nd_ubfactor": 2}}),
+    "ND_UBFACTOR=3": ({}, {"cudss_config": {"nd_ubfactor": 3}}),
+    "ND_UBFACTOR=5": ({}, {"cudss_config": {"nd_ubfactor": 5}}),
     "ND_UBFACTOR=30": ({}, {"cudss_config": {"nd_ubfactor": 30}}),
     "use_superpanels=False": ({"use_superpanels": False}, {}),
     "matching off, use_superpanels=False": ({"matching_algorithm": "none", "use_superpanels": False}, {}),
@@ -495,10 +508,13 @@ def _plan_table(case, m: int, skip=()):
 
     saved, backend.PLAN_DEFAULTS = backend.PLAN_DEFAULTS, ()  # every variant over cuDSS's own defaults
     table = {}
+    only = os.environ.get("CUMATH_BENCH_PLAN_ROWS")  # a regular expression: the rows to run (the baseline always)
     try:
         for label, (config, options) in PLAN_VARIANTS.items():
             if label in skip:
                 case.note(f"{label}: not run at this size (see SKIP_1M)")
+                continue
+            if only and label != "cuDSS's own defaults" and not re.search(only, label):
                 continue
             try:
                 runs = [_timed_run(maker(config, options), sync, split=False) for _ in range(3)]
@@ -654,6 +670,14 @@ def gpu_poisson_1m(case):
     _gpu_poisson(case, 1000, peers=False)
 
 
+def gpu_first_call_1m(case):
+    """Only the first calls of new processes on the 1M system (CUMATH_BENCH_PLAN_DEFAULTS: a candidate
+    PLAN_DEFAULTS, as ((lowest order, {ConfigParam name: value}), ...), for those processes)."""
+    given = os.environ.get("CUMATH_BENCH_PLAN_DEFAULTS")
+    case.note(f"planning defaults: {given or 'cumath as it is'}")
+    _first_call_in_a_fresh_process(case, 1000)
+
+
 def gpu_reorderings(case, m=1000):
     cp = need("cupy")
     csp = need("cupyx.scipy.sparse")
@@ -687,6 +711,8 @@ def register(bench: Bench) -> None:
     bench.case("sparse/gpu-poisson-90k", "2-D Poisson 90k f64 on the GPU (cuDSS) vs cupyx, nvmath-python",
                gpu=True)(gpu_poisson_90k)
     bench.case("sparse/gpu-poisson-1m", "2-D Poisson 1M f64 on the GPU (cuDSS)", gpu=True)(gpu_poisson_1m)
+    bench.case("sparse/gpu-first-call-1m", "2-D Poisson 1M f64: the first call of new processes only",
+               gpu=True)(gpu_first_call_1m)
     bench.case("sparse/gpu-plan-settings", "cuDSS planning settings on the 2-D Poisson 90k system (fresh solves)",
                gpu=True)(gpu_plan_settings)
     bench.case("sparse/gpu-plan-settings-1m", "cuDSS planning settings on the 2-D Poisson 1M system (fresh solves)",
