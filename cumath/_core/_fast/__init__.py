@@ -31,6 +31,9 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+from typing import Any, Callable, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["NATIVE", "call3", "call_ippi", "call_words", "numpy_fields_reader", "hot_fft", "hot_table",
            "hot_put", "hot_attach", "hot_setup", "hot_runner",
@@ -75,14 +78,14 @@ _exec_method = getattr(_native, "exec_method", None)
 KERNELS: dict = _native.kernel_addresses() if hasattr(_native, "kernel_addresses") else {}
 
 
-def fast_execute(operand: str, sign: str):
+def fast_execute(operand: str, sign: str) -> Callable[[_F], _F]:
     """Decorator of an operation's ``execute`` method: a call without arguments runs the planned executor's
     runner from C, ``executor.execute(ops[operand], getattr(self, sign), stream)`` as the method's own fast branch
     does, without its Python frame (``_method.c`` says which state it reads); every other call, and any state the
     compiled path does not recognise, runs the method itself. The method is returned unchanged without the
     extension (or with ``CUMATH_NATIVE=0``)."""
 
-    def wrap(fn):
+    def wrap(fn: _F) -> _F:  # typed as the method itself: the descriptor takes the same calls
         return fn if _exec_method is None else _exec_method(fn, operand, sign)
 
     return wrap
