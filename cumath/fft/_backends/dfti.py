@@ -120,25 +120,15 @@ class DftiPlan:
         t0 = time.perf_counter()
         if self.half:
             return self._make_split()
-        desc = _dfti.create_descriptor(self.precision, self.domain, [n for n, _, _ in self.dims])
-        try:
-            # forward: input = forward domain; backward: input = backward domain
-            src, dst = (_P.FWD_STRIDES, _P.BWD_STRIDES) if sign < 0 else (_P.BWD_STRIDES, _P.FWD_STRIDES)
-            _dfti.set_strides(desc, src, 0, [s for _, s, _ in self.dims])
-            _dfti.set_strides(desc, dst, 0, [o for _, _, o in self.dims])
-            n, dist_in, dist_out = self.batch
-            if n > 1:
-                _dfti.set_value(desc, _P.NUMBER_OF_TRANSFORMS, n)
-                _dfti.set_value(desc, _P.FWD_DISTANCE if sign < 0 else _P.BWD_DISTANCE, dist_in)
-                _dfti.set_value(desc, _P.BWD_DISTANCE if sign < 0 else _P.FWD_DISTANCE, dist_out)
-            _dfti.set_value(desc, _P.PLACEMENT, _V.INPLACE if self.inplace or self.copy_bytes else _V.NOT_INPLACE)
-            if self.domain == _V.REAL:
-                _dfti.set_value(desc, _P.CONJUGATE_EVEN_STORAGE, _V.COMPLEX_COMPLEX)
-            _dfti.set_value(desc, _P.THREAD_LIMIT, self.num_threads)
-            _dfti.commit_descriptor(desc)
-        except BaseException:
-            _dfti.free_descriptor(desc)
-            raise
+        # forward: input = forward domain; backward: input = backward domain
+        src, dst = (_P.FWD_STRIDES, _P.BWD_STRIDES) if sign < 0 else (_P.BWD_STRIDES, _P.FWD_STRIDES)
+        settings = [(src, [s for _, s, _ in self.dims]), (dst, [o for _, _, o in self.dims])]
+        n, dist_in, dist_out = self.batch
+        if n > 1:
+            settings += [(_P.NUMBER_OF_TRANSFORMS, n), (_P.FWD_DISTANCE if sign < 0 else _P.BWD_DISTANCE, dist_in),
+                         (_P.BWD_DISTANCE if sign < 0 else _P.FWD_DISTANCE, dist_out)]
+        settings.append((_P.PLACEMENT, _V.INPLACE if self.inplace or self.copy_bytes else _V.NOT_INPLACE))
+        desc = self._committed([n for n, _, _ in self.dims], settings)
         if self.log.isEnabledFor(logging.INFO):
             self.log.info("DFTI %s descriptor dims=%s batch=%s%s sign=%+d, %d thread(s), committed in %.2f ms",
                           self.kind, self.dims, self.batch, f" x {len(self._offsets)} here" if self._offsets else "",
@@ -177,6 +167,25 @@ class DftiPlan:
         memmove(out_ptr, in_ptr, self.copy_bytes)
         _compute(sign)(self._descs[sign], out_ptr, out_ptr)
 
+    def _committed(self, lengths, settings) -> int:
+        """A descriptor of ``lengths`` with ``settings`` ((param, int or list of strides), ...), the conjugate-even
+        storage of a real domain and the plan's thread limit, committed (freed again if any step fails)."""
+        desc = _dfti.create_descriptor(self.precision, self.domain, lengths)
+        try:
+            for param, value in settings:
+                if isinstance(value, list):
+                    _dfti.set_strides(desc, param, 0, value)
+                else:
+                    _dfti.set_value(desc, param, value)
+            if self.domain == _V.REAL:
+                _dfti.set_value(desc, _P.CONJUGATE_EVEN_STORAGE, _V.COMPLEX_COMPLEX)
+            _dfti.set_value(desc, _P.THREAD_LIMIT, self.num_threads)
+            _dfti.commit_descriptor(desc)
+        except BaseException:
+            _dfti.free_descriptor(desc)
+            raise
+        return desc
+
     def _make_split(self) -> int:
         """The descriptor of a split R2C (``split_r2c``): a batch of two length-M transforms, of the even and the
         odd samples (input distance 1, stride 2), into the plan's buffer of both half spectra."""
@@ -186,20 +195,8 @@ class DftiPlan:
         m = self.half
         cdt = np.complex128 if self.precision == _V.DOUBLE else np.complex64
         halves = np.empty(2 * (m // 2 + 1), dtype=cdt)
-        desc = _dfti.create_descriptor(self.precision, self.domain, [m])
-        try:
-            _dfti.set_value(desc, _P.NUMBER_OF_TRANSFORMS, 2)
-            _dfti.set_value(desc, _P.FWD_DISTANCE, 1)
-            _dfti.set_value(desc, _P.BWD_DISTANCE, m // 2 + 1)
-            _dfti.set_strides(desc, _P.FWD_STRIDES, 0, [2])
-            _dfti.set_strides(desc, _P.BWD_STRIDES, 0, [1])
-            _dfti.set_value(desc, _P.PLACEMENT, _V.NOT_INPLACE)
-            _dfti.set_value(desc, _P.CONJUGATE_EVEN_STORAGE, _V.COMPLEX_COMPLEX)
-            _dfti.set_value(desc, _P.THREAD_LIMIT, self.num_threads)
-            _dfti.commit_descriptor(desc)
-        except BaseException:
-            _dfti.free_descriptor(desc)
-            raise
+        desc = self._committed([m], [(_P.NUMBER_OF_TRANSFORMS, 2), (_P.FWD_DISTANCE, 1), (_P.BWD_DISTANCE, m // 2 + 1),
+                                     (_P.FWD_STRIDES, [2]), (_P.BWD_STRIDES, [1]), (_P.PLACEMENT, _V.NOT_INPLACE)])
         self._halves = (halves, halves.ctypes.data, _LastPass(halves, m, self.num_threads), threading.Lock())
         if self.log.isEnabledFor(logging.INFO):
             self.log.info("DFTI R2C of length %d as two of length %d (even and odd samples, one batch: MKL threads "
