@@ -12,11 +12,18 @@ the package's own caching allocator would order it); results whose last use was 
 not tracked.
 
 Off unless asked for (``CUMATH_RECYCLE_RESULTS=1`` in the environment, or ``RECYCLE = True`` before plans are
-made): reference counts cannot see every way a caller keeps reaching a result. A weak reference
-(``weakref.ref(y)``) counts nothing, nor does a pointer a C extension keeps while it holds no reference, and
-free-threaded Pythons defer counts; a reused result would then be overwritten under the caller. So by default
-every call returns a new array, the rule being that no call writes into memory the caller can still reach
-unless the caller asked for it (benchmarks/NOTES.md has what this costs per call).
+made): the snapshots count references, and a weak reference (``weakref.ref(y)``) counts nothing, nor does a
+pointer a C extension keeps while it holds no reference, and free-threaded Pythons defer counts; a reused
+result would then be overwritten under the caller. So by default these plans return a new array each call, the
+rule being that no call writes into memory the caller can still reach unless the caller asked for it.
+
+One path reuses by default: the compiled runner of a host FFT plan (``FFT.execute()`` on NumPy arrays,
+``_core/_fast/_hot_host.c``) reads the array's weak reference list as well as its reference count, base, data
+pointer, flags, shape and strides, so a result it hands out again is one that no name, container, view,
+buffer, capsule or weak reference reaches: only a raw address could, and NumPy itself would have freed that
+memory. It keeps results of at most ``COMPILED_HOST_BYTES`` (all sizes with ``CUMATH_RECYCLE_RESULTS=1``),
+never on a free-threaded Python, and nothing at all with ``CUMATH_RECYCLE_RESULTS=0`` (see ``compiled_reuse``).
+benchmarks/NOTES.md has what each costs per call.
 """
 
 from __future__ import annotations
@@ -26,10 +33,17 @@ import platform
 
 from .operand import adapter
 
-__all__ = ["Recycler", "RECYCLE", "MAX_DEVICE_BYTES", "MIN_HOST_BYTES"]
+__all__ = ["Recycler", "RECYCLE", "MAX_DEVICE_BYTES", "MIN_HOST_BYTES", "COMPILED", "COMPILED_HOST_BYTES",
+           "compiled_reuse"]
 
 #: on/off for every plan created from now on (off by default: see the module's docstring)
-RECYCLE = os.environ.get("CUMATH_RECYCLE_RESULTS", "").strip().lower() in ("1", "true", "yes", "on")
+_ASKED = os.environ.get("CUMATH_RECYCLE_RESULTS", "").strip().lower()
+RECYCLE = _ASKED in ("1", "true", "yes", "on")
+#: the compiled host FFT runner's reuse (on unless CUMATH_RECYCLE_RESULTS is 0/false/no/off; see the docstring)
+COMPILED = _ASKED not in ("0", "false", "no", "off")
+#: the largest result the compiled host runner keeps by default (two of them per plan at most): a 2048-point
+#: complex128 result is 32 KiB; above a few MiB the memory held matters more than the allocation saved
+COMPILED_HOST_BYTES = 4 << 20
 #: the largest GPU result kept (a large result's allocation is cheap next to its computation, and holding two
 #: of them would cost device memory; small ones are where the package's allocator costs most per call)
 MAX_DEVICE_BYTES = 4 << 20
@@ -40,6 +54,11 @@ MAX_DEVICE_BYTES = 4 << 20
 MIN_HOST_BYTES = 0
 
 _CPYTHON = platform.python_implementation() == "CPython"
+
+
+def compiled_reuse(nbytes: int) -> bool:
+    """Whether a compiled host runner whose results have ``nbytes`` keeps and reuses them (see the docstring)."""
+    return _CPYTHON and COMPILED and nbytes >= MIN_HOST_BYTES and (RECYCLE or nbytes <= COMPILED_HOST_BYTES)
 
 
 def _rule(package: str):
@@ -83,3 +102,7 @@ class Recycler:
 
     def clear(self) -> None:
         self.entries = ()
+
+    def stop(self) -> None:
+        """Keep nothing from now on (another path reuses the results of this plan)."""
+        self.entries, self.snapshot, self.nbytes = (), None, 0

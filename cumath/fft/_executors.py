@@ -31,7 +31,7 @@ from .._core.layout import dense_strides, natural_perm
 from .._core.logging import format_bytes
 from .._core.operand import Operand, adapter
 from .._core.overlap import has_negative_stride
-from .._core.recycle import Recycler
+from .._core.recycle import Recycler, compiled_reuse
 from ..memory import default_allocator
 from ._backends import cpu_backend, cpu_engine
 from ._traits import cufft_layout, device_layouts, device_strides
@@ -53,6 +53,7 @@ class Setup:
     stream: int | None = None
     auto_threads: bool = True  # the CPU thread count is cumath's choice
     callbacks: tuple = ()  # cuFFT LTO callbacks (fft/_callbacks.AttachedCallback), GPU execution only
+    reuse_results: bool = True  # a stateful plan's compiled runner may reuse dropped results (_core/recycle.py)
 
     def allocator(self, package: str):
         return self.options.allocator or default_allocator(package, self.execution.device_id)
@@ -129,10 +130,17 @@ class HostExecutor:
                                     A.pointer, math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype], device=False)
             self.nbytes += self.results.nbytes
         self._take = None if self.results is None else self.results.take
+        self._runner = None
         spec = self.hot_spec() if hot_runner is not None else None
         if spec is not None:  # execute() as one C call (HostExecutor.execute for what it declines)
             hot_numpy()
-            self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self))
+            out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
+            keep = self.results.snapshot is not None or (setup.reuse_results and compiled_reuse(out_bytes))
+            self._runner = self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self), keep)
+            if self._runner.recycle:  # the runner keeps (at most two); the Python path's rare calls keep none
+                self._out_bytes = out_bytes
+                self.nbytes += 2 * out_bytes - self.results.nbytes
+                self.results.stop()
 
     def prepare(self, sign):
         self.backend.prepare(sign)
@@ -140,14 +148,15 @@ class HostExecutor:
     def hot_spec(self):
         """``(execs, mask, elem_mask, any, alloc, alloc_args)`` for the compiled hit path (``_core/_fast``), or
         None where it cannot run this executor's calls exactly as :meth:`execute` does: it serves the out-of-place
-        transform of an element-aligned operand into a new NumPy array from ``numpy.empty``, calling the engine's
-        planned function for the SIMD-aligned case and ``self._any`` for every other."""
+        transform of an element-aligned operand into a NumPy array from ``numpy.empty`` (or one it made before
+        that nothing else reaches: ``_core/recycle.py``), calling the engine's planned function for the
+        SIMD-aligned case and ``self._any`` for every other."""
         r = self.results
         if self.inplace or self._in_copy is not None or self._staged or type(r) is not Recycler:
             return None
         new = r.new
-        if r.snapshot is not None or type(new) is not functools.partial or new.keywords or new.func is not np.empty:
-            return None  # results reused (opt-in), or an allocator other than numpy.empty
+        if type(new) is not functools.partial or new.keywords or new.func is not np.empty:
+            return None  # an allocator other than numpy.empty
         return self._entries, self._mask, self._elem_mask, self._any, new.func, new.args
 
     def _aligned_copy(self, op) -> int:
@@ -185,9 +194,19 @@ class HostExecutor:
             entry[0](entry[1], in_ptr, out_ptr)
         return out
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the results kept now for reuse (the Python path's and the compiled runner's)."""
+        held = 0 if self.results is None else self.results.held_bytes
+        if self._runner is not None and self._runner.recycle:
+            held += self._runner.kept() * self._out_bytes
+        return held
+
     def release_workspace(self):
         if self.results is not None:
             self.results.clear()
+        if self._runner is not None:
+            self._runner.release()
 
     def free(self):
         self.release_workspace()

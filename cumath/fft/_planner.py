@@ -77,7 +77,14 @@ class FFT(Operation):
 
     Transforms are unnormalized in both directions (as in cuFFT and FFTW): an inverse of a forward
     transform returns the input times the product of the transform sizes.
+
+    ``execute()`` on NumPy arrays may hand out again the memory of a result the caller has dropped (nothing
+    refers to it any more: no name, view, buffer or weak reference; see ``cumath/_core/recycle.py``), as pyFFTW
+    writes into one output array; nvmath-python returns new memory each call. Results held anywhere are never
+    written again. ``CUMATH_RECYCLE_RESULTS=0`` turns this off.
     """
+
+    _reuse_results = True  # False for the stateless functions' cached plans (they return new memory)
 
     _NAMES = ("operand",)
     _RESET_HINT = "reset_operand(new_operand)"
@@ -97,6 +104,7 @@ class FFT(Operation):
                  stream: StreamLike) -> FFT:
         """An FFT of the stateless function's type ('C2C', 'R2C', 'C2R'; options.fft_type may only agree)."""
         self = cls.__new__(cls)
+        self._reuse_results = False  # a cached plan keeps no results between calls
         self._setup(operand, axes, options, execution, stream, fft_type)
         return self
 
@@ -217,7 +225,7 @@ class FFT(Operation):
         if op is None:
             self._not_ready("plan", ("operands",))
         setup = Setup(self._execution, self._options, self._log, self._stream, not self._place.user_threads,
-                      callbacks)
+                      callbacks, self._reuse_results)
         return make_executor(self._geom, op, setup)
 
     def _planned_with(self, executor) -> None:
@@ -229,7 +237,9 @@ class FFT(Operation):
         (non-blocking, on the operand's current stream, as every stateless GPU call of its key is)."""
         ex = self._executor
         if self._host_only:
-            return ex.hot_spec() if type(ex) is HostExecutor else None
+            if type(ex) is not HostExecutor or (ex._runner is not None and ex._runner.recycle):
+                return None  # results reused on request (CUMATH_RECYCLE_RESULTS=1): the plan's runner serves
+            return ex.hot_spec()
         if type(ex) is DeviceExecutor and not self._blocking and not self._explicit_stream:
             runner = ex.__dict__.get("execute")  # the plain case's C runner, where the executor has one
             if runner is not None and type(runner).__name__ == "DevRunner":

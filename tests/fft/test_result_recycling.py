@@ -55,13 +55,13 @@ def test_a_dropped_result_is_reused_and_correct(planned):
 def test_release_workspace_lets_the_last_result_go(planned):
     f, _ = planned
     f.execute()
-    assert f._executor.results.held_bytes > 0
+    assert f._executor.held_bytes > 0
     f._executor.release_workspace()
-    assert f._executor.results.held_bytes == 0
+    assert f._executor.held_bytes == 0
     f.execute(release_workspace=True)  # the same through execute()
-    assert f._executor.results.held_bytes == 0
+    assert f._executor.held_bytes == 0
     f.execute()
-    assert f._executor.results.held_bytes > 0
+    assert f._executor.held_bytes > 0
 
 
 def test_results_under_the_threshold_are_not_kept(monkeypatch):
@@ -72,10 +72,12 @@ def test_results_under_the_threshold_are_not_kept(monkeypatch):
     with cumath.fft.FFT(small) as f:
         f.plan()
         ptr = f.execute().ctypes.data
-        assert f.nbytes == 0 and f._executor.results.held_bytes == 0
+        assert f.nbytes == 0 and f._executor.held_bytes == 0
         f.execute()
     big = np.ones(1 << 17, complex)  # 2 MiB
     with cumath.fft.FFT(big) as f:
         f.plan()
         ptr = f.execute().ctypes.data
-        assert f.execute().ctypes.data == ptr and f.nbytes == big.nbytes
+        assert f.execute().ctypes.data == ptr
+        kept = 2 if f._executor._runner is not None else 1  # the compiled runner may keep two (a loop holding one)
+        assert f.nbytes == kept * big.nbytes

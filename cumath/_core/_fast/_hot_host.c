@@ -14,6 +14,7 @@
  * hot_fft(...) serves a call from them or returns None (the Python path then runs). */
 
 #define HOT_MAXDIM 32
+#define HOT_SPARES 2 /* two: `y = op.execute()` in a loop holds the previous result during the call */
 
 typedef struct {
     PyObject_HEAD
@@ -32,11 +33,17 @@ typedef struct {
     PyObject *alloc_args;
     PyObject *descr;     /* the dtype the key was built with (held: its address is in the key) */
     PyObject *rdescr;    /* the result's dtype where alloc is numpy.empty(shape, dtype): made by NumPy's C API */
+    PyObject *spare[HOT_SPARES]; /* a runner's recent results, handed out again once dropped (hot_spare) */
     PyObject *slow;      /* as a callable (stateful executes): the executor's Python execute, for what it declines */
     uintptr_t mask;      /* SIMD alignment the plans in execs were made for */
     uintptr_t elem_mask; /* element alignment the engine needs at all */
     int rnd;             /* with rdescr: the result's ndim and shape */
     Py_ssize_t rdims[HOT_MAXDIM];
+    int recycle;         /* a runner that reuses dropped results (with rdescr; never without reference counts) */
+    int spare_next;      /* the spare slot a new result replaces (the older one) */
+    char *spare_data[HOT_SPARES]; /* each spare's data pointer, flags and strides when it was made */
+    int spare_flags[HOT_SPARES];
+    Py_ssize_t spare_strides[HOT_SPARES][HOT_MAXDIM];
     vectorcallfunc vectorcall;
 } HotEntry;
 
@@ -48,6 +55,7 @@ static PyObject *gpu_readers;
 static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *hot_ndarray;   /* numpy.ndarray */
+static void spares_init(HotEntry *e, int recycle);
 static PyObject *hot_switches;  /* ((dict, name, required value), ...): all must hold for the path to serve */
 static PyObject *hot_tskey;     /* the key of a thread's HotTable in its thread-state dict */
 
@@ -194,14 +202,68 @@ static int entry_result_spec(HotEntry *e) {
     return 0;
 }
 
+/* Results a runner hands out again (cumath/_core/recycle.py says when the Python side asks for it): a kept
+ * result is reused only while the runner's reference is the only one (no name, container, view, memoryview,
+ * DLPack capsule or ctypes object refers to it), no weak reference to it exists, and it is as it was made
+ * (data pointer, flags, shape, strides, dtype, no base). Nothing but a raw address can reach such an array, and a
+ * raw address of an array nothing refers to is reachable by nobody in NumPy's own terms (its memory would be
+ * freed). A kept result that changed, or has a weak reference, is let go (its weak callbacks then run). Without
+ * reference counts that mean this (free-threaded builds) nothing is kept. */
+static int spare_unchanged(HotEntry *e, int i) {
+    PyObject *s = e->spare[i];
+    np_fields *a = (np_fields *)s;
+    Py_ssize_t off = Py_TYPE(s)->tp_weaklistoffset;
+    if (off <= 0 || *(PyObject **)((char *)s + off) != NULL) return 0;
+    if (a->base != NULL || a->data != e->spare_data[i] || a->flags != e->spare_flags[i] ||
+        a->descr != e->rdescr || a->nd != e->rnd)
+        return 0;
+    for (int d = 0; d < a->nd; d++)
+        if (a->dimensions[d] != e->rdims[d] || a->strides[d] != e->spare_strides[i][d]) return 0;
+    return 1;
+}
+
+/* a kept result nothing else refers to (a new reference), or NULL (no error) */
+static PyObject *hot_spare(HotEntry *e) {
+#ifdef Py_GIL_DISABLED
+    return NULL;
+#else
+    for (int i = 0; i < HOT_SPARES; i++) {
+        PyObject *s = e->spare[i];
+        if (s == NULL || Py_REFCNT(s) != 1) continue;
+        if (spare_unchanged(e, i)) return Py_NewRef(s);
+        Py_CLEAR(e->spare[i]); /* changed in place, or weakly referred to: let it go */
+        e->spare_next = i;
+    }
+    return NULL;
+#endif
+}
+
+/* keep a new result in place of the older spare */
+static void hot_keep(HotEntry *e, PyObject *out) {
+#ifndef Py_GIL_DISABLED
+    np_fields *a = (np_fields *)out;
+    if ((PyObject *)Py_TYPE(out) != hot_ndarray || a->nd != e->rnd) return;
+    int i = e->spare_next;
+    e->spare_next = (i + 1) % HOT_SPARES;
+    e->spare_data[i] = a->data;
+    e->spare_flags[i] = a->flags;
+    for (int d = 0; d < a->nd; d++) e->spare_strides[i][d] = a->strides[d];
+    Py_XSETREF(e->spare[i], Py_NewRef(out));
+#endif
+}
+
 /* the result of the entry's plan on the array at `in` (element-aligned): a new array from the allocator, written
  * by the planned function where both pointers have the plan's SIMD alignment, by the engine's own execute
  * otherwise (and for a direction not planned yet) */
 static PyObject *hot_exec(HotEntry *e, char *in, PyObject *sign) {
     PyObject *out;
     if (e->rdescr != NULL) {
-        Py_INCREF(e->rdescr); /* PyArray_Empty takes a reference to the dtype */
-        out = np_empty(e->rnd, e->rdims, e->rdescr, 0);
+        out = e->recycle ? hot_spare(e) : NULL;
+        if (out == NULL) {
+            Py_INCREF(e->rdescr); /* PyArray_Empty takes a reference to the dtype */
+            out = np_empty(e->rnd, e->rdims, e->rdescr, 0);
+            if (out != NULL && e->recycle) hot_keep(e, out);
+        }
     } else
         out = PyObject_Call(e->alloc, e->alloc_args, NULL);
     if (out == NULL) return NULL;
@@ -319,6 +381,7 @@ static PyObject *hot_put(PyObject *module, PyObject *const *args, Py_ssize_t nar
     e->mask = mask;
     e->elem_mask = elem_mask;
     e->slow = NULL;
+    spares_init(e, 0);
     entry_result_spec(e);
     e->vectorcall = hotentry_vectorcall; /* which says it is no runner */
     PyObject_GC_Track(e);
@@ -354,13 +417,21 @@ static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, siz
     return out;
 }
 
-/* hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) */
+static void spares_init(HotEntry *e, int recycle) {
+    for (int i = 0; i < HOT_SPARES; i++) e->spare[i] = NULL;
+    e->spare_next = 0;
+    e->recycle = recycle;
+}
+
+/* hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow[, recycle]) */
 static PyObject *hot_runner(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyDict_Check(args[0]) || !PyTuple_Check(args[5]) || hot_ndarray == NULL) {
-        PyErr_SetString(PyExc_TypeError, "hot_runner(dict, int, int, callable, callable, tuple, callable), after "
-                                         "hot_setup()");
+    if (nargs < 7 || nargs > 8 || !PyDict_Check(args[0]) || !PyTuple_Check(args[5]) || hot_ndarray == NULL) {
+        PyErr_SetString(PyExc_TypeError, "hot_runner(dict, int, int, callable, callable, tuple, callable[, bool]), "
+                                         "after hot_setup()");
         return NULL;
     }
+    int recycle = nargs == 8 ? PyObject_IsTrue(args[7]) : 0;
+    if (recycle < 0) return NULL;
     size_t mask = PyLong_AsSize_t(args[1]);
     if (mask == (size_t)-1 && PyErr_Occurred()) return NULL;
     size_t elem_mask = PyLong_AsSize_t(args[2]);
@@ -376,7 +447,9 @@ static PyObject *hot_runner(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     e->mask = mask;
     e->elem_mask = elem_mask;
+    spares_init(e, recycle);
     entry_result_spec(e);
+    if (e->rdescr == NULL) e->recycle = 0;
     e->vectorcall = hotentry_vectorcall;
     PyObject_GC_Track(e);
     return (PyObject *)e;
@@ -540,9 +613,30 @@ static PyTypeObject HotTableType = {
 
 OBJECT_FIELDS_GC(hotentry, HotEntry, full_key, slow)
 
+/* release(): let the kept results go (the executor's workspace released, or the plan freed) */
+static PyObject *hotentry_release(HotEntry *e, PyObject *unused) {
+    for (int i = 0; i < HOT_SPARES; i++) Py_CLEAR(e->spare[i]);
+    e->spare_next = 0;
+    Py_RETURN_NONE;
+}
+
+/* kept(): how many results are kept now */
+static PyObject *hotentry_kept(HotEntry *e, PyObject *unused) {
+    int n = 0;
+    for (int i = 0; i < HOT_SPARES; i++) n += e->spare[i] != NULL;
+    return PyLong_FromLong(n);
+}
+
+static PyMethodDef hotentry_methods[] = {
+    {"release", (PyCFunction)hotentry_release, METH_NOARGS, "let the kept results go"},
+    {"kept", (PyCFunction)hotentry_kept, METH_NOARGS, "how many results are kept for reuse"},
+    {NULL},
+};
+
 static PyMemberDef hotentry_members[] = {
     {"key", T_OBJECT, offsetof(HotEntry, full_key), READONLY, "the plan cache key"},
     {"execs", T_OBJECT, offsetof(HotEntry, execs), READONLY, "sign -> (execute function, plan)"},
+    {"recycle", T_INT, offsetof(HotEntry, recycle), READONLY, "whether dropped results are handed out again"},
     {NULL},
 };
 
@@ -559,4 +653,5 @@ static PyTypeObject HotEntryType = {
     .tp_traverse = (traverseproc)hotentry_traverse,
     .tp_clear = (inquiry)hotentry_clear,
     .tp_members = hotentry_members,
+    .tp_methods = hotentry_methods,
 };

@@ -361,7 +361,7 @@ static PyMethodDef native_methods[] = {
     {"run_table", (PyCFunction)(void (*)(void))run_table, METH_FASTCALL,
      "run_table(address, rows, width, lo, hi): call rows lo..hi-1 of a table of native calls, the GIL released"},
     {"hot_runner", (PyCFunction)(void (*)(void))hot_runner, METH_FASTCALL,
-     "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow) -> runner(op, sign, stream=None)"},
+     "hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow[, recycle]) -> runner(op, sign, stream=None)"},
     {"kernel_addresses", (PyCFunction)kernel_addresses, METH_NOARGS,
      "kernel_addresses() -> {name: address} of the extension's plain C functions (run_table rows)"},
     {"exec_method", (PyCFunction)(void (*)(void))exec_method, METH_FASTCALL,
