@@ -41,9 +41,11 @@ _ASKED = os.environ.get("CUMATH_RECYCLE_RESULTS", "").strip().lower()
 RECYCLE = _ASKED in ("1", "true", "yes", "on")
 #: the compiled host FFT runner's reuse (on unless CUMATH_RECYCLE_RESULTS is 0/false/no/off; see the docstring)
 COMPILED = _ASKED not in ("0", "false", "no", "off")
-#: the largest result the compiled host runner keeps by default (two of them per plan at most): a 2048-point
-#: complex128 result is 32 KiB; above a few MiB the memory held matters more than the allocation saved
-COMPILED_HOST_BYTES = 4 << 20
+#: the largest result the compiled host runner keeps by default (two of them per plan at most). Small results
+#: save the allocation (~0.1-0.7 us of a 2048-point complex128 FFT); large ones save fresh pages: a new 32 MiB
+#: result cost 1.42x a 4096 x 1024 complex64 batch into a kept one (the kernel zeroes every page it hands out).
+#: The bound keeps what a plan may hold after its caller dropped everything to two results of 64 MiB.
+COMPILED_HOST_BYTES = 64 << 20
 #: the largest GPU result kept (a large result's allocation is cheap next to its computation, and holding two
 #: of them would cost device memory; small ones are where the package's allocator costs most per call)
 MAX_DEVICE_BYTES = 4 << 20
