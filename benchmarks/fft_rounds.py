@@ -51,7 +51,8 @@ def run_case(cid, shape, dtype, axes, kind, rounds: int) -> dict:
     wisdom exists) against FFTW_MEASURE on the same arrays (cumath's measured plan of the same operand: the
     like-for-like reference of plan quality) and pyFFTW's measured plan writing into arrays of its own. The
     stateless call returns new memory every call, as numpy.fft does: above a few MiB that is fresh pages the
-    kernel zeroes, which pyFFTW's execute into its kept output never pays."""
+    kernel zeroes, which pyFFTW's execute into its kept output never pays; so the stateless call is also timed
+    against the same call with a measured FFTW plan (both with ``options``, so both take the same path)."""
     import pyfftw
 
     x = data(shape, dtype, kind)
@@ -63,8 +64,15 @@ def run_case(cid, shape, dtype, axes, kind, rounds: int) -> dict:
     stateless = functools.partial(cumath.fft.rfft if kind == "rfft" else cumath.fft.fft, x,
                                   **({} if every else {"axes": list(axes)}))
     stateless()  # its plan is cached now, before any wisdom, and serves every later call
+    fn = cumath.fft.rfft if kind == "rfft" else cumath.fft.fft
+    # the same call form for both plan kinds (options: the Python path of the stateless call, ~4 us a call)
+    stateless_opts = functools.partial(fn, x, axes=list(axes), options={**opts, "cpu_engine": "auto"})
+    stateless_opts()  # planned before any wisdom too
+    stateless_measured = functools.partial(fn, x, axes=list(axes),
+                                           options={**opts, "cpu_engine": "fftw", "planning_effort": "measure"})
     g = cumath.fft.FFT(x, axes=list(axes), options={**opts, "cpu_engine": "fftw", "planning_effort": "measure"})
     g.plan()
+    stateless_measured()  # the measured plan of the stateless call (wisdom exists now: no second measurement)
     threads = 1 if x.size < (1 << 15) else cpu_count()  # FFTW at its best: one thread for small sizes (fft.py's)
     a = pyfftw.empty_aligned(x.shape, dtype=x.dtype)
     out_shape = x.shape[:-1] + (x.shape[-1] // 2 + 1,) if kind == "rfft" else x.shape
@@ -74,7 +82,8 @@ def run_case(cid, shape, dtype, axes, kind, rounds: int) -> dict:
     a[...] = x
     k = max(3, min(400, int(0.02 / max(_timed(m.execute, 3), 1e-7))))  # ~20 ms of calls per contender a round
     fns = {"cumath, no wisdom": f.execute, "cumath FFTW_MEASURE": g.execute, "pyFFTW FFTW_MEASURE": m.execute,
-           "cumath stateless, no wisdom": stateless}
+           "cumath stateless, no wisdom": stateless, "cumath stateless (options), no wisdom": stateless_opts,
+           "cumath stateless (options), FFTW_MEASURE": stateless_measured}
     for fn in fns.values():
         _timed(fn, 2)
     times = {name: [] for name in fns}
@@ -91,7 +100,9 @@ def run_case(cid, shape, dtype, axes, kind, rounds: int) -> dict:
             "no_wisdom_over_measure": _ratios(times["cumath, no wisdom"], times["cumath FFTW_MEASURE"]),
             "no_wisdom_over_pyfftw": _ratios(times["cumath, no wisdom"], times["pyFFTW FFTW_MEASURE"]),
             "measure_over_pyfftw": _ratios(times["cumath FFTW_MEASURE"], times["pyFFTW FFTW_MEASURE"]),
-            "stateless_over_pyfftw": _ratios(times["cumath stateless, no wisdom"], times["pyFFTW FFTW_MEASURE"])}
+            "stateless_over_pyfftw": _ratios(times["cumath stateless, no wisdom"], times["pyFFTW FFTW_MEASURE"]),
+            "stateless_over_stateless_measure": _ratios(times["cumath stateless (options), no wisdom"],
+                                                        times["cumath stateless (options), FFTW_MEASURE"])}
 
 
 def _fmt(r: dict) -> str:
@@ -116,7 +127,9 @@ def main(argv=None) -> int:
               f"    no wisdom / FFTW_MEASURE (same arrays)  {_fmt(row['no_wisdom_over_measure'])}\n"
               f"    no wisdom / pyFFTW (its own arrays)     {_fmt(row['no_wisdom_over_pyfftw'])}\n"
               f"    FFTW_MEASURE / pyFFTW                   {_fmt(row['measure_over_pyfftw'])}\n"
-              f"    stateless no wisdom / pyFFTW            {_fmt(row['stateless_over_pyfftw'])}", flush=True)
+              f"    stateless no wisdom / pyFFTW            {_fmt(row['stateless_over_pyfftw'])}\n"
+              f"    stateless: no wisdom / FFTW_MEASURE     {_fmt(row['stateless_over_stateless_measure'])}",
+              flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S"), "rows": rows}, fh, indent=1)
