@@ -60,17 +60,16 @@ def run_case(cid, shape, dtype, axes, kind, rounds: int) -> dict:
     f = cumath.fft.FFT(x, axes=list(axes), options=opts or None)
     f.plan()  # no wisdom yet: what a first call plans
     by = served(f)
-    every = len(axes) == x.ndim  # the default axes: the call numpy users write (arguments take the Python path)
-    stateless = functools.partial(cumath.fft.rfft if kind == "rfft" else cumath.fft.fft, x,
-                                  **({} if every else {"axes": list(axes)}))
-    stateless()  # its plan is cached now, before any wisdom, and serves every later call
     fn = cumath.fft.rfft if kind == "rfft" else cumath.fft.fft
+    every = len(axes) == x.ndim  # the default axes: the call numpy users write (arguments take the Python path)
+    stateless = functools.partial(fn, x, **({} if every else {"axes": list(axes)}))
+    stateless()  # its plan is cached now, before any wisdom, and serves every later call
     # the same call form for both plan kinds (options: the Python path of the stateless call, ~4 us a call)
     stateless_opts = functools.partial(fn, x, axes=list(axes), options={**opts, "cpu_engine": "auto"})
     stateless_opts()  # planned before any wisdom too
-    stateless_measured = functools.partial(fn, x, axes=list(axes),
-                                           options={**opts, "cpu_engine": "fftw", "planning_effort": "measure"})
-    g = cumath.fft.FFT(x, axes=list(axes), options={**opts, "cpu_engine": "fftw", "planning_effort": "measure"})
+    measured = {**opts, "cpu_engine": "fftw", "planning_effort": "measure"}
+    stateless_measured = functools.partial(fn, x, axes=list(axes), options=measured)
+    g = cumath.fft.FFT(x, axes=list(axes), options=measured)
     g.plan()
     stateless_measured()  # the measured plan of the stateless call (wisdom exists now: no second measurement)
     threads = 1 if x.size < (1 << 15) else cpu_count()  # FFTW at its best: one thread for small sizes (fft.py's)

@@ -126,15 +126,15 @@ class HostExecutor:
             self.results = _Kept(out)
         elif not geom.inplace:
             A = adapter(op.package)
+            out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
             self.results = Recycler(op.package, A.empty_factory(geom.out_shape, geom.out_dtype, None, geom.out_perm),
-                                    A.pointer, math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype], device=False)
+                                    A.pointer, out_bytes, device=False)
             self.nbytes += self.results.nbytes
         self._take = None if self.results is None else self.results.take
         self._runner = None
         spec = self.hot_spec() if hot_runner is not None else None
         if spec is not None:  # execute() as one C call (HostExecutor.execute for what it declines)
             hot_numpy()
-            out_bytes = math.prod(geom.out_shape) * ITEMSIZE[geom.out_dtype]
             keep = self.results.snapshot is not None or (setup.reuse_results and compiled_reuse(out_bytes))
             self._runner = self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self), keep)
             if self._runner.recycle:  # the runner keeps (at most two); the Python path's rare calls keep none

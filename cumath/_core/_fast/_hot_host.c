@@ -41,9 +41,9 @@ typedef struct {
     Py_ssize_t rdims[HOT_MAXDIM];
     int recycle;         /* a runner that reuses dropped results (with rdescr; never without reference counts) */
     int spare_next;      /* the spare slot a new result replaces (the older one) */
-    char *spare_data[HOT_SPARES]; /* each spare's data pointer, flags and strides when it was made */
+    char *spare_data[HOT_SPARES]; /* each spare's data pointer and flags when it was made */
     int spare_flags[HOT_SPARES];
-    Py_ssize_t spare_strides[HOT_SPARES][HOT_MAXDIM];
+    Py_ssize_t rstrides[HOT_MAXDIM]; /* the strides numpy.empty gives the result (set with the first spare) */
     vectorcallfunc vectorcall;
 } HotEntry;
 
@@ -55,7 +55,6 @@ static PyObject *gpu_readers;
 static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *hot_ndarray;   /* numpy.ndarray */
-static void spares_init(HotEntry *e, int recycle);
 static PyObject *hot_switches;  /* ((dict, name, required value), ...): all must hold for the path to serve */
 static PyObject *hot_tskey;     /* the key of a thread's HotTable in its thread-state dict */
 
@@ -218,7 +217,7 @@ static int spare_unchanged(HotEntry *e, int i) {
         a->descr != e->rdescr || a->nd != e->rnd)
         return 0;
     for (int d = 0; d < a->nd; d++)
-        if (a->dimensions[d] != e->rdims[d] || a->strides[d] != e->spare_strides[i][d]) return 0;
+        if (a->dimensions[d] != e->rdims[d] || a->strides[d] != e->rstrides[d]) return 0;
     return 1;
 }
 
@@ -238,18 +237,23 @@ static PyObject *hot_spare(HotEntry *e) {
 #endif
 }
 
-/* keep a new result in place of the older spare */
+/* keep a new result of np_empty (an ndarray of e->rnd dimensions) in place of the older spare */
 static void hot_keep(HotEntry *e, PyObject *out) {
 #ifndef Py_GIL_DISABLED
     np_fields *a = (np_fields *)out;
-    if ((PyObject *)Py_TYPE(out) != hot_ndarray || a->nd != e->rnd) return;
     int i = e->spare_next;
     e->spare_next = (i + 1) % HOT_SPARES;
     e->spare_data[i] = a->data;
     e->spare_flags[i] = a->flags;
-    for (int d = 0; d < a->nd; d++) e->spare_strides[i][d] = a->strides[d];
+    for (int d = 0; d < a->nd; d++) e->rstrides[d] = a->strides[d];
     Py_XSETREF(e->spare[i], Py_NewRef(out));
 #endif
+}
+
+static void spares_init(HotEntry *e, int recycle) {
+    for (int i = 0; i < HOT_SPARES; i++) e->spare[i] = NULL;
+    e->spare_next = 0;
+    e->recycle = recycle;
 }
 
 /* the result of the entry's plan on the array at `in` (element-aligned): a new array from the allocator, written
@@ -415,12 +419,6 @@ static PyObject *hotentry_vectorcall(PyObject *self_, PyObject *const *args, siz
     PyObject *out = hot_exec(e, in, args[1]);
     Py_DECREF(e);
     return out;
-}
-
-static void spares_init(HotEntry *e, int recycle) {
-    for (int i = 0; i < HOT_SPARES; i++) e->spare[i] = NULL;
-    e->spare_next = 0;
-    e->recycle = recycle;
 }
 
 /* hot_runner(execs, mask, elem_mask, any, alloc, alloc_args, slow[, recycle]) */
