@@ -9,6 +9,7 @@
 #   bash benchmarks/gpu_run.sh bench      benchmarks/fft.py and matmul.py, GPU cases (--quick)
 #   bash benchmarks/gpu_run.sh solvers    benchmarks/solvers.py, dense and sparse (needs cuDSS)
 #   bash benchmarks/gpu_run.sh cudss      the sparse GPU tests, the Poisson 90k / 1M cases and the 90k plan table
+#   bash benchmarks/gpu_run.sh ordering   cuDSS with cumath's parallel ordering as a user permutation (needs cuDSS)
 #   bash benchmarks/gpu_run.sh cudss-1m   the 1M plan table (every planning setting on the 1M Poisson system)
 #   bash benchmarks/gpu_run.sh percall ROOT_BEFORE   per-call costs of this tree against another checkout
 #   bash benchmarks/gpu_run.sh dist       cumath.distributed's GPU engines: tests and one-rank benchmarks
@@ -123,6 +124,13 @@ case "$phase" in
     timeout 100 python3 benchmarks/solvers_sparse.py --case sparse/gpu-plan-settings --json "$OUT/plan-settings.json" \
       > "$OUT/plan-settings.txt" 2>&1
     echo "plan-settings rc=$?" | tee -a "$log"
+    ;;
+  ordering)
+    for side in 300 1000; do
+      timeout 280 python3 benchmarks/cudss_ordering.py --side $side ${CUMATH_ORDERING_ARGS:-} --json "$OUT/ordering-$side.json" \
+        > "$OUT/ordering-$side.txt" 2>&1
+      echo "ordering $side rc=$?" | tee -a "$log"
+    done
     ;;
   cudss-1m)
     timeout 420 python3 benchmarks/solvers_sparse.py --case sparse/gpu-plan-settings-1m \

@@ -82,7 +82,7 @@ def _bench(args) -> int:
 
 
 #: scripts of benchmarks/ that are helpers, not benchmarks
-_NOT_BENCHMARKS = ("harness", "percall_compare")
+_NOT_BENCHMARKS = ("harness", "percall_compare", "parallel_nd")
 
 
 def benchmark_names(folder: str) -> list:
