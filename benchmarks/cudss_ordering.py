@@ -2,13 +2,13 @@
 
 For the 2-D Poisson system (default 1000 x 1000: 1,000,000 unknowns) on the GPU: cuDSS's own plan, then plans
 with a user permutation (CUDSS_DATA_USER_PERM) from cumath's parallel nested dissection
-(``cumath.sparse.advanced._ordering``) at several split levels, from METIS's serial NodeND, and cuDSS's own
+(``parallel_nd.py`` beside it) at several split levels, from METIS's serial NodeND, and cuDSS's own
 permutation handed back (the cost of an analysis whose ordering is given). Per row: the ordering's seconds,
 plan / factorize / solve (best of 2 fresh solvers), the analysis split into REORDERING and SYMBOLIC_FACTORIZATION,
 lu_nnz and the residual. Both conventions of the permutation are tried on cuDSS's own one (new -> old and its
 inverse) so that the table says which one cuDSS reads.
 
-    python benchmarks/cudss_ordering.py [--side 1000] [--json out.json]
+    python benchmarks/cudss_ordering.py [--side 1000] [--levels 2,3,4,5,6] [--no-orderings] [--json out.json]
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ host). Nested dissection is parallel by nature below its first separator: the tw
 graphs. This module computes the top ``levels`` separators itself (an edge bisection from METIS, turned into the
 smallest vertex separator that covers the cut edges: a maximum matching of the cut's bipartite graph and its
 Koenig cover) and hands the ``2**levels`` parts to METIS's ``METIS_NodeND`` on a thread each (ctypes releases the
-GIL). The result is a permutation ``order`` (new position -> old row) with the separators after the parts they
-separate, as cuDSS's own ordering has them.
+GIL). The result is a permutation ``order`` (new position -> old row, the way cuDSS reads CUDSS_DATA_USER_PERM)
+with the separators after the parts they separate.
 
-METIS comes from the ``pymetis`` wheel (the ``metis`` extra), whose extension module exports METIS's C entry
-points; :func:`available` says whether it loaded.
+METIS comes from the ``pymetis`` wheel (``pip install pymetis``; not a dependency of cumath), whose extension
+module exports METIS's C entry points; :func:`available` says whether it loaded.
 """
 
 from __future__ import annotations
@@ -59,13 +59,13 @@ def _load():
                 idx = {32: np.int32, 64: np.int64}[width]
                 _metis = (lib, np.dtype(idx), internal.options_indices)
             except (ImportError, OSError, AttributeError, KeyError) as exc:
-                log.debug("METIS (pymetis) not available for cumath's parallel ordering: %s", exc)
+                log.debug("METIS (pymetis) not available for the parallel ordering: %s", exc)
                 _metis = False
     return _metis or None
 
 
 def available() -> bool:
-    """Whether METIS loaded (the ``pymetis`` wheel, cumath's ``metis`` extra)."""
+    """Whether METIS loaded (the ``pymetis`` wheel)."""
     return _load() is not None
 
 
