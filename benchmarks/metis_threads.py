@@ -4,27 +4,57 @@ processes as the host's own scaling. Needs the pymetis wheel (METIS's C entry po
 
     python benchmarks/metis_threads.py
 """
-import time, numpy as np, sys, os
-sys.path.insert(0, "benchmarks"); sys.path.insert(0, ".")
-from solvers_sparse import poisson
-import parallel_nd as O
-from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
-m = O._load()
-if m is None:
-    sys.exit("metis_threads.py needs METIS: pip install pymetis")
-a = poisson(250); x, ad = O.symmetric_graph(a.indptr, a.indices, a.shape[0], m[1])
-def one(_=None):
-    t = time.perf_counter(); O._node_nd(m, x, ad); return time.perf_counter() - t
-print("cores", len(os.sched_getaffinity(0)), "cpu quota", open("/sys/fs/cgroup/cpu.max").read().strip() if os.path.exists("/sys/fs/cgroup/cpu.max") else "?")
-print("one", round(one(), 3), round(one(), 3))
-for k in (2, 4, 8, 16):
-    with ThreadPoolExecutor(k) as p:
-        t = time.perf_counter(); each = list(p.map(one, range(k))); print("threads", k, round(time.perf_counter() - t, 3), "each", round(max(each), 3), flush=True)
-def busy(_):
-    t = time.perf_counter(); s = 0
-    for i in range(3_000_000): s += i
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import parallel_nd  # noqa: E402
+from solvers_sparse import poisson  # noqa: E402
+
+
+def _busy(_=None) -> float:
+    t = time.perf_counter()
+    s = 0
+    for i in range(3_000_000):
+        s += i
     return time.perf_counter() - t
-with ProcessPoolExecutor(16) as p:
-    list(p.map(busy, range(16)))
-    t = time.perf_counter(); each = list(p.map(busy, range(16))); print("16 python processes busy loop", round(time.perf_counter() - t, 3), "each", round(max(each), 3))
-print("one busy", round(busy(0), 3))
+
+
+def main() -> int:
+    m = parallel_nd._load()
+    if m is None:
+        print("metis_threads.py needs METIS: pip install pymetis", file=sys.stderr)
+        return 1
+    a = poisson(250)
+    xadj, adj = parallel_nd.symmetric_graph(a.indptr, a.indices, a.shape[0], m[1])
+
+    def one(_=None) -> float:
+        t = time.perf_counter()
+        parallel_nd._node_nd(m, xadj, adj)
+        return time.perf_counter() - t
+
+    print("host cores", len(os.sched_getaffinity(0)))
+    print(f"one NodeND {one():.3f} s, again {one():.3f} s")
+    for k in (2, 4, 8, 16):
+        with ThreadPoolExecutor(k) as pool:
+            t = time.perf_counter()
+            each = list(pool.map(one, range(k)))
+            print(f"{k} at once on threads {time.perf_counter() - t:.3f} s (slowest call {max(each):.3f} s)",
+                  flush=True)
+    with ProcessPoolExecutor(16) as pool:
+        list(pool.map(_busy, range(16)))
+        t = time.perf_counter()
+        each = list(pool.map(_busy, range(16)))
+        print(f"busy loop in 16 processes {time.perf_counter() - t:.3f} s (slowest {max(each):.3f} s), "
+              f"in one {_busy():.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -151,7 +151,7 @@ def _separator(xadj, adj, part):
         cols = cols[~reach1[cols]]
         reach1[cols] = True
         rows = row_of[cols]
-        rows = rows[(rows >= 0)]
+        rows = rows[rows >= 0]
         rows = rows[~reach0[rows]]
         reach0[rows] = True
         front = rows

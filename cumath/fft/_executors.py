@@ -137,7 +137,7 @@ class HostExecutor:
             hot_numpy()
             keep = self.results.snapshot is not None or (setup.reuse_results and compiled_reuse(out_bytes))
             self._runner = self.execute = hot_runner(*spec, HostExecutor.execute.__get__(self), keep)
-            if self._runner.recycle:  # the runner keeps (at most two); the Python path's rare calls keep none
+            if self.runner_reuses:  # the runner keeps (at most two); the Python path's rare calls keep none
                 self._out_bytes = out_bytes
                 self.nbytes += 2 * out_bytes - self.results.nbytes
                 self.results.stop()
@@ -195,10 +195,15 @@ class HostExecutor:
         return out
 
     @property
+    def runner_reuses(self) -> bool:
+        """Whether the compiled runner keeps and hands out again the results its caller dropped."""
+        return self._runner is not None and self._runner.recycle
+
+    @property
     def held_bytes(self) -> int:
         """Bytes of the results kept now for reuse (the Python path's and the compiled runner's)."""
         held = 0 if self.results is None else self.results.held_bytes
-        if self._runner is not None and self._runner.recycle:
+        if self.runner_reuses:
             held += self._runner.kept() * self._out_bytes
         return held
 

@@ -237,7 +237,7 @@ class FFT(Operation):
         (non-blocking, on the operand's current stream, as every stateless GPU call of its key is)."""
         ex = self._executor
         if self._host_only:
-            if type(ex) is not HostExecutor or (ex._runner is not None and ex._runner.recycle):
+            if type(ex) is not HostExecutor or ex.runner_reuses:
                 return None  # results reused on request (CUMATH_RECYCLE_RESULTS=1): the plan's runner serves
             return ex.hot_spec()
         if type(ex) is DeviceExecutor and not self._blocking and not self._explicit_stream:
